@@ -1,0 +1,3 @@
+"""Steeple: a self-hosted scheduler appliance."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,44 @@
+"""The wall-clock seam: the only module that reads the system's time of day.
+
+Wall time (epoch milliseconds, UTC) drives ``scheduled_for``, ``due_at`` and lease instants;
+in-process deadlines use trio's monotonic clock. Tests inject ``TrioWallClock`` so that a
+virtual ``trio.testing.MockClock`` moves wall time too, and can jump it like a bad NTP step.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+import trio
+
+
+class WallClock(Protocol):
+    def now_ms(self) -> int:
+        """Current wall-clock time as integer milliseconds since the Unix epoch (UTC)."""
+        ...
+
+
+class SystemClock:
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+
+class TrioWallClock:
+    """Wall time derived from trio's clock: ``start_ms`` plus elapsed trio time plus any
+    jumps applied with :meth:`jump`. Must be read inside a trio run."""
+
+    def __init__(self, start_ms: int) -> None:
+        self._start_ms = start_ms
+        self._trio_start: float | None = None
+        self._offset_ms = 0
+
+    def now_ms(self) -> int:
+        current = trio.current_time()
+        if self._trio_start is None:
+            self._trio_start = current
+        return self._start_ms + self._offset_ms + int((current - self._trio_start) * 1000)
+
+    def jump(self, delta_ms: int) -> None:
+        """Step the wall clock by ``delta_ms`` (negative = backwards) without moving trio's."""
+        self._offset_ms += delta_ms

@@ -1,0 +1,57 @@
+"""Identifiers: prefixed ULIDs, and the two identities derived from an occurrence (ADR 0037).
+
+- ``ten_``, ``sch_``, ``key_``, ``evt_``, ``sec_``, ``inc_`` ids are ULIDs: 48-bit epoch ms +
+  80 random bits, 26 Crockford base32 characters.
+- ``idempotency_key`` = lowercase hex SHA-256 of UTF-8 ``schedule_id`` immediately followed
+  by UTF-8 canonical ``scheduled_for`` text. Stable across attempts, reclaims and replays.
+- ``run_id`` = ``run_`` + first 26 Crockford base32 characters of
+  SHA-256(``"run:" + schedule_id + scheduled_for``): a run re-created after a restore keeps
+  its id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_ULID_BODY = frozenset(CROCKFORD)
+
+
+def _base32(value: int, length: int) -> str:
+    chars = []
+    for _ in range(length):
+        chars.append(CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def new_ulid(now_ms: int, randbytes: Callable[[int], bytes] = os.urandom) -> str:
+    """A 26-character ULID for ``now_ms`` (milliseconds since the epoch)."""
+    if not 0 <= now_ms < 1 << 48:
+        raise ValueError(f"ULID timestamp out of range: {now_ms}")
+    value = (now_ms << 80) | int.from_bytes(randbytes(10), "big")
+    return _base32(value, 26)
+
+
+def new_id(prefix: str, now_ms: int, randbytes: Callable[[int], bytes] = os.urandom) -> str:
+    """A prefixed id such as ``sch_01JDQ8Y5Z2M4X7K9P3R6T8V0WB``."""
+    return f"{prefix}_{new_ulid(now_ms, randbytes)}"
+
+
+def looks_like(prefix: str, value: str) -> bool:
+    """Whether ``value`` has the shape ``<prefix>_`` + 26 Crockford characters."""
+    head, sep, body = value.partition("_")
+    return head == prefix and sep == "_" and len(body) == 26 and set(body) <= _ULID_BODY
+
+
+def idempotency_key(schedule_id: str, scheduled_for_text: str) -> str:
+    """The delivery's ``X-Idempotency-Key`` (and the Standard Webhooks message id)."""
+    return hashlib.sha256((schedule_id + scheduled_for_text).encode("utf-8")).hexdigest()
+
+
+def run_id(schedule_id: str, scheduled_for_text: str) -> str:
+    """The derived id of the run for one occurrence."""
+    digest = hashlib.sha256(("run:" + schedule_id + scheduled_for_text).encode("utf-8")).digest()
+    return "run_" + _base32(int.from_bytes(digest, "big") >> (256 - 130), 26)

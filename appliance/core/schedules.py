@@ -1,0 +1,53 @@
+"""The schedule as a value: what a tenant asked for (``ScheduleSpec``) and what is stored
+(``Schedule``). Input parsing and validation of tenant JSON lives in ``core.schedule_input``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+DEFAULT_CATCHUP_WINDOW_SECONDS = 3600
+DEFAULT_MAX_ATTEMPTS = 8
+DEFAULT_TIMEOUT_SECONDS = 30
+DEFAULT_CONTENT_TYPE = "application/json"
+
+
+class CatchupPolicy(enum.StrEnum):
+    ALL = "all"  # every misfired occurrence inside the window, oldest first
+    LATEST = "latest"  # only the newest misfired occurrence inside the window
+    SKIP = "skip"  # none: every misfired occurrence becomes a `missed` row
+
+
+class PayloadKind(enum.StrEnum):
+    JSON = "json"  # tenant gave `payload` (any JSON value), sent as compact JSON
+    BODY = "body"  # tenant gave `body` (a string), sent verbatim
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScheduleSpec:
+    name: str
+    cron: str
+    timezone: str
+    target_url: str
+    payload_kind: PayloadKind
+    body: bytes  # exact bytes sent on every attempt
+    content_type: str
+    headers: tuple[tuple[str, str], ...]  # tenant headers, none reserved
+    jitter_seconds: int
+    catchup_policy: CatchupPolicy
+    catchup_window_seconds: int
+    max_attempts: int
+    timeout_seconds: int
+    paused: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    id: str
+    tenant_id: str
+    spec: ScheduleSpec
+    version: int
+    next_fire_at: int | None  # forward-only planning cursor (ms); None: never fires again
+    created_at: int
+    updated_at: int

@@ -1,0 +1,72 @@
+"""Steeple's exception tree. Foreign exceptions (apsw, httpx) are translated at one boundary
+each (``store.database`` and ``engine.outbound``); nothing else catches them.
+
+    SteepleError
+     ├── ConfigError           a setting is invalid; names the setting
+     ├── ValidationError       tenant input is invalid; carries per-field errors (-> 422)
+     ├── NotFound              no such resource for this tenant (-> 404)
+     ├── Conflict              precondition failed / state forbids the change (-> 409/412)
+     ├── IllegalTransition     a run state change the transition table refuses
+     ├── StoreError            the database failed (disk full, I/O, corruption)
+     │    └── DatabaseLocked   another appliance holds the data directory's lock file
+     └── DestinationBlocked    the outbound policy refused an address (SSRF guard)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SteepleError(Exception):
+    """Base of every error Steeple raises on purpose."""
+
+
+class ConfigError(SteepleError):
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(f"{setting}: {message}")
+        self.setting = setting
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FieldError:
+    """One problem with one input field. ``field`` is a dotted path (``catchup.policy``)."""
+
+    field: str
+    message: str
+
+
+class ValidationError(SteepleError):
+    def __init__(self, errors: list[FieldError]) -> None:
+        super().__init__("; ".join(f"{e.field}: {e.message}" for e in errors))
+        self.errors = errors
+
+    @classmethod
+    def single(cls, field: str, message: str) -> ValidationError:
+        return cls([FieldError(field=field, message=message)])
+
+
+class NotFound(SteepleError):
+    pass
+
+
+class Conflict(SteepleError):
+    pass
+
+
+class IllegalTransition(SteepleError):
+    pass
+
+
+class StoreError(SteepleError):
+    pass
+
+
+class DatabaseLocked(StoreError):
+    pass
+
+
+class DestinationBlocked(SteepleError):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -1,0 +1,169 @@
+"""The SQLite database: one writer connection, a few reader connections, never on the loop.
+
+Rules this module guards (ADR 0033, DESIGN §2-3):
+- WAL, ``synchronous=FULL``: an acknowledged commit survives power loss.
+- Every write is one ``BEGIN IMMEDIATE`` transaction on the single writer connection, run
+  in a worker thread behind a ``CapacityLimiter(1)``: writers queue in trio, not in SQLite.
+- Reads use their own connections (WAL snapshots), also in worker threads.
+- apsw errors are translated to :class:`~appliance.errors.StoreError` here and only here.
+- ``threaded=False`` runs the same functions inline on the calling thread. Engine tests
+  under trio's autojump ``MockClock`` use it: a thread hop would let virtual time race
+  ahead while SQLite works (see docs/adr/0033).
+
+Store functions have the shape ``fn(conn, ..., now) -> value`` and never commit themselves.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
+
+import apsw
+import trio
+
+from appliance.errors import SteepleError, StoreError
+from appliance.store.migrate import migrate
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+Connection = apsw.Connection
+BUSY_TIMEOUT_MS = 5000
+
+
+def _connect(path: Path) -> apsw.Connection:
+    conn = apsw.Connection(str(path))
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def _translate(exc: apsw.Error) -> StoreError:
+    kinds = {
+        apsw.FullError: "the disk is full",
+        apsw.ReadOnlyError: "the database is read-only",
+        apsw.IOError: "a disk I/O error occurred",
+        apsw.CorruptError: "the database file is corrupt",
+        apsw.BusyError: "the database stayed locked past the busy timeout",
+    }
+    for kind, text in kinds.items():
+        if isinstance(exc, kind):
+            return StoreError(f"{text} ({exc})")
+    return StoreError(f"database error: {exc}")
+
+
+def run_write(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
+    """Run ``fn`` inside one ``BEGIN IMMEDIATE`` transaction on ``conn``."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(conn)
+    except BaseException:
+        if not conn.autocommit:  # a failed COMMIT may already have rolled back
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+def run_read(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
+    """Run ``fn`` in one read transaction, so it sees a single snapshot."""
+    conn.execute("BEGIN")
+    try:
+        return fn(conn)
+    finally:
+        conn.execute("COMMIT")
+
+
+class Database:
+    """Steeple's database file. Build with :meth:`open`; close after the nursery exits."""
+
+    def __init__(self, path: Path, *, readers: int, threaded: bool) -> None:
+        self.path = path
+        self.threaded = threaded
+        self._writer = _connect(path)
+        self._readers = [_connect(path) for _ in range(readers)]
+        self._write_limiter = trio.CapacityLimiter(1)
+        self._read_limiter = trio.CapacityLimiter(readers)
+
+    @classmethod
+    def open(cls, path: Path, *, readers: int = 2, threaded: bool = True) -> Database:
+        """Open (creating if needed), migrate and check the file. Blocking: call at boot."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = cls(path, readers=readers, threaded=threaded)
+            migrate(db._writer)
+            db._quick_check()
+        except apsw.Error as exc:
+            raise _translate(exc) from exc
+        return db
+
+    def _quick_check(self) -> None:
+        rows = [row[0] for row in self._writer.execute("PRAGMA quick_check")]
+        if rows != ["ok"]:
+            raise StoreError(f"{self.path}: quick_check failed: {'; '.join(map(str, rows[:5]))}")
+
+    def write_now(
+        self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """Run a write on the calling thread (boot, CLI, tests). Not from the trio loop."""
+        call = functools.partial(fn, *args, **kw)
+        try:
+            return run_write(self._writer, call)
+        except apsw.Error as exc:
+            raise _translate(exc) from exc
+
+    def read_now(
+        self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        call = functools.partial(fn, *args, **kw)
+        try:
+            return run_read(self._readers[0], call)
+        except apsw.Error as exc:
+            raise _translate(exc) from exc
+
+    async def write(
+        self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """One write transaction, off the event loop, serialised with every other write."""
+        call = functools.partial(run_write, self._writer, functools.partial(fn, *args, **kw))
+        async with self._write_limiter:
+            return await self._run(call)
+
+    async def read(
+        self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """One read transaction on a reader connection, off the event loop."""
+        async with self._read_limiter:
+            conn = self._readers.pop()
+            try:
+                call = functools.partial(run_read, conn, functools.partial(fn, *args, **kw))
+                return await self._run(call)
+            finally:
+                self._readers.append(conn)
+
+    async def _run(self, call: Callable[[], T]) -> T:
+        try:
+            if not self.threaded:
+                return call()
+            return await trio.to_thread.run_sync(call, abandon_on_cancel=False)
+        except apsw.Error as exc:
+            raise _translate(exc) from exc
+        except SteepleError:
+            raise
+
+    def checkpoint(self) -> None:
+        """A passive WAL checkpoint (never blocks readers or the writer)."""
+        try:
+            self._writer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+        except apsw.Error as exc:
+            raise _translate(exc) from exc
+
+    def close(self) -> None:
+        for conn in [self._writer, *self._readers]:
+            conn.close()
