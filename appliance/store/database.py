@@ -64,7 +64,7 @@ def run_write(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
     try:
         result = fn(conn)
     except BaseException:
-        if not conn.autocommit:  # a failed COMMIT may already have rolled back
+        if conn.in_transaction:  # a failed COMMIT may already have rolled back
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
@@ -112,7 +112,10 @@ class Database:
         self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs
     ) -> T:
         """Run a write on the calling thread (boot, CLI, tests). Not from the trio loop."""
-        call = functools.partial(fn, *args, **kw)
+
+        def call(conn: apsw.Connection) -> T:
+            return fn(conn, *args, **kw)
+
         try:
             return run_write(self._writer, call)
         except apsw.Error as exc:
@@ -121,7 +124,9 @@ class Database:
     def read_now(
         self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs
     ) -> T:
-        call = functools.partial(fn, *args, **kw)
+        def call(conn: apsw.Connection) -> T:
+            return fn(conn, *args, **kw)
+
         try:
             return run_read(self._readers[0], call)
         except apsw.Error as exc:
@@ -131,7 +136,11 @@ class Database:
         self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs
     ) -> T:
         """One write transaction, off the event loop, serialised with every other write."""
-        call = functools.partial(run_write, self._writer, functools.partial(fn, *args, **kw))
+
+        def bound(conn: apsw.Connection) -> T:
+            return fn(conn, *args, **kw)
+
+        call = functools.partial(run_write, self._writer, bound)
         async with self._write_limiter:
             return await self._run(call)
 
@@ -142,7 +151,11 @@ class Database:
         async with self._read_limiter:
             conn = self._readers.pop()
             try:
-                call = functools.partial(run_read, conn, functools.partial(fn, *args, **kw))
+
+                def bound(c: apsw.Connection) -> T:
+                    return fn(c, *args, **kw)
+
+                call = functools.partial(run_read, conn, bound)
                 return await self._run(call)
             finally:
                 self._readers.append(conn)
