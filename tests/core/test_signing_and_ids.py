@@ -1,0 +1,54 @@
+"""The delivery contract's byte-exact vectors (tests/vectors/delivery-contract.json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from appliance.core.ids import idempotency_key, looks_like, new_id, run_id
+from appliance.core.signing import SignatureError, sign, verify
+
+
+def test_idempotency_key_vectors(vectors: dict[str, Any]) -> None:
+    for case in vectors["idempotency_keys"]:
+        assert (
+            idempotency_key(case["schedule_id"], case["scheduled_for"]) == case["idempotency_key"]
+        )
+
+
+def test_signature_vectors(vectors: dict[str, Any]) -> None:
+    for case in vectors["signatures"]:
+        body = case["body"].encode()
+        assert sign(case["secrets"], case["id"], int(case["timestamp"]), body) == case["signature"]
+
+
+def test_vectors_verify_with_any_listed_secret(vectors: dict[str, Any]) -> None:
+    for case in vectors["signatures"]:
+        ts = int(case["timestamp"])
+        for secret in case["secrets"]:
+            verify([secret], case["id"], ts, case["body"].encode(), case["signature"], now_s=ts)
+
+
+def test_verify_rejects_tampering_and_old_timestamps(vectors: dict[str, Any]) -> None:
+    case = vectors["signatures"][1]
+    ts = int(case["timestamp"])
+    with pytest.raises(SignatureError):
+        verify(case["secrets"], case["id"], ts, b"{}", case["signature"], now_s=ts)
+    with pytest.raises(SignatureError):
+        verify(
+            case["secrets"],
+            case["id"],
+            ts,
+            case["body"].encode(),
+            case["signature"],
+            now_s=ts + 301,
+        )
+
+
+def test_run_id_is_derived_and_shaped() -> None:
+    first = run_id("sch_01JDQ8Y5Z2M4X7K9P3R6T8V0WB", "2026-08-06T03:00:00Z")
+    assert first == run_id("sch_01JDQ8Y5Z2M4X7K9P3R6T8V0WB", "2026-08-06T03:00:00Z")
+    assert first != run_id("sch_01JDQ8Y5Z2M4X7K9P3R6T8V0WB", "2026-08-06T03:01:00Z")
+    assert looks_like("run", first)
+    assert looks_like("sch", new_id("sch", 1_785_985_200_000))
