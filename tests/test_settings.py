@@ -1,0 +1,60 @@
+"""Settings: strict parsing, precedence, and documentation kept true."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from appliance.errors import ConfigError
+from appliance.settings import SETTINGS, LogLevel, load_settings
+
+DOC = Path(__file__).parent.parent / "docs" / "configuration.md"
+
+
+def test_every_setting_is_documented_with_its_environment_variable() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    for setting in SETTINGS:
+        assert f"`{setting.name}`" in text, setting.name
+        assert f"`{setting.env}" in text, setting.env
+
+
+def test_precedence_flag_over_environment_over_file(tmp_path: Path) -> None:
+    config = tmp_path / "steeple.toml"
+    config.write_text('listen = "127.0.0.1:1"\nlog_level = "debug"\ndispatch_concurrency = 4\n')
+    env = {"STEEPLE_LISTEN": "127.0.0.1:2", "STEEPLE_DATA_DIR": str(tmp_path)}
+    settings = load_settings(environ=env, overrides={"listen": "127.0.0.1:3"}, config_file=config)
+    assert settings.listen.port == 3
+    assert settings.log_level is LogLevel.DEBUG
+    assert settings.dispatch_concurrency == 4
+    assert settings.db_path == tmp_path / "steeple.db"
+    assert load_settings(environ=env, config_file=config).listen.port == 2
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"STEEPLE_LISTEN": "8080"}, "STEEPLE_LISTEN: expected HOST:PORT"),
+        ({"STEEPLE_LISTEN": "h:70000"}, "STEEPLE_LISTEN"),
+        ({"STEEPLE_DISPATCH_CONCURRENCY": "0"}, "between 1 and 1024"),
+        ({"STEEPLE_DISPATCH_CONCURRENCY": "many"}, "expected a whole number"),
+        ({"STEEPLE_LOG_LEVEL": "loud"}, "expected one of debug"),
+    ],
+)
+def test_bad_values_name_the_setting(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_settings(environ=env)
+
+
+def test_config_file_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("colour = 'blue'\n")
+    with pytest.raises(ConfigError, match="unknown settings colour"):
+        load_settings(environ={}, config_file=bad)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_settings(environ={}, config_file=tmp_path / "missing.toml")
+
+
+def test_flag_errors_name_the_flag() -> None:
+    with pytest.raises(ConfigError, match="--listen"):
+        load_settings(environ={}, overrides={"listen": "x"})
