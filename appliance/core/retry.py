@@ -1,0 +1,226 @@
+"""Outcome classification and retry decisions (ADR 0032's outcome table, ADR 0033).
+
+    response / failure                      verdict      reason               wait at least
+    2xx                                     OK           -                    -
+    410 Gone                                PERMANENT    gone (pause sched.)  -
+    3xx (redirects are never followed)      RETRYABLE    -                    schedule
+    429 Too Many Requests                   RETRYABLE    -                    60 s, Retry-After
+    any other status                        RETRYABLE    -                    schedule
+    transport: timeout, deadline            RETRYABLE    -                    60 s
+    transport: blocked destination          PERMANENT    destination_blocked  -
+    transport: connect, dns, tls, protocol  RETRYABLE    -                    schedule
+
+Retry schedule: the delay after attempt ``n`` (1-based) is ``delays_s[n-1]`` (the last value
+repeats), times a factor uniform in [0.8, 1.2), then raised to the verdict's minimum and to
+``Retry-After`` — which is honoured only upward and capped at 24 h. A run fails
+``exhausted`` when the attempt that just finished was its last (``max_attempts``) or when the
+next attempt would be due after ``scheduled_for + window_ms``. Retrying never changes
+``scheduled_for`` or the idempotency key. Everything here is pure: time and randomness are
+parameters.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import UTC
+from email.utils import parsedate_to_datetime
+
+from appliance.core.instants import from_datetime
+from appliance.core.runs import AttemptOutcome, Transition
+
+SECOND_MS = 1000
+DAY_MS = 86_400 * SECOND_MS
+SLOW_DOWN_MS = 60 * SECOND_MS  # 429 and timeouts: give the receiver at least a minute
+RETRY_AFTER_CAP_MS = DAY_MS
+MAX_ATTEMPTS_LIMIT = 15
+MAX_WINDOW_MS = 7 * DAY_MS
+DEFAULT_DELAYS_S: tuple[int, ...] = (5, 300, 1800, 7200, 18000, 36000, 36000)
+
+# Longer digit strings are far beyond the cap; checking length first also keeps a hostile
+# header away from int()'s digit limit.
+_MAX_SECONDS_DIGITS = 9
+
+
+class TransportFailure(enum.StrEnum):
+    """Why an attempt got no HTTP response."""
+
+    CONNECT = "connect"
+    DNS = "dns"
+    TLS = "tls"
+    TIMEOUT = "timeout"
+    PROTOCOL = "protocol"
+    BLOCKED = "destination_blocked"  # the outbound policy refused the address
+    DEADLINE = "deadline"  # the per-attempt hard deadline cancelled the request
+
+
+class FailureReason(enum.StrEnum):
+    """Why a run ended ``failed``."""
+
+    GONE = "gone"
+    DESTINATION_BLOCKED = "destination_blocked"
+    EXHAUSTED = "exhausted"
+
+
+_VERDICT_OUTCOMES = frozenset(
+    {AttemptOutcome.OK, AttemptOutcome.RETRYABLE, AttemptOutcome.PERMANENT}
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """What one finished attempt means. ``reason`` is set exactly for PERMANENT."""
+
+    outcome: AttemptOutcome
+    reason: FailureReason | None = None
+    min_delay_ms: int = 0
+    retry_after_ms: int | None = None
+    pause_schedule: bool = False
+
+    def __post_init__(self) -> None:
+        if self.outcome not in _VERDICT_OUTCOMES:
+            raise ValueError(f"a verdict is ok, retryable or permanent, not {self.outcome}")
+        if (self.outcome is AttemptOutcome.PERMANENT) != (self.reason is not None):
+            raise ValueError("a failure reason is given exactly for a permanent verdict")
+        if self.min_delay_ms < 0 or (self.retry_after_ms or 0) < 0:
+            raise ValueError("delays are never negative")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """A schedule's retry budget: attempts, delays between them, and the overall window."""
+
+    max_attempts: int = 8
+    delays_s: tuple[int, ...] = DEFAULT_DELAYS_S
+    window_ms: int = MAX_WINDOW_MS
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_attempts <= MAX_ATTEMPTS_LIMIT:
+            raise ValueError(
+                f"max_attempts must be 1–{MAX_ATTEMPTS_LIMIT}, not {self.max_attempts}"
+            )
+        if not 0 < self.window_ms <= MAX_WINDOW_MS:
+            raise ValueError(f"window_ms must be 1–{MAX_WINDOW_MS} (7 days), not {self.window_ms}")
+        if not self.delays_s or min(self.delays_s) < 0:
+            raise ValueError("delays_s needs at least one delay, none negative")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """What to do with the run: SUCCEED, RETRY at ``due_at`` (epoch ms), or FAIL."""
+
+    transition: Transition
+    due_at: int | None
+    failure_reason: FailureReason | None
+
+
+_OK = Verdict(outcome=AttemptOutcome.OK)
+_RETRY = Verdict(outcome=AttemptOutcome.RETRYABLE)
+_RETRY_SLOWLY = Verdict(outcome=AttemptOutcome.RETRYABLE, min_delay_ms=SLOW_DOWN_MS)
+_GONE = Verdict(outcome=AttemptOutcome.PERMANENT, reason=FailureReason.GONE, pause_schedule=True)
+_BLOCKED = Verdict(outcome=AttemptOutcome.PERMANENT, reason=FailureReason.DESTINATION_BLOCKED)
+
+
+def classify_response(status: int, retry_after: str | None, *, now_ms: int) -> Verdict:
+    """The verdict on an HTTP response. ``retry_after`` is the raw ``Retry-After`` header,
+    read only for 429; ``now_ms`` anchors an HTTP-date value."""
+    if 200 <= status <= 299:
+        return _OK
+    if status == 410:
+        return _GONE
+    if status == 429:
+        return Verdict(
+            outcome=AttemptOutcome.RETRYABLE,
+            min_delay_ms=SLOW_DOWN_MS,
+            retry_after_ms=parse_retry_after(retry_after, now_ms=now_ms),
+        )
+    return _RETRY  # 3xx included: redirects are not followed, so the attempt failed
+
+
+def classify_failure(failure: TransportFailure) -> Verdict:
+    """The verdict on an attempt that got no HTTP response."""
+    if failure is TransportFailure.BLOCKED:
+        return _BLOCKED
+    if failure in (TransportFailure.TIMEOUT, TransportFailure.DEADLINE):
+        return _RETRY_SLOWLY
+    return _RETRY
+
+
+def parse_retry_after(value: str | None, *, now_ms: int) -> int | None:
+    """Milliseconds a ``Retry-After`` value asks to wait, capped at 24 h; None if absent or
+    unreadable. Delay-seconds must be plain digits; an HTTP-date in the past means 0."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isascii() and text.isdigit():
+        if len(text) > _MAX_SECONDS_DIGITS:
+            return RETRY_AFTER_CAP_MS
+        return min(int(text) * SECOND_MS, RETRY_AFTER_CAP_MS)
+    try:
+        moment = parsedate_to_datetime(text)
+    except (ValueError, TypeError, IndexError, OverflowError):
+        return None  # the header is the receiver's free text: unreadable means absent
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)  # asctime and "-0000" forms: HTTP-dates are GMT
+    return min(max(from_datetime(moment) - now_ms, 0), RETRY_AFTER_CAP_MS)
+
+
+def retry_delay_ms(policy: RetryPolicy, *, attempt: int, verdict: Verdict, rand: float) -> int:
+    """How long to wait after attempt ``attempt`` (1-based) before the next one.
+
+    ``rand`` in [0, 1) picks the factor in [0.8, 1.2); integer maths keeps the lower bound
+    exact."""
+    _check_attempt(attempt)
+    if not 0.0 <= rand < 1.0:
+        raise ValueError(f"rand must be in [0, 1), got {rand}")
+    base_ms = policy.delays_s[min(attempt, len(policy.delays_s)) - 1] * SECOND_MS
+    jittered = base_ms * 4 // 5 + int(base_ms * 2 * rand) // 5
+    return max(jittered, verdict.min_delay_ms, verdict.retry_after_ms or 0)
+
+
+def decide(
+    policy: RetryPolicy,
+    *,
+    attempt: int,
+    verdict: Verdict,
+    scheduled_for_ms: int,
+    now_ms: int,
+    rand: float,
+) -> Decision:
+    """What follows attempt ``attempt`` (1-based, just finished at ``now_ms``)."""
+    _check_attempt(attempt)
+    if verdict.outcome is AttemptOutcome.OK:
+        return Decision(transition=Transition.SUCCEED, due_at=None, failure_reason=None)
+    if verdict.outcome is AttemptOutcome.PERMANENT:
+        return _fail(verdict.reason or FailureReason.EXHAUSTED)  # reason is set (post_init)
+    if attempt >= policy.max_attempts:
+        return _fail(FailureReason.EXHAUSTED)
+    due_at = now_ms + retry_delay_ms(policy, attempt=attempt, verdict=verdict, rand=rand)
+    return _retry_within_window(policy, due_at=due_at, scheduled_for_ms=scheduled_for_ms)
+
+
+def decide_after_abandon(
+    policy: RetryPolicy, *, attempt: int, scheduled_for_ms: int, now_ms: int
+) -> Decision:
+    """What follows an attempt whose executor died or lost its lease: it counts as an
+    attempt, and the next one is due at once (nothing suggests the receiver needs a pause).
+    The caller applies RETRY as the RECLAIM transition."""
+    _check_attempt(attempt)
+    if attempt >= policy.max_attempts:
+        return _fail(FailureReason.EXHAUSTED)
+    return _retry_within_window(policy, due_at=now_ms, scheduled_for_ms=scheduled_for_ms)
+
+
+def _retry_within_window(policy: RetryPolicy, *, due_at: int, scheduled_for_ms: int) -> Decision:
+    if due_at > scheduled_for_ms + policy.window_ms:
+        return _fail(FailureReason.EXHAUSTED)
+    return Decision(transition=Transition.RETRY, due_at=due_at, failure_reason=None)
+
+
+def _fail(reason: FailureReason) -> Decision:
+    return Decision(transition=Transition.FAIL, due_at=None, failure_reason=reason)
+
+
+def _check_attempt(attempt: int) -> None:
+    if attempt < 1:
+        raise ValueError(f"attempt is 1-based, got {attempt}")

@@ -1,0 +1,361 @@
+"""Outcome classification and retry decisions, per ADR 0032's outcome table."""
+
+from __future__ import annotations
+
+from email.utils import format_datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from appliance.core.instants import parse_instant, to_datetime
+from appliance.core.retry import (
+    DAY_MS,
+    DEFAULT_DELAYS_S,
+    Decision,
+    FailureReason,
+    RetryPolicy,
+    TransportFailure,
+    Verdict,
+    classify_failure,
+    classify_response,
+    decide,
+    decide_after_abandon,
+    parse_retry_after,
+    retry_delay_ms,
+)
+from appliance.core.runs import AttemptOutcome, Transition
+
+NOW = parse_instant("2026-08-06T03:00:05Z")
+SCHEDULED_FOR = parse_instant("2026-08-06T03:00:00Z")
+OK = AttemptOutcome.OK
+RETRYABLE = AttemptOutcome.RETRYABLE
+PERMANENT = AttemptOutcome.PERMANENT
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome", "reason", "min_delay_ms", "pause"),
+    [
+        (200, OK, None, 0, False),
+        (201, OK, None, 0, False),
+        (204, OK, None, 0, False),
+        (299, OK, None, 0, False),
+        (410, PERMANENT, FailureReason.GONE, 0, True),
+        (301, RETRYABLE, None, 0, False),
+        (302, RETRYABLE, None, 0, False),
+        (304, RETRYABLE, None, 0, False),
+        (307, RETRYABLE, None, 0, False),
+        (308, RETRYABLE, None, 0, False),
+        (429, RETRYABLE, None, 60_000, False),
+        (400, RETRYABLE, None, 0, False),
+        (401, RETRYABLE, None, 0, False),
+        (404, RETRYABLE, None, 0, False),
+        (500, RETRYABLE, None, 0, False),
+        (502, RETRYABLE, None, 0, False),
+        (503, RETRYABLE, None, 0, False),
+        (100, RETRYABLE, None, 0, False),
+    ],
+)
+def test_response_classification_table(
+    status: int,
+    outcome: AttemptOutcome,
+    reason: FailureReason | None,
+    min_delay_ms: int,
+    pause: bool,
+) -> None:
+    verdict = classify_response(status, None, now_ms=NOW)
+    assert verdict.outcome is outcome
+    assert verdict.reason is reason
+    assert verdict.min_delay_ms == min_delay_ms
+    assert verdict.pause_schedule is pause
+    assert verdict.retry_after_ms is None
+
+
+@pytest.mark.parametrize(
+    ("failure", "outcome", "reason", "min_delay_ms"),
+    [
+        (TransportFailure.CONNECT, RETRYABLE, None, 0),
+        (TransportFailure.DNS, RETRYABLE, None, 0),
+        (TransportFailure.TLS, RETRYABLE, None, 0),
+        (TransportFailure.PROTOCOL, RETRYABLE, None, 0),
+        (TransportFailure.TIMEOUT, RETRYABLE, None, 60_000),
+        (TransportFailure.DEADLINE, RETRYABLE, None, 60_000),
+        (TransportFailure.BLOCKED, PERMANENT, FailureReason.DESTINATION_BLOCKED, 0),
+    ],
+)
+def test_failure_classification_table(
+    failure: TransportFailure,
+    outcome: AttemptOutcome,
+    reason: FailureReason | None,
+    min_delay_ms: int,
+) -> None:
+    verdict = classify_failure(failure)
+    assert (verdict.outcome, verdict.reason, verdict.min_delay_ms) == (
+        outcome,
+        reason,
+        min_delay_ms,
+    )
+    assert verdict.pause_schedule is False
+
+
+def test_enum_values_are_the_agreed_strings() -> None:
+    assert [f.value for f in TransportFailure] == [
+        "connect",
+        "dns",
+        "tls",
+        "timeout",
+        "protocol",
+        "destination_blocked",
+        "deadline",
+    ]
+    assert [r.value for r in FailureReason] == ["gone", "destination_blocked", "exhausted"]
+
+
+def _http_date(ms: int) -> str:
+    return format_datetime(to_datetime(ms), usegmt=True)
+
+
+@pytest.mark.parametrize(
+    ("header", "expected_ms"),
+    [
+        ("120", 120_000),
+        ("  120 ", 120_000),
+        ("0", 0),
+        (_http_date(NOW + 3_600_000), 3_600_000),
+        (_http_date(NOW - 3_600_000), 0),  # a date in the past: no extra wait
+        ("Thu Aug  6 04:00:05 2026", 3_600_000),  # asctime form (no zone): read as GMT
+        (_http_date(NOW + 3_600_000).replace("GMT", "-0000"), 3_600_000),
+        ("Sun Nov  6 08:49:37 2050", DAY_MS),
+        ("86400", DAY_MS),
+        ("86401", DAY_MS),
+        ("9" * 5000, DAY_MS),  # beyond int()'s digit limit: capped, not crashed
+        (_http_date(NOW + 30 * DAY_MS), DAY_MS),
+        ("-5", None),
+        ("1.5", None),
+        ("1e3", None),
+        ("soon", None),
+        ("", None),
+        ("١٢٠", None),  # non-ASCII digits are not delay-seconds
+        ("Wed, 99 Foo 2015 07:28:00 GMT", None),
+        (None, None),
+    ],
+)
+def test_retry_after_parsing(header: str | None, expected_ms: int | None) -> None:
+    assert parse_retry_after(header, now_ms=NOW) == expected_ms
+
+
+def test_429_carries_retry_after_and_other_statuses_ignore_it() -> None:
+    assert classify_response(429, "600", now_ms=NOW).retry_after_ms == 600_000
+    assert classify_response(503, "600", now_ms=NOW).retry_after_ms is None
+
+
+def test_retry_after_never_shortens_the_wait() -> None:
+    policy = RetryPolicy()
+    verdict = classify_response(429, "1", now_ms=NOW)
+    assert retry_delay_ms(policy, attempt=1, verdict=verdict, rand=0.5) == 60_000
+    long = classify_response(429, "7200", now_ms=NOW)
+    assert retry_delay_ms(policy, attempt=1, verdict=long, rand=0.5) == 7_200_000
+
+
+def test_default_schedule_is_the_documented_one() -> None:
+    policy = RetryPolicy()
+    assert policy.max_attempts == 8
+    assert policy.delays_s == DEFAULT_DELAYS_S == (5, 300, 1800, 7200, 18000, 36000, 36000)
+    verdict = Verdict(outcome=RETRYABLE)
+    midpoints = [retry_delay_ms(policy, attempt=n, verdict=verdict, rand=0.5) for n in range(1, 10)]
+    assert midpoints == [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000] + [36_000_000] * 4
+
+
+@pytest.mark.parametrize(("rand", "expected"), [(0.0, 240_000), (0.5, 300_000), (0.999, 359_880)])
+def test_jitter_factor_spans_point_eight_to_one_point_two(rand: float, expected: int) -> None:
+    verdict = Verdict(outcome=RETRYABLE)
+    assert retry_delay_ms(RetryPolicy(), attempt=2, verdict=verdict, rand=rand) == expected
+
+
+def _decide(
+    verdict: Verdict,
+    *,
+    attempt: int = 1,
+    policy: RetryPolicy | None = None,
+    now: int = NOW,
+    rand: float = 0.5,
+) -> Decision:
+    return decide(
+        policy or RetryPolicy(),
+        attempt=attempt,
+        verdict=verdict,
+        scheduled_for_ms=SCHEDULED_FOR,
+        now_ms=now,
+        rand=rand,
+    )
+
+
+def test_ok_succeeds_even_on_the_last_attempt() -> None:
+    decision = _decide(classify_response(200, None, now_ms=NOW), attempt=8)
+    assert decision == Decision(transition=Transition.SUCCEED, due_at=None, failure_reason=None)
+
+
+def test_gone_fails_at_once_and_asks_to_pause() -> None:
+    verdict = classify_response(410, None, now_ms=NOW)
+    assert verdict.pause_schedule
+    decision = _decide(verdict)
+    assert (decision.transition, decision.failure_reason) == (Transition.FAIL, FailureReason.GONE)
+
+
+def test_blocked_destination_fails_without_retry() -> None:
+    decision = _decide(classify_failure(TransportFailure.BLOCKED))
+    assert decision.transition is Transition.FAIL
+    assert decision.failure_reason is FailureReason.DESTINATION_BLOCKED
+
+
+def test_retryable_retries_after_the_delay() -> None:
+    decision = _decide(classify_response(500, None, now_ms=NOW), attempt=1)
+    assert decision == Decision(
+        transition=Transition.RETRY, due_at=NOW + 5_000, failure_reason=None
+    )
+
+
+def test_timeout_waits_at_least_a_minute() -> None:
+    decision = _decide(classify_failure(TransportFailure.TIMEOUT), attempt=1)
+    assert decision.due_at == NOW + 60_000
+
+
+def test_last_attempt_exhausts() -> None:
+    decision = _decide(Verdict(outcome=RETRYABLE), attempt=8)
+    assert decision == Decision(
+        transition=Transition.FAIL, due_at=None, failure_reason=FailureReason.EXHAUSTED
+    )
+
+
+def test_a_retry_past_the_window_exhausts() -> None:
+    policy = RetryPolicy(window_ms=3_600_000)
+    late = SCHEDULED_FOR + 3_600_000 - 4_000  # 5 s delay lands 1 s past the window
+    decision = _decide(Verdict(outcome=RETRYABLE), policy=policy, now=late)
+    assert decision.failure_reason is FailureReason.EXHAUSTED
+    just_in = _decide(Verdict(outcome=RETRYABLE), policy=policy, now=late - 1_000)
+    assert just_in.due_at == SCHEDULED_FOR + 3_600_000
+
+
+def test_retry_after_beyond_the_window_exhausts() -> None:
+    policy = RetryPolicy(window_ms=3_600_000)
+    decision = _decide(classify_response(429, "7200", now_ms=NOW), policy=policy)
+    assert decision.failure_reason is FailureReason.EXHAUSTED
+
+
+def test_abandoned_attempt_retries_at_once_or_exhausts() -> None:
+    policy = RetryPolicy(max_attempts=3)
+    retry = decide_after_abandon(policy, attempt=2, scheduled_for_ms=SCHEDULED_FOR, now_ms=NOW)
+    assert retry == Decision(transition=Transition.RETRY, due_at=NOW, failure_reason=None)
+    last = decide_after_abandon(policy, attempt=3, scheduled_for_ms=SCHEDULED_FOR, now_ms=NOW)
+    assert last.failure_reason is FailureReason.EXHAUSTED
+    late = decide_after_abandon(
+        policy, attempt=1, scheduled_for_ms=SCHEDULED_FOR, now_ms=SCHEDULED_FOR + 8 * DAY_MS
+    )
+    assert late.failure_reason is FailureReason.EXHAUSTED
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"max_attempts": 0},
+        {"max_attempts": 16},
+        {"window_ms": 0},
+        {"window_ms": 7 * DAY_MS + 1},
+        {"delays_s": ()},
+        {"delays_s": (5, -1)},
+    ],
+)
+def test_policy_bounds(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_policy_accepts_its_limits() -> None:
+    assert RetryPolicy(max_attempts=1, window_ms=7 * DAY_MS).max_attempts == 1
+    assert RetryPolicy(max_attempts=15).max_attempts == 15
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"outcome": PERMANENT},
+        {"outcome": RETRYABLE, "reason": FailureReason.GONE},
+        {"outcome": AttemptOutcome.ABANDONED},
+        {"outcome": RETRYABLE, "min_delay_ms": -1},
+    ],
+)
+def test_inconsistent_verdicts_are_refused(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        Verdict(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("attempt", "rand"), [(0, 0.5), (1, 1.0), (1, -0.1)])
+def test_attempt_and_rand_are_checked(attempt: int, rand: float) -> None:
+    with pytest.raises(ValueError):
+        _decide(Verdict(outcome=RETRYABLE), attempt=attempt, rand=rand)
+
+
+# --- properties --------------------------------------------------------------------------
+
+_policies = st.builds(
+    RetryPolicy,
+    max_attempts=st.integers(1, 15),
+    delays_s=st.lists(st.integers(0, 86_400), min_size=1, max_size=16).map(tuple),
+    window_ms=st.integers(1, 7 * DAY_MS),
+)
+_rands = st.floats(0.0, 1.0, exclude_max=True)
+_non_ok = st.one_of(
+    st.sampled_from([*range(300, 600)]).map(lambda s: classify_response(s, None, now_ms=NOW)),
+    st.sampled_from(list(TransportFailure)).map(classify_failure),
+    st.integers(0, 200_000).map(lambda s: classify_response(429, str(s), now_ms=NOW)),
+)
+
+
+@given(policy=_policies, attempt=st.integers(1, 40), rand=_rands)
+def test_plain_delays_stay_within_jitter_bounds(
+    policy: RetryPolicy, attempt: int, rand: float
+) -> None:
+    base_ms = policy.delays_s[min(attempt, len(policy.delays_s)) - 1] * 1000
+    delay = retry_delay_ms(policy, attempt=attempt, verdict=Verdict(outcome=RETRYABLE), rand=rand)
+    assert base_ms * 0.8 <= delay <= base_ms * 1.2
+
+
+@given(policy=_policies, attempt=st.integers(1, 40), rand=_rands, verdict=_non_ok)
+def test_minimums_only_lengthen_the_jittered_delay(
+    policy: RetryPolicy, attempt: int, rand: float, verdict: Verdict
+) -> None:
+    plain = retry_delay_ms(policy, attempt=attempt, verdict=Verdict(outcome=RETRYABLE), rand=rand)
+    if verdict.outcome is RETRYABLE:
+        delay = retry_delay_ms(policy, attempt=attempt, verdict=verdict, rand=rand)
+        assert delay == max(plain, verdict.min_delay_ms, verdict.retry_after_ms or 0)
+
+
+@given(
+    policy=_policies,
+    verdicts=st.lists(_non_ok, min_size=1, max_size=20),
+    rands=st.lists(_rands, min_size=20, max_size=20),
+)
+def test_a_failing_run_never_succeeds_and_stops_at_its_budget(
+    policy: RetryPolicy, verdicts: list[Verdict], rands: list[float]
+) -> None:
+    now = SCHEDULED_FOR
+    for attempt, (verdict, rand) in enumerate(zip(verdicts, rands, strict=False), start=1):
+        decision = decide(
+            policy,
+            attempt=attempt,
+            verdict=verdict,
+            scheduled_for_ms=SCHEDULED_FOR,
+            now_ms=now,
+            rand=rand,
+        )
+        assert decision.transition is not Transition.SUCCEED
+        if attempt >= policy.max_attempts:
+            assert decision.transition is Transition.FAIL
+        if decision.transition is Transition.FAIL:
+            assert decision.due_at is None
+            assert decision.failure_reason is not None
+            return
+        assert decision.due_at is not None
+        assert now <= decision.due_at <= SCHEDULED_FOR + policy.window_ms
+        now = decision.due_at
+    assert len(verdicts) < policy.max_attempts
