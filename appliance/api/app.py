@@ -1,0 +1,62 @@
+"""The tenant REST API as a quart-trio app (DESIGN §7): ``/v1`` routes and ``/healthz``.
+
+``create_app`` is the only way to get an app: nothing is built at import time, the app owns
+no tasks (the runtime's root nursery runs the scheduler; hypercorn serves this), and every
+dependency — database, wall clock, ``nudge``, the write-time destination check and the
+outbound policy — is passed in. ``contracts/openapi/scheduler.yaml`` is the source of truth
+for the routes registered here; a test checks both directions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from quart import Response
+from quart_trio import QuartTrio
+
+from appliance.api import cron, runs, schedules
+from appliance.api.bodies import json_response
+from appliance.api.context import ApiContext, context, install
+from appliance.api.problems import register_problem_handlers
+from appliance.clock import WallClock
+from appliance.core.addresses import AddressPolicy
+from appliance.store.database import Database
+
+# A 64 KiB body escaped inside a JSON string can double in size; anything beyond this is
+# not a schedule (413 before parsing).
+MAX_REQUEST_BYTES = 256 * 1024
+
+
+def create_app(
+    *,
+    db: Database,
+    clock: WallClock,
+    nudge: Callable[[], None],
+    check_destination: Callable[[str], Awaitable[None]],
+    policy: AddressPolicy,
+    version: str,
+) -> QuartTrio:
+    app = QuartTrio(__name__, static_folder=None)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
+    install(
+        app.extensions,
+        ApiContext(
+            db=db,
+            clock=clock,
+            nudge=nudge,
+            check_destination=check_destination,
+            policy=policy,
+            version=version,
+        ),
+    )
+    register_problem_handlers(app)
+    app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
+    schedules.register(app)
+    runs.register(app)
+    cron.register(app)
+    return app
+
+
+async def healthz() -> Response:
+    """Liveness without authentication: the process answers HTTP."""
+    return json_response({"status": "ok", "version": context().version})

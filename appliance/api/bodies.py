@@ -1,0 +1,77 @@
+"""Request and response bodies: JSON in, JSON out, with the API's error rules.
+
+- A JSON request body needs ``Content-Type: application/json`` (or ``+json``) → else 415.
+- Bytes that are not JSON, not UTF-8, nest too deeply, hold NaN/Infinity or a number too
+  large to represent, or hold unpaired surrogates → 400: they are not input we can even
+  validate. Validation of well-formed JSON is the views' job (→ 422).
+- Responses are written with ``ensure_ascii=False`` and without key sorting, so a tenant's
+  ``payload`` comes back as it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+
+from quart import Response, request
+
+from appliance.api.problems import Problem, bad_request
+
+JSON = "application/json"
+MERGE_PATCH_JSON = "application/merge-patch+json"
+
+
+async def read_json(*, accept: tuple[str, ...] = (JSON,)) -> object:
+    """The request's JSON value; raises a 415 or 400 Problem."""
+    media_type = (request.mimetype or "").lower()
+    if media_type not in accept and not (JSON in accept and media_type.endswith("+json")):
+        raise Problem(
+            status=415,
+            kind="unsupported-media-type",
+            title="Unsupported media type",
+            detail=f"send the body as {' or '.join(accept)} (got {media_type or 'none'})",
+            headers={"Accept-Patch": MERGE_PATCH_JSON} if MERGE_PATCH_JSON in accept else {},
+        )
+    data = await request.get_data(cache=True, as_text=False, parse_form_data=False)
+    return decode_json(data)
+
+
+def decode_json(data: bytes) -> object:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise bad_request("the body is not UTF-8 text") from None
+    try:
+        value = json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+    except RecursionError:
+        raise bad_request("the JSON nests too deeply") from None
+    except ValueError as error:
+        raise bad_request(f"the body is not valid JSON: {error}") from None
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise bad_request("the JSON holds an unpaired UTF-16 surrogate (\\ud800-\\udfff)") from None
+    return value
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
+
+
+def _no_constant(text: str) -> float:
+    raise ValueError(f"{text} is not JSON")
+
+
+def json_response(
+    document: object, *, status: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
+    return Response(
+        json.dumps(document, ensure_ascii=False, separators=(",", ":")),
+        status=status,
+        headers=dict(headers or {}),
+        content_type=JSON,
+    )

@@ -1,0 +1,40 @@
+"""What the views need from the composition root, injected by ``create_app``.
+
+The API owns no tasks and reads no wall time: the clock, the database, the planner's
+``nudge`` and the write-time destination check all come from the runtime (DESIGN §2, §8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from quart import current_app
+
+from appliance.clock import WallClock
+from appliance.core.addresses import AddressPolicy
+from appliance.store.database import Database
+
+_EXTENSION = "steeple"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiContext:
+    db: Database
+    clock: WallClock
+    nudge: Callable[[], None]  # wakes the planner and the dispatcher; sync, never blocks
+    check_destination: Callable[[str], Awaitable[None]]  # resolve + policy; ValidationError
+    policy: AddressPolicy
+    version: str
+
+
+def install(app_extensions: dict[str, object], context: ApiContext) -> None:
+    app_extensions[_EXTENSION] = context
+
+
+def context() -> ApiContext:
+    """The context of the app answering the current request."""
+    value = current_app.extensions[_EXTENSION]
+    if not isinstance(value, ApiContext):
+        raise TypeError("the app was not built by appliance.api.app.create_app")
+    return value

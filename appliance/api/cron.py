@@ -1,0 +1,105 @@
+"""``POST /v1/cron/preview``: the next occurrences of a cron expression in a timezone.
+
+It answers exactly what a schedule with that cron and timezone would plan (the same
+``occurrences_after``, the same DST rules of ADR 0037), with each instant's local wall time
+and UTC offset so a tenant can see what a DST transition does. No jitter: that depends on
+a schedule id. Needs a valid API key like every ``/v1`` route.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from quart import Response
+from quart_trio import QuartTrio
+
+from appliance.api.auth import authenticate
+from appliance.api.bodies import json_response, read_json
+from appliance.api.context import context
+from appliance.core.cron import CronSpec, local_wall_time, occurrences_after, parse_cron
+from appliance.core.instants import format_scheduled_for, parse_instant
+from appliance.errors import FieldError, ValidationError
+
+DEFAULT_COUNT = 5
+MAX_COUNT = 100
+_FIELDS = ("cron", "timezone", "after", "count")
+
+
+def register(app: QuartTrio) -> None:
+    app.add_url_rule("/v1/cron/preview", view_func=preview, methods=["POST"])
+
+
+async def preview() -> Response:
+    await authenticate()
+    obj = await read_json()
+    now = context().clock.now_ms()
+    spec, after, count = _parse(obj, now=now)
+    items = []
+    for ms in itertools.islice(occurrences_after(spec, after), count):
+        local_time, offset = local_wall_time(ms, spec.timezone)
+        items.append(
+            {
+                "scheduled_for": format_scheduled_for(ms),
+                "local_time": local_time,
+                "utc_offset": offset,
+            }
+        )
+    return json_response({"cron": spec.expression, "timezone": spec.timezone, "occurrences": items})
+
+
+def _parse(obj: object, *, now: int) -> tuple[CronSpec, int, int]:
+    if not isinstance(obj, dict):
+        raise ValidationError.single("$", "the request body must be a JSON object")
+    errors = [
+        FieldError(field=key, message=f"is not a known field; the fields are: {', '.join(_FIELDS)}")
+        for key in obj
+        if key not in _FIELDS
+    ]
+    after = _after(obj.get("after"), now, errors)
+    count = _count(obj.get("count"), errors)
+    spec = _cron(obj.get("cron"), obj.get("timezone"), errors)
+    if errors or spec is None:
+        raise ValidationError(errors)
+    return spec, after, count
+
+
+def _cron(cron: object, timezone: object, errors: list[FieldError]) -> CronSpec | None:
+    if timezone is None:
+        timezone = "UTC"
+    if not isinstance(cron, str):
+        errors.append(FieldError(field="cron", message='is required: a string like "0 3 * * *"'))
+    if not isinstance(timezone, str):
+        errors.append(FieldError(field="timezone", message='must be a string like "Europe/Berlin"'))
+    if not isinstance(cron, str) or not isinstance(timezone, str):
+        return None
+    try:
+        return parse_cron(cron, timezone)
+    except ValidationError as error:
+        errors.extend(error.errors)
+        return None
+
+
+def _after(value: object, now: int, errors: list[FieldError]) -> int:
+    if value is None:
+        return now
+    if isinstance(value, str):
+        try:
+            return parse_instant(value)
+        except ValueError as error:
+            errors.append(FieldError(field="after", message=str(error)))
+            return now
+    errors.append(
+        FieldError(field="after", message='must be RFC 3339 text, e.g. "2026-08-06T03:00:00Z"')
+    )
+    return now
+
+
+def _count(value: object, errors: list[FieldError]) -> int:
+    if value is None:
+        return DEFAULT_COUNT
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_COUNT:
+        return value
+    errors.append(
+        FieldError(field="count", message=f"must be a whole number from 1 to {MAX_COUNT}")
+    )
+    return DEFAULT_COUNT

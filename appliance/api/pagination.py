@@ -1,0 +1,67 @@
+"""Keyset pagination: ``?limit=`` (1–200, default 50) and an opaque ``?cursor=``.
+
+A cursor is URL-safe base64 of ``<kind>:<position>``: the last item's sort key (a schedule
+id, a run's ``scheduled_for`` ms). Keyset paging never skips or repeats an item when rows
+are added or removed between pages. Cursors are opaque to clients and only positional:
+the query they feed is scoped by tenant anyway, so a forged cursor reveals nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+
+from quart import request
+
+from appliance.errors import FieldError, ValidationError
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PageRequest:
+    limit: int
+    position: str | None  # decoded cursor, None for the first page
+
+
+def page_request(kind: str) -> PageRequest:
+    """The ``limit`` and decoded ``cursor`` of this request; raises ValidationError."""
+    errors: list[FieldError] = []
+    limit = _limit(request.args.get("limit"), errors)
+    position = _position(request.args.get("cursor"), kind, errors)
+    if errors:
+        raise ValidationError(errors)
+    return PageRequest(limit=limit, position=position)
+
+
+def encode_cursor(kind: str, position: str) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{position}".encode()).decode("ascii").rstrip("=")
+
+
+def _limit(text: str | None, errors: list[FieldError]) -> int:
+    if text is None:
+        return DEFAULT_LIMIT
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_LIMIT:
+        return int(text)
+    errors.append(
+        FieldError(field="limit", message=f"must be a whole number from 1 to {MAX_LIMIT}")
+    )
+    return DEFAULT_LIMIT
+
+
+def _position(text: str | None, kind: str, errors: list[FieldError]) -> str | None:
+    if text is None or text == "":
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raw = ""
+    prefix, sep, position = raw.partition(":")
+    if prefix != kind or not sep or not position:
+        errors.append(
+            FieldError(field="cursor", message="is not a cursor this list returned; drop it")
+        )
+        return None
+    return position

@@ -1,0 +1,158 @@
+"""RFC 9457 problem details: every error the API answers is ``application/problem+json``.
+
+Rules this module guards (DESIGN §7):
+
+- One translation point from exceptions to responses, registered on the app by
+  :func:`register_problem_handlers`: ``ValidationError`` → 422 with one ``errors`` entry per
+  field, ``NotFound`` → 404, ``VersionMismatch`` → 412, ``RequestKeyReused`` → 422,
+  ``Conflict`` → 409, werkzeug's HTTP errors (unknown route 404, 405 with ``Allow``, 413)
+  keep their status, and :class:`Problem` carries anything a view decides itself (400, 401,
+  415). Anything else is a bug: logged with its traceback, answered as a bare 500 that
+  leaks nothing.
+- ``type`` is a stable URN per problem kind, so clients can branch on it; ``title`` is the
+  kind's summary, ``detail`` this occurrence's explanation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+
+from quart import Response
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
+
+from appliance.errors import Conflict, FieldError, NotFound, ValidationError
+from appliance.store.schedules import RequestKeyReused, VersionMismatch
+
+log = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+_URN = "urn:steeple:problem:"
+
+
+class Problem(Exception):
+    """An error response a view decides on itself (raise it). Not a frozen dataclass:
+    exceptions get ``__traceback__`` and ``__context__`` assigned while they travel."""
+
+    def __init__(
+        self,
+        *,
+        status: int,
+        kind: str,
+        title: str,
+        detail: str,
+        errors: Sequence[FieldError] = (),
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.kind = kind  # the last part of the type URN, e.g. "unauthorized"
+        self.title = title
+        self.detail = detail
+        self.errors = tuple(errors)
+        self.headers = dict(headers or {})
+
+
+def problem_response(problem: Problem) -> Response:
+    document: dict[str, object] = {
+        "type": _URN + problem.kind,
+        "title": problem.title,
+        "status": problem.status,
+        "detail": problem.detail,
+    }
+    if problem.errors:
+        document["errors"] = [{"field": e.field, "message": e.message} for e in problem.errors]
+    return Response(
+        json.dumps(document, ensure_ascii=False),
+        status=problem.status,
+        headers=dict(problem.headers),
+        content_type=PROBLEM_JSON,
+    )
+
+
+def invalid(errors: Sequence[FieldError]) -> Problem:
+    """The 422 for tenant input that does not validate."""
+    count = len(errors)
+    fields = ", ".join(dict.fromkeys(e.field for e in errors))
+    return Problem(
+        status=422,
+        kind="validation",
+        title="The request is not valid",
+        detail=f"{count} problem{'s' if count != 1 else ''} with: {fields}",
+        errors=tuple(errors),
+    )
+
+
+def bad_request(detail: str) -> Problem:
+    return Problem(status=400, kind="malformed-request", title="Malformed request", detail=detail)
+
+
+def _from_validation(error: ValidationError) -> Response:
+    return problem_response(invalid(error.errors))
+
+
+def _from_not_found(error: NotFound) -> Response:
+    return problem_response(
+        Problem(status=404, kind="not-found", title="Not found", detail=str(error))
+    )
+
+
+def _from_conflict(error: Conflict) -> Response:
+    if isinstance(error, VersionMismatch):
+        problem = Problem(
+            status=412,
+            kind="precondition-failed",
+            title="The resource has changed",
+            detail=f"{error}; GET it again and retry with its current ETag in If-Match",
+        )
+    elif isinstance(error, RequestKeyReused):
+        problem = Problem(
+            status=422,
+            kind="idempotency-key-reused",
+            title="Idempotency-Key reused with a different request",
+            detail=f"{error}; use a new key for a new request",
+            errors=(FieldError(field="Idempotency-Key", message=str(error)),),
+        )
+    else:
+        problem = Problem(status=409, kind="conflict", title="Conflict", detail=str(error))
+    return problem_response(problem)
+
+
+def _from_http(error: HTTPException) -> Response:
+    status = error.code or 500
+    headers = {}
+    if isinstance(error, MethodNotAllowed) and error.valid_methods:
+        headers["Allow"] = ", ".join(error.valid_methods)
+    kind = (error.name or "error").lower().replace(" ", "-")
+    return problem_response(
+        Problem(
+            status=status,
+            kind=kind,
+            title=error.name or "Error",
+            detail=error.description or error.name or "",
+            headers=headers,
+        )
+    )
+
+
+def _from_unexpected(error: Exception) -> Response:
+    log.error("unhandled error answering a request", exc_info=error)
+    return problem_response(
+        Problem(
+            status=500,
+            kind="internal",
+            title="Internal error",
+            detail="the appliance failed to answer; the operator's log has the details",
+        )
+    )
+
+
+def register_problem_handlers(app: QuartTrio) -> None:
+    app.register_error_handler(Problem, problem_response)
+    app.register_error_handler(ValidationError, _from_validation)
+    app.register_error_handler(NotFound, _from_not_found)
+    app.register_error_handler(Conflict, _from_conflict)
+    app.register_error_handler(HTTPException, _from_http)
+    app.register_error_handler(Exception, _from_unexpected)

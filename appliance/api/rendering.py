@@ -1,0 +1,93 @@
+"""The JSON shapes of schedules, runs, attempts and previews (what the OpenAPI file draws).
+
+Instants are RFC 3339 UTC text (``format_instant``); ``scheduled_for`` uses the canonical
+second-precision form that is also ``X-Scheduled-For`` (ADR 0037). A schedule echoes its
+``payload`` as parsed JSON or its ``body`` as the exact string given.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from appliance.core.cron import parse_cron
+from appliance.core.instants import format_instant, format_scheduled_for
+from appliance.core.jitter import planned_occurrences
+from appliance.core.schedule_input import schedule_document
+from appliance.core.schedules import Schedule
+from appliance.store.runs import AttemptRecord, RunRecord
+
+NEXT_RUNS = 5
+
+
+def render_schedule(schedule: Schedule, *, now: int) -> dict[str, object]:
+    document: dict[str, object] = {"id": schedule.id}
+    document.update(schedule_document(schedule.spec))
+    document["version"] = schedule.version
+    document["created_at"] = format_instant(schedule.created_at)
+    document["updated_at"] = format_instant(schedule.updated_at)
+    document["next_runs"] = next_runs(schedule, now=now)
+    return document
+
+
+def next_runs(schedule: Schedule, *, now: int, count: int = NEXT_RUNS) -> list[dict[str, str]]:
+    """The next ``count`` planned occurrences after ``now`` (none while paused), from the
+    same function the planner uses, so ``due_at`` includes the same jitter."""
+    if schedule.spec.paused:
+        return []
+    spec = schedule.spec
+    planned = planned_occurrences(
+        parse_cron(spec.cron, spec.timezone),
+        schedule_id=schedule.id,
+        jitter_seconds=spec.jitter_seconds,
+        after_ms=now,
+    )
+    return [
+        {
+            "scheduled_for": format_scheduled_for(occurrence.scheduled_for),
+            "due_at": format_instant(occurrence.due_at),
+        }
+        for occurrence in itertools.islice(planned, count)
+    ]
+
+
+def render_run(run: RunRecord) -> dict[str, object]:
+    return {
+        "id": run.id,
+        "schedule_id": run.schedule_id,
+        "schedule_version": run.schedule_version,
+        "scheduled_for": format_scheduled_for(run.scheduled_for),
+        "due_at": format_instant(run.due_at),
+        "state": run.state.value,
+        "trigger": run.trigger.value,
+        "attempt": run.attempt,
+        "idempotency_key": run.idempotency_key,
+        "last_status": run.last_status,
+        "last_error": run.last_error,
+        "failure_reason": run.failure_reason,
+        "created_at": format_instant(run.created_at),
+        "updated_at": format_instant(run.updated_at),
+        "finished_at": _instant(run.finished_at),
+    }
+
+
+def render_run_with_attempts(run: RunRecord, attempts: list[AttemptRecord]) -> dict[str, object]:
+    document = render_run(run)
+    document["attempts"] = [render_attempt(attempt) for attempt in attempts]
+    return document
+
+
+def render_attempt(attempt: AttemptRecord) -> dict[str, object]:
+    return {
+        "attempt": attempt.attempt,
+        "started_at": format_instant(attempt.started_at),
+        "finished_at": _instant(attempt.finished_at),
+        "outcome": attempt.outcome.value if attempt.outcome is not None else None,
+        "http_status": attempt.http_status,
+        "error": attempt.error,
+        "latency_ms": attempt.latency_ms,
+        "response_excerpt": attempt.response_excerpt,
+    }
+
+
+def _instant(ms: int | None) -> str | None:
+    return format_instant(ms) if ms is not None else None

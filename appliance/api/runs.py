@@ -1,0 +1,84 @@
+"""Run views: a schedule's runs (newest first), one run with its attempts, replay.
+
+Runs are read through ``store.runs`` and scoped by tenant: another tenant's schedule or run
+id answers 404 exactly like a missing one. A replay re-opens a terminal run as the *same*
+run (same id, same ``X-Idempotency-Key``) with new attempts; a run still open answers 409.
+"""
+
+from __future__ import annotations
+
+from quart import Response
+from quart_trio import QuartTrio
+
+from appliance.api.auth import authenticate
+from appliance.api.bodies import json_response
+from appliance.api.context import context
+from appliance.api.pagination import encode_cursor, page_request
+from appliance.api.rendering import render_run, render_run_with_attempts
+from appliance.errors import NotFound, ValidationError
+from appliance.store import runs as run_store
+from appliance.store.database import Connection
+from appliance.store.schedules import get_schedule
+
+
+def register(app: QuartTrio) -> None:
+    app.add_url_rule("/v1/schedules/<schedule_id>/runs", view_func=list_runs, methods=["GET"])
+    app.add_url_rule("/v1/runs/<run_id>", view_func=get_run, methods=["GET"])
+    app.add_url_rule("/v1/runs/<run_id>/replay", view_func=replay_run, methods=["POST"])
+
+
+async def list_runs(schedule_id: str) -> Response:
+    tenant_id = await authenticate()
+    ctx = context()
+    page = page_request("run")
+    before = _scheduled_for(page.position)
+    schedule = await ctx.db.read(get_schedule, tenant_id=tenant_id, schedule_id=schedule_id)
+    if schedule is None:
+        raise NotFound(f"no schedule {schedule_id}")
+    runs = await ctx.db.read(
+        run_store.list_runs,
+        tenant_id=tenant_id,
+        schedule_id=schedule_id,
+        limit=page.limit + 1,
+        before_scheduled_for=before,
+    )
+    more = len(runs) > page.limit
+    cursor = encode_cursor("run", str(runs[page.limit - 1].scheduled_for)) if more else None
+    return json_response(
+        {"items": [render_run(run) for run in runs[: page.limit]], "next_cursor": cursor}
+    )
+
+
+def _scheduled_for(position: str | None) -> int | None:
+    if position is None:
+        return None
+    if position.isascii() and position.isdigit():
+        return int(position)
+    raise ValidationError.single("cursor", "is not a cursor this list returned; drop it")
+
+
+async def get_run(run_id: str) -> Response:
+    tenant_id = await authenticate()
+    ctx = context()
+    run, attempts = await ctx.db.read(_run_with_attempts, tenant_id=tenant_id, run_id=run_id)
+    return json_response(render_run_with_attempts(run, attempts))
+
+
+def _run_with_attempts(
+    conn: Connection, *, tenant_id: str, run_id: str
+) -> tuple[run_store.RunRecord, list[run_store.AttemptRecord]]:
+    run = run_store.get_run(conn, tenant_id=tenant_id, run_id=run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    return run, run_store.list_attempts(conn, run_id=run_id)
+
+
+async def replay_run(run_id: str) -> Response:
+    tenant_id = await authenticate()
+    ctx = context()
+    run = await ctx.db.write(
+        run_store.replay_run, tenant_id=tenant_id, run_id=run_id, now=ctx.clock.now_ms()
+    )
+    ctx.nudge()
+    attempts = await ctx.db.read(run_store.list_attempts, run_id=run.id)
+    return json_response(render_run_with_attempts(run, attempts))

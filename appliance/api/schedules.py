@@ -1,0 +1,268 @@
+"""``/v1/schedules`` views: create, read, list, patch, delete, pause, resume, trigger.
+
+Rules this module guards (DESIGN §7, issue text):
+
+- Input is validated as a whole by ``core.schedule_input``; only a spec that passes is
+  checked against the network (``check_destination`` resolves the target's host and
+  applies the outbound policy), so a 422 lists every static problem at once.
+- ``ETag: "<version>"`` on every schedule response; PATCH, DELETE, pause and resume honour
+  ``If-Match`` (412 on mismatch). A PATCH is read → merge → compare-and-set on the version
+  it merged against, so two concurrent patches never lose one; without ``If-Match`` a lost
+  race is retried a few times before answering 409.
+- A create with ``Idempotency-Key`` is remembered with a hash of its JSON (key order and
+  whitespace do not matter): a retry replays the stored 201, another body is refused.
+- Every successful write calls ``nudge()`` so the planner and dispatcher see it at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from quart import Response, request
+from quart_trio import QuartTrio
+
+from appliance.api.auth import authenticate
+from appliance.api.bodies import JSON, MERGE_PATCH_JSON, json_response, read_json
+from appliance.api.context import ApiContext, context
+from appliance.api.pagination import encode_cursor, page_request
+from appliance.api.problems import Problem, bad_request
+from appliance.api.rendering import render_run, render_schedule
+from appliance.core.schedule_input import merge_patch, parse_schedule
+from appliance.core.schedules import Schedule, ScheduleSpec
+from appliance.errors import NotFound, ValidationError
+from appliance.store import schedules as store
+from appliance.store.schedules import StoredResponse, VersionMismatch
+
+_PATCH_RETRIES = 3
+_MAX_REQUEST_KEY_CHARS = 255
+
+
+def register(app: QuartTrio) -> None:
+    app.add_url_rule("/v1/schedules", view_func=create_schedule, methods=["POST"])
+    app.add_url_rule("/v1/schedules", view_func=list_schedules, methods=["GET"])
+    app.add_url_rule("/v1/schedules/<schedule_id>", view_func=get_schedule, methods=["GET"])
+    app.add_url_rule("/v1/schedules/<schedule_id>", view_func=patch_schedule, methods=["PATCH"])
+    app.add_url_rule("/v1/schedules/<schedule_id>", view_func=delete_schedule, methods=["DELETE"])
+    app.add_url_rule(
+        "/v1/schedules/<schedule_id>/pause", view_func=pause_schedule, methods=["POST"]
+    )
+    app.add_url_rule(
+        "/v1/schedules/<schedule_id>/resume", view_func=resume_schedule, methods=["POST"]
+    )
+    app.add_url_rule(
+        "/v1/schedules/<schedule_id>/trigger", view_func=trigger_schedule, methods=["POST"]
+    )
+
+
+async def create_schedule() -> Response:
+    tenant_id = await authenticate()
+    ctx = context()
+    obj = await read_json()
+    request_key = _request_key()
+    spec = parse_schedule(obj, policy=ctx.policy)
+    await ctx.check_destination(spec.target_url)
+    now = ctx.clock.now_ms()
+
+    def render(schedule: Schedule) -> StoredResponse:
+        return StoredResponse(status=201, body=json.dumps(render_schedule(schedule, now=now)))
+
+    if request_key is None:
+        schedule = await ctx.db.write(
+            store.create_schedule, tenant_id=tenant_id, spec=spec, now=now
+        )
+        response, created = render(schedule), True
+    else:
+        response, created = await ctx.db.write(
+            store.create_schedule_once,
+            tenant_id=tenant_id,
+            spec=spec,
+            request_key=request_key,
+            request_hash=_request_hash(obj),
+            render=render,
+            now=now,
+        )
+    if created:
+        ctx.nudge()
+    return _stored(response, replayed=not created)
+
+
+def _request_key() -> str | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    if not 1 <= len(key) <= _MAX_REQUEST_KEY_CHARS or not key.isprintable():
+        raise ValidationError.single(
+            "Idempotency-Key",
+            f"must be 1 to {_MAX_REQUEST_KEY_CHARS} printable characters, e.g. a UUID",
+        )
+    return key
+
+
+def _request_hash(obj: object) -> str:
+    canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _stored(response: StoredResponse, *, replayed: bool) -> Response:
+    document = json.loads(response.body)
+    headers = {"Location": f"/v1/schedules/{document['id']}", "ETag": _etag(document["version"])}
+    if replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return json_response(document, status=response.status, headers=headers)
+
+
+async def list_schedules() -> Response:
+    tenant_id = await authenticate()
+    ctx = context()
+    page = page_request("sch")
+    schedules = await ctx.db.read(
+        store.list_schedules, tenant_id=tenant_id, limit=page.limit + 1, after_id=page.position
+    )
+    now = ctx.clock.now_ms()
+    items = [render_schedule(s, now=now) for s in schedules[: page.limit]]
+    more = len(schedules) > page.limit
+    cursor = encode_cursor("sch", schedules[page.limit - 1].id) if more else None
+    return json_response({"items": items, "next_cursor": cursor})
+
+
+async def get_schedule(schedule_id: str) -> Response:
+    tenant_id = await authenticate()
+    ctx = context()
+    schedule = await _load(ctx, tenant_id, schedule_id)
+    return _schedule_response(ctx, schedule)
+
+
+async def patch_schedule(schedule_id: str) -> Response:
+    tenant_id = await authenticate()
+    ctx = context()
+    patch = await read_json(accept=(MERGE_PATCH_JSON, JSON))
+    expected = _if_match()
+    for _ in range(_PATCH_RETRIES):
+        current = await _load(ctx, tenant_id, schedule_id)
+        if expected is not None and expected != current.version:
+            raise VersionMismatch(
+                f"schedule {schedule_id} is at version {current.version}, not {expected}"
+            )
+        spec = merge_patch(current.spec, patch, policy=ctx.policy)
+        if spec.target_url != current.spec.target_url:
+            await ctx.check_destination(spec.target_url)
+        try:
+            schedule = await _update(ctx, tenant_id, current, spec)
+        except VersionMismatch:
+            if expected is not None:
+                raise
+            continue  # someone else changed it between our read and write: merge again
+        ctx.nudge()
+        return _schedule_response(ctx, schedule)
+    raise Problem(
+        status=409,
+        kind="conflict",
+        title="Conflict",
+        detail="the schedule kept changing while this patch was applied; retry",
+    )
+
+
+async def _update(
+    ctx: ApiContext, tenant_id: str, current: Schedule, spec: ScheduleSpec
+) -> Schedule:
+    return await ctx.db.write(
+        store.update_schedule,
+        tenant_id=tenant_id,
+        schedule_id=current.id,
+        spec=spec,
+        now=ctx.clock.now_ms(),
+        expected_version=current.version,
+    )
+
+
+async def delete_schedule(schedule_id: str) -> Response:
+    tenant_id = await authenticate()
+    ctx = context()
+    await ctx.db.write(
+        store.delete_schedule,
+        tenant_id=tenant_id,
+        schedule_id=schedule_id,
+        now=ctx.clock.now_ms(),
+        expected_version=_if_match(),
+    )
+    ctx.nudge()
+    return Response(b"", status=204)  # bytes: an empty iterable body needs asyncio
+
+
+async def pause_schedule(schedule_id: str) -> Response:
+    tenant_id = await authenticate()
+    ctx = context()
+    schedule = await ctx.db.write(
+        store.pause_schedule,
+        tenant_id=tenant_id,
+        schedule_id=schedule_id,
+        now=ctx.clock.now_ms(),
+        expected_version=_if_match(),
+    )
+    ctx.nudge()
+    return _schedule_response(ctx, schedule)
+
+
+async def resume_schedule(schedule_id: str) -> Response:
+    tenant_id = await authenticate()
+    ctx = context()
+    schedule = await ctx.db.write(
+        store.resume_schedule,
+        tenant_id=tenant_id,
+        schedule_id=schedule_id,
+        now=ctx.clock.now_ms(),
+        expected_version=_if_match(),
+    )
+    ctx.nudge()
+    return _schedule_response(ctx, schedule)
+
+
+async def trigger_schedule(schedule_id: str) -> Response:
+    """A manual run now: 201 with the new run, or 200 with the run already triggered in
+    this same second (ADR 0037: a double-click is one occurrence)."""
+    tenant_id = await authenticate()
+    ctx = context()
+    run, created = await ctx.db.write(
+        store.trigger_schedule, tenant_id=tenant_id, schedule_id=schedule_id, now=ctx.clock.now_ms()
+    )
+    if created:
+        ctx.nudge()
+    return json_response(
+        render_run(run),
+        status=201 if created else 200,
+        headers={"Location": f"/v1/runs/{run.id}"},
+    )
+
+
+async def _load(ctx: ApiContext, tenant_id: str, schedule_id: str) -> Schedule:
+    schedule = await ctx.db.read(store.get_schedule, tenant_id=tenant_id, schedule_id=schedule_id)
+    if schedule is None:
+        raise NotFound(f"no schedule {schedule_id}")
+    return schedule
+
+
+def _schedule_response(ctx: ApiContext, schedule: Schedule) -> Response:
+    document = render_schedule(schedule, now=ctx.clock.now_ms())
+    return json_response(document, headers={"ETag": _etag(schedule.version)})
+
+
+def _etag(version: object) -> str:
+    return f'"{version}"'
+
+
+def _if_match() -> int | None:
+    """The version ``If-Match`` demands, or None without the header or with ``*`` (any
+    existing schedule). One ETag is accepted; a weak or unknown tag can never match
+    (RFC 9110 strong comparison), so it answers 412."""
+    header = request.headers.get("If-Match")
+    if header is None or header.strip() == "*":
+        return None
+    tags = [tag.strip() for tag in header.split(",")]
+    if len(tags) > 1:
+        raise bad_request("If-Match takes one ETag (or *), as returned in ETag")
+    tag = tags[0]
+    inner = tag[1:-1] if len(tag) >= 2 and tag[0] == tag[-1] == '"' else ""
+    if not (inner.isascii() and inner.isdigit()):
+        raise VersionMismatch(f"If-Match {header!r} names no version of this schedule")
+    return int(inner)

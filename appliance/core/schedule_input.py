@@ -1,0 +1,404 @@
+"""Tenant schedule JSON in, :class:`ScheduleSpec` out: parsing, validation and merge-patch.
+
+Rules this module guards (DESIGN §7, ADR 0032, ADR 0037):
+
+- Validation reports *every* problem at once, each as a :class:`FieldError` with a dotted
+  field name (``catchup.policy``, ``headers.Host``) and a message that says how to fix it.
+- Unknown fields are refused, never ignored: a typo (``jitter``) must not silently leave the
+  default in place. Response-only fields (``id``, ``version`` …) are refused as read-only.
+- ``null`` means "absent" at every level (RFC 7396): the field takes its default, or is
+  reported missing if it is required. A literal JSON ``null`` payload therefore cannot be
+  stored; send a body or a non-null payload.
+- Exactly one of ``payload`` (any JSON value, stored as compact UTF-8 JSON) or ``body`` (a
+  string, stored as its UTF-8 bytes) is given. The stored bytes are what every attempt sends,
+  so the size limit applies to them, not to the request that carried them.
+- Cron and timezone are checked by :func:`appliance.core.cron.parse_cron`, tenant headers by
+  :func:`appliance.core.delivery.check_tenant_headers`, the target URL's static rules by
+  :func:`appliance.core.addresses.check_target_url` under the caller's policy. Name
+  resolution is not done here (core is pure): the API checks the resolved addresses after.
+
+:func:`merge_patch` applies a JSON merge patch to a stored spec's document and revalidates
+the result as a whole, so a PATCH can never produce a schedule a POST would refuse.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Final
+
+from appliance.core.addresses import AddressPolicy, check_target_url
+from appliance.core.cron import parse_cron
+from appliance.core.delivery import check_tenant_headers
+from appliance.core.schedules import (
+    DEFAULT_CATCHUP_WINDOW_SECONDS,
+    DEFAULT_CONTENT_TYPE,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_TIMEOUT_SECONDS,
+    CatchupPolicy,
+    PayloadKind,
+    ScheduleSpec,
+)
+from appliance.errors import FieldError, ValidationError
+
+MAX_BODY_BYTES: Final = 64 * 1024
+MAX_NAME_CHARS: Final = 200
+MAX_URL_CHARS: Final = 2048
+MAX_CONTENT_TYPE_CHARS: Final = 255
+MAX_JITTER_SECONDS: Final = 3600
+MAX_CATCHUP_WINDOW_SECONDS: Final = 7 * 24 * 3600
+MAX_ATTEMPTS_LIMIT: Final = 15
+MAX_TIMEOUT_SECONDS: Final = 300
+
+FIELDS: Final = (
+    "name",
+    "cron",
+    "timezone",
+    "target_url",
+    "payload",
+    "body",
+    "content_type",
+    "headers",
+    "jitter_seconds",
+    "catchup",
+    "retry",
+    "timeout_seconds",
+    "paused",
+)
+READ_ONLY_FIELDS: Final = frozenset({"id", "version", "created_at", "updated_at", "next_runs"})
+_CATCHUP_FIELDS: Final = ("policy", "window_seconds")
+_RETRY_FIELDS: Final = ("max_attempts",)
+
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+# type "/" subtype *( OWS ";" OWS parameter ), RFC 9110 §8.3.1.
+_MEDIA_TYPE = re.compile(
+    rf'{_TOKEN}/{_TOKEN}(?:[ \t]*;[ \t]*{_TOKEN}=(?:{_TOKEN}|"[\x20\x21\x23-\x5b\x5d-\x7e]*"))*'
+)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class _Collector:
+    """Reads fields of one JSON object, recording a FieldError for each bad one."""
+
+    def __init__(
+        self, obj: Mapping[str, object], prefix: str = "", errors: list[FieldError] | None = None
+    ) -> None:
+        self.obj = obj
+        self.prefix = prefix
+        self.errors: list[FieldError] = [] if errors is None else errors  # shared when nested
+
+    def fail(self, key: str, message: str) -> None:
+        self.errors.append(FieldError(field=self.prefix + key, message=message))
+
+    def absorb(self, error: ValidationError, *, only: str | None = None) -> None:
+        self.errors.extend(e for e in error.errors if only is None or e.field == only)
+
+    def ok(self, key: str) -> bool:
+        """Whether no problem has been recorded for ``key`` so far."""
+        return all(e.field != self.prefix + key for e in self.errors)
+
+    def given(self, key: str) -> bool:
+        return self.obj.get(key) is not None
+
+    def text(self, key: str, *, default: str | None, max_chars: int, example: str) -> str:
+        """A string field; ``default`` None makes it required."""
+        value = self.obj.get(key)
+        if value is None:
+            if default is None:
+                self.fail(key, f"is required, e.g. {json.dumps(example)}")
+            return default or ""
+        if not isinstance(value, str):
+            self.fail(key, f"must be a string, e.g. {json.dumps(example)}")
+            return ""
+        if len(value) > max_chars:
+            self.fail(key, f"is {len(value)} characters long; at most {max_chars} are allowed")
+        elif _CONTROL.search(value):
+            self.fail(key, "contains a control character (line break, tab, NUL …); remove it")
+        return value
+
+    def integer(self, key: str, *, default: int, low: int, high: int, unit: str) -> int:
+        value = self.obj.get(key)
+        if value is None:
+            return default
+        # bool is an int in Python, but `true` is not a number in JSON.
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(key, f"must be a whole number of {unit} from {low} to {high}")
+            return default
+        if not low <= value <= high:
+            self.fail(key, f"is {value}; it must be from {low} to {high} {unit}")
+            return default
+        return value
+
+    def boolean(self, key: str, *, default: bool) -> bool:
+        value = self.obj.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.fail(key, "must be true or false")
+            return default
+        return value
+
+    def unknown(self, known: tuple[str, ...]) -> None:
+        for key in self.obj:
+            if key in known:
+                continue
+            if not self.prefix and key in READ_ONLY_FIELDS:
+                self.fail(key, "is read-only; remove it from the request")
+            else:
+                self.fail(key, f"is not a known field; the fields are: {', '.join(known)}")
+
+    def nested(self, key: str) -> _Collector:
+        """A collector for an optional nested object (``catchup``, ``retry``)."""
+        value = self.obj.get(key)
+        if value is None:
+            value = {}
+        elif not isinstance(value, dict):
+            self.fail(key, "must be an object")
+            value = {}
+        return _Collector(value, prefix=f"{self.prefix}{key}.", errors=self.errors)
+
+
+def parse_schedule(
+    obj: object, *, policy: AddressPolicy, max_body_bytes: int = MAX_BODY_BYTES
+) -> ScheduleSpec:
+    """The spec described by tenant JSON ``obj``; raises ValidationError listing every problem."""
+    if not isinstance(obj, dict):
+        raise ValidationError.single("$", "the request body must be a JSON object")
+    fields = _Collector(obj)
+    fields.unknown(FIELDS)
+    name = fields.text("name", default=None, max_chars=MAX_NAME_CHARS, example="nightly report")
+    if obj.get("name") is not None and not name.strip():
+        fields.fail("name", "must not be blank")
+    cron, timezone = _cron(fields)
+    target_url = _target_url(fields, policy)
+    kind, body, content_type = _body(fields, max_body_bytes)
+    headers = _headers(fields)
+    jitter = fields.integer(
+        "jitter_seconds", default=0, low=0, high=MAX_JITTER_SECONDS, unit="seconds"
+    )
+    catchup_policy, window = _catchup(fields.nested("catchup"))
+    max_attempts = _retry(fields.nested("retry"))
+    timeout = fields.integer(
+        "timeout_seconds",
+        default=DEFAULT_TIMEOUT_SECONDS,
+        low=1,
+        high=MAX_TIMEOUT_SECONDS,
+        unit="seconds",
+    )
+    paused = fields.boolean("paused", default=False)
+    if fields.errors:
+        raise ValidationError(fields.errors)
+    return ScheduleSpec(
+        name=name,
+        cron=cron,
+        timezone=timezone,
+        target_url=target_url,
+        payload_kind=kind,
+        body=body,
+        content_type=content_type,
+        headers=headers,
+        jitter_seconds=jitter,
+        catchup_policy=catchup_policy,
+        catchup_window_seconds=window,
+        max_attempts=max_attempts,
+        timeout_seconds=timeout,
+        paused=paused,
+    )
+
+
+def _cron(fields: _Collector) -> tuple[str, str]:
+    cron = fields.text("cron", default=None, max_chars=200, example="0 3 * * *")
+    timezone = fields.text("timezone", default="UTC", max_chars=64, example="Europe/Berlin")
+    cron_ok, timezone_ok = fields.ok("cron"), fields.ok("timezone")
+    if cron_ok:
+        # A timezone that is not even a string is already reported: check the cron in UTC.
+        _absorb_cron(fields, cron, timezone if timezone_ok else "UTC", only=None)
+    elif timezone_ok and fields.given("timezone"):
+        _absorb_cron(fields, "* * * * *", timezone, only="timezone")
+    return cron, timezone
+
+
+def _absorb_cron(fields: _Collector, cron: str, timezone: str, *, only: str | None) -> None:
+    try:
+        parse_cron(cron, timezone)
+    except ValidationError as error:
+        fields.absorb(error, only=only)
+
+
+def _target_url(fields: _Collector, policy: AddressPolicy) -> str:
+    url = fields.text(
+        "target_url", default=None, max_chars=MAX_URL_CHARS, example="https://example.com/hook"
+    )
+    if url and fields.ok("target_url"):
+        try:
+            check_target_url(url, policy)
+        except ValidationError as error:
+            fields.absorb(error)
+    return url
+
+
+def _body(fields: _Collector, max_body_bytes: int) -> tuple[PayloadKind, bytes, str]:
+    """The payload kind, the exact bytes every attempt sends, and their content type."""
+    content_type = fields.text(
+        "content_type",
+        default=DEFAULT_CONTENT_TYPE,
+        max_chars=MAX_CONTENT_TYPE_CHARS,
+        example="text/plain; charset=utf-8",
+    )
+    well_formed = _MEDIA_TYPE.fullmatch(content_type)
+    if fields.given("content_type") and fields.ok("content_type") and not well_formed:
+        fields.fail("content_type", 'must be a media type such as "text/plain; charset=utf-8"')
+    has_payload, has_body = fields.given("payload"), fields.given("body")
+    if has_payload and has_body:
+        fields.fail(
+            "body",
+            "payload and body are both given; keep one: payload (any JSON value, sent as "
+            "compact JSON) or body (a string, sent verbatim)",
+        )
+        return PayloadKind.JSON, b"", content_type
+    if not has_payload and not has_body:
+        fields.fail(
+            "payload",
+            "give the request body: payload (any JSON value, sent as compact JSON) or "
+            "body (a string, sent verbatim)",
+        )
+        return PayloadKind.JSON, b"", content_type
+    kind, key = (PayloadKind.JSON, "payload") if has_payload else (PayloadKind.BODY, "body")
+    data = _encode(fields, key, kind)
+    if len(data) > max_body_bytes:
+        fields.fail(
+            key,
+            f"is {len(data)} bytes once encoded; the limit is {max_body_bytes} bytes "
+            f"({max_body_bytes // 1024} KiB)",
+        )
+    return kind, data, content_type
+
+
+def _encode(fields: _Collector, key: str, kind: PayloadKind) -> bytes:
+    value = fields.obj[key]
+    if kind is PayloadKind.BODY and not isinstance(value, str):
+        fields.fail("body", "must be a string (use payload for JSON values)")
+        return b""
+    try:
+        text = value if isinstance(value, str) and kind is PayloadKind.BODY else compact(value)
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        fields.fail(key, "contains an unpaired UTF-16 surrogate; send valid Unicode text")
+    except (ValueError, TypeError):
+        fields.fail(key, "must be a JSON value without NaN or Infinity")
+    except RecursionError:
+        fields.fail(key, "nests too deeply")
+    return b""
+
+
+def compact(value: object) -> str:
+    """The compact JSON text a ``payload`` is sent as."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _headers(fields: _Collector) -> tuple[tuple[str, str], ...]:
+    try:
+        return check_tenant_headers(fields.obj.get("headers"))
+    except ValidationError as error:
+        fields.absorb(error)
+        return ()
+
+
+def _catchup(fields: _Collector) -> tuple[CatchupPolicy, int]:
+    fields.unknown(_CATCHUP_FIELDS)
+    policy = CatchupPolicy.ALL
+    value = fields.obj.get("policy")
+    choices = ", ".join(p.value for p in CatchupPolicy)
+    if isinstance(value, str) and value in {p.value for p in CatchupPolicy}:
+        policy = CatchupPolicy(value)
+    elif value is not None:
+        fields.fail("policy", f"must be one of {choices}")
+    window = fields.integer(
+        "window_seconds",
+        default=DEFAULT_CATCHUP_WINDOW_SECONDS,
+        low=0,
+        high=MAX_CATCHUP_WINDOW_SECONDS,
+        unit="seconds",
+    )
+    return policy, window
+
+
+def _retry(fields: _Collector) -> int:
+    fields.unknown(_RETRY_FIELDS)
+    return fields.integer(
+        "max_attempts",
+        default=DEFAULT_MAX_ATTEMPTS,
+        low=1,
+        high=MAX_ATTEMPTS_LIMIT,
+        unit="attempts",
+    )
+
+
+def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
+    """The tenant-facing JSON of ``spec``: what a POST with these values would contain.
+
+    ``payload`` is echoed as parsed JSON, ``body`` as the exact string given."""
+    document: dict[str, object] = {"name": spec.name, "cron": spec.cron, "timezone": spec.timezone}
+    document["target_url"] = spec.target_url
+    if spec.payload_kind is PayloadKind.JSON:
+        document["payload"] = json.loads(spec.body)
+    else:
+        document["body"] = spec.body.decode("utf-8")
+    document["content_type"] = spec.content_type
+    document["headers"] = dict(spec.headers)
+    document["jitter_seconds"] = spec.jitter_seconds
+    document["catchup"] = {
+        "policy": spec.catchup_policy.value,
+        "window_seconds": spec.catchup_window_seconds,
+    }
+    document["retry"] = {"max_attempts": spec.max_attempts}
+    document["timeout_seconds"] = spec.timeout_seconds
+    document["paused"] = spec.paused
+    return document
+
+
+def merge_patch(
+    current: ScheduleSpec,
+    obj: object,
+    *,
+    policy: AddressPolicy,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> ScheduleSpec:
+    """``current`` with the JSON merge patch ``obj`` applied, validated as a whole.
+
+    Top-level fields are replaced; ``catchup`` and ``retry`` are merged key by key;
+    ``payload`` is replaced whole (it is the tenant's opaque value, not ours to merge);
+    ``null`` removes a field so it takes its default. Giving ``payload`` drops a stored
+    ``body`` and vice versa, and then resets ``content_type`` to its default unless the
+    patch sets it too: a content type chosen for text rarely fits JSON."""
+    if not isinstance(obj, dict):
+        raise ValidationError.single("$", "a merge patch must be a JSON object")
+    document = schedule_document(current)
+    _switch_body_kind(document, obj)
+    for key, value in obj.items():
+        if key in ("catchup", "retry") and isinstance(value, dict):
+            document[key] = _merge_object(document.get(key), value)
+        elif value is None:
+            document.pop(key, None)
+        else:
+            document[key] = value
+    return parse_schedule(document, policy=policy, max_body_bytes=max_body_bytes)
+
+
+def _switch_body_kind(document: dict[str, object], patch: Mapping[str, object]) -> None:
+    for given, other in (("payload", "body"), ("body", "payload")):
+        if patch.get(given) is not None and patch.get(other) is None and other in document:
+            del document[other]
+            if "content_type" not in patch:
+                document.pop("content_type", None)
+
+
+def _merge_object(target: object, patch: Mapping[str, object]) -> dict[str, object]:
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged

@@ -1,0 +1,276 @@
+"""The real API app over a real SQLite file, with two tenants, a settable wall clock, a
+counting ``nudge`` and an honest fake of the write-time destination check."""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from quart_trio import QuartTrio
+from werkzeug.datastructures import Headers
+
+from appliance.api.app import create_app
+from appliance.core.addresses import AddressPolicy, block_reason, check_target_url, describe_block
+from appliance.core.cron import parse_cron
+from appliance.core.instants import parse_instant
+from appliance.core.jitter import planned_occurrences
+from appliance.core.runs import AttemptOutcome, RunState, Transition
+from appliance.core.schedules import Schedule
+from appliance.errors import ValidationError
+from appliance.store.database import Database
+from appliance.store.incarnations import (
+    Completion,
+    claim_runs,
+    complete_run,
+    register_incarnation,
+)
+from appliance.store.runs import Trigger, insert_run, occurrence_run, store_body
+from appliance.store.schedules import get_schedule
+from appliance.store.tenants import create_tenant
+
+START = parse_instant("2026-03-02T10:00:00.400Z")
+
+# The fake resolver: what these names would resolve to.
+FAKE_DNS = {
+    "hooks.example.com": ipaddress.ip_address("93.184.216.34"),
+    "intranet.example.com": ipaddress.ip_address("10.1.2.3"),
+}
+
+
+class FakeClock:
+    """A wall clock the test moves by hand."""
+
+    def __init__(self, now_ms: int) -> None:
+        self.now = now_ms
+
+    def now_ms(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+@dataclass
+class Nudges:
+    count: int = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+
+
+def make_check_destination(policy: AddressPolicy):  # type: ignore[no-untyped-def]
+    """Like ``engine.outbound.check_destination``, with a dictionary for DNS: static checks
+    first, then every resolved address judged by the same policy; unknown names fail closed."""
+
+    async def check_destination(url: str) -> None:
+        check_target_url(url, policy)
+        host = urlsplit(url).hostname or ""
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            resolved = FAKE_DNS.get(host)
+            if resolved is None:
+                raise ValidationError.single(
+                    "target_url", f"host {host!r} does not resolve"
+                ) from None
+            reason = block_reason(policy, resolved)
+            if reason is not None:
+                raise ValidationError.single(
+                    "target_url", describe_block(resolved, reason, host=host)
+                ) from None
+            return
+        reason = block_reason(policy, address)
+        if reason is not None:
+            raise ValidationError.single("target_url", describe_block(address, reason))
+
+    return check_destination
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: Headers
+    body: Any  # parsed JSON, or None for an empty body
+
+    @property
+    def fields(self) -> list[str]:
+        """The ``field`` of every problem entry."""
+        return [error["field"] for error in self.body.get("errors", [])]
+
+
+@dataclass
+class Api:
+    """One tenant's view of the app: requests carry its key unless told otherwise."""
+
+    app: QuartTrio
+    key: str | None
+    tenant_id: str = ""
+    default_headers: dict[str, str] = field(default_factory=dict)
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        data: bytes | str | None = None,
+        headers: dict[str, str] | None = None,
+        query: dict[str, str] | None = None,
+    ) -> Reply:
+        sent = dict(self.default_headers)
+        if self.key is not None:
+            sent["Authorization"] = f"Bearer {self.key}"
+        kwargs: dict[str, Any] = {}
+        if json_body is not None:
+            kwargs["data"] = json.dumps(json_body)
+            sent["Content-Type"] = "application/json"
+        elif data is not None:
+            kwargs["data"] = data
+        sent.update(headers or {})
+        client = self.app.test_client()
+        response = await client.open(
+            path, method=method, headers=sent, query_string=query, **kwargs
+        )
+        raw = await response.get_data(as_text=True)
+        body = json.loads(raw) if raw else None
+        if response.status_code >= 400:
+            assert response.mimetype == "application/problem+json", raw
+            assert body["status"] == response.status_code
+            assert {"type", "title", "status", "detail"} <= set(body)
+        return Reply(status=response.status_code, headers=response.headers, body=body)
+
+    async def create(self, **overrides: Any) -> dict[str, Any]:
+        reply = await self.call("POST", "/v1/schedules", json_body=schedule_json(**overrides))
+        assert reply.status == 201, reply.body
+        return reply.body  # type: ignore[no-any-return]
+
+
+def schedule_json(**overrides: Any) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "name": "nightly report",
+        "cron": "*/5 * * * *",
+        "target_url": "https://hooks.example.com/steeple",
+        "payload": {"report": "nightly", "n": 1},
+    }
+    for key, value in overrides.items():
+        if value is ...:
+            document.pop(key, None)
+        else:
+            document[key] = value
+    return document
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
+
+
+@pytest.fixture
+def nudges() -> Nudges:
+    return Nudges()
+
+
+@pytest.fixture
+def policy() -> AddressPolicy:
+    return AddressPolicy()
+
+
+@pytest.fixture
+def app(db: Database, clock: FakeClock, nudges: Nudges, policy: AddressPolicy) -> QuartTrio:
+    return build_app(db=db, clock=clock, nudges=nudges, policy=policy)
+
+
+def build_app(
+    *, db: Database, clock: FakeClock, nudges: Nudges, policy: AddressPolicy
+) -> QuartTrio:
+    return create_app(
+        db=db,
+        clock=clock,
+        nudge=nudges,
+        check_destination=make_check_destination(policy),
+        policy=policy,
+        version="9.9.9-test",
+    )
+
+
+@pytest.fixture
+def api(app: QuartTrio, db: Database) -> Api:
+    tenant = db.write_now(create_tenant, name="alpha", now=START)
+    return Api(app=app, key=tenant.api_key, tenant_id=tenant.tenant_id)
+
+
+@pytest.fixture
+def other(app: QuartTrio, db: Database) -> Api:
+    """A second tenant, for isolation."""
+    tenant = db.write_now(create_tenant, name="beta", now=START)
+    return Api(app=app, key=tenant.api_key, tenant_id=tenant.tenant_id)
+
+
+@pytest.fixture
+def anonymous(app: QuartTrio) -> Api:
+    return Api(app=app, key=None)
+
+
+def load_schedule(db: Database, tenant_id: str, schedule_id: str) -> Schedule:
+    schedule = db.read_now(get_schedule, tenant_id=tenant_id, schedule_id=schedule_id)
+    assert schedule is not None
+    return schedule
+
+
+def plan_runs(db: Database, schedule: Schedule, *, after: int, count: int) -> list[int]:
+    """Materialise the next ``count`` occurrences after ``after`` the way the planner does
+    (same occurrence function, same row builder); returns their ``scheduled_for``."""
+    spec = schedule.spec
+    planned = list(
+        itertools.islice(
+            planned_occurrences(
+                parse_cron(spec.cron, spec.timezone),
+                schedule_id=schedule.id,
+                jitter_seconds=spec.jitter_seconds,
+                after_ms=after,
+            ),
+            count,
+        )
+    )
+
+    def write(conn: Any) -> None:
+        digest = store_body(conn, content_type=spec.content_type, body=spec.body)
+        for occurrence in planned:
+            run = occurrence_run(
+                schedule,
+                scheduled_for=occurrence.scheduled_for,
+                due_at=occurrence.due_at,
+                state=RunState.PENDING,
+                trigger=Trigger.SCHEDULE,
+                body_digest=digest,
+            )
+            assert insert_run(conn, run=run, now=after)
+
+    db.write_now(write)
+    return [occurrence.scheduled_for for occurrence in planned]
+
+
+def deliver_due(db: Database, *, now: int, status: int = 200) -> list[str]:
+    """Claim every due run and record one finished attempt for each, through the same store
+    functions the dispatcher uses; 2xx succeeds, anything else fails permanently."""
+    owner = db.write_now(register_incarnation, pid=1, now=now)
+    batch = db.write_now(claim_runs, owner=owner, now=now, lease_ms=60_000, limit=100)
+    ok = 200 <= status < 300
+    completion = Completion(
+        outcome=AttemptOutcome.OK if ok else AttemptOutcome.PERMANENT,
+        transition=Transition.SUCCEED if ok else Transition.FAIL,
+        due_at=None,
+        failure_reason=None if ok else "gone",
+        http_status=status,
+        error=None if ok else f"HTTP {status}",
+        latency_ms=12,
+        response_excerpt="ok" if ok else "gone",
+    )
+    for run in batch.runs:
+        assert db.write_now(complete_run, run=run, completion=completion, now=now + 12)
+    return [run.run_id for run in batch.runs]
