@@ -1,0 +1,90 @@
+"""Fixtures for store tests: a tenant and schedule rows written with plain SQL.
+
+Schedules are inserted directly (not through ``store.schedules``) so the run, planning and
+lease queries are tested against the schema alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import apsw
+import pytest
+
+from appliance.core.ids import new_id
+from appliance.core.instants import parse_instant
+from appliance.store.database import Database
+from appliance.store.tenants import create_tenant
+
+T0 = parse_instant("2026-08-06T03:00:00Z")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleRow:
+    cron: str = "* * * * *"
+    timezone: str = "UTC"
+    target_url: str = "https://tenant.example/hook"
+    body: bytes = b'{"n":1}'
+    content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = (("X-Team", "billing"),)
+    jitter_seconds: int = 0
+    catchup_policy: str = "all"
+    catchup_window_seconds: int = 3600
+    max_attempts: int = 8
+    timeout_seconds: int = 30
+    paused: bool = False
+    next_fire_at: int | None = T0
+    deleted_at: int | None = None
+
+
+def insert_schedule(conn: apsw.Connection, *, tenant_id: str, row: ScheduleRow, now: int) -> str:
+    schedule_id = new_id("sch", now)
+    conn.execute(
+        "INSERT INTO schedules (id, tenant_id, name, cron, timezone, target_url, payload_kind,"
+        " body, content_type, headers, jitter_seconds, catchup_policy, catchup_window_seconds,"
+        " max_attempts, timeout_seconds, paused, next_fire_at, created_at, updated_at,"
+        " deleted_at)"
+        " VALUES (?, ?, 'test', ?, ?, ?, 'json', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            schedule_id,
+            tenant_id,
+            row.cron,
+            row.timezone,
+            row.target_url,
+            row.body,
+            row.content_type,
+            json.dumps([list(pair) for pair in row.headers]),
+            row.jitter_seconds,
+            row.catchup_policy,
+            row.catchup_window_seconds,
+            row.max_attempts,
+            row.timeout_seconds,
+            int(row.paused),
+            row.next_fire_at,
+            now,
+            now,
+            row.deleted_at,
+        ),
+    )
+    return schedule_id
+
+
+@pytest.fixture
+def tenant(db: Database) -> str:
+    return db.write_now(create_tenant, name="acme", now=T0).tenant_id
+
+
+MakeSchedule = Callable[..., str]
+
+
+@pytest.fixture
+def make_schedule(db: Database, tenant: str) -> MakeSchedule:
+    """``make_schedule(cron=..., next_fire_at=...)`` inserts a schedule; returns its id."""
+
+    def make(**fields: object) -> str:
+        row = ScheduleRow(**fields)  # type: ignore[arg-type]
+        return db.write_now(insert_schedule, tenant_id=tenant, row=row, now=T0)
+
+    return make
