@@ -1,0 +1,176 @@
+"""Problem responses for malformed requests (never a 500 for bad input), unknown routes and
+methods, and POST /v1/cron/preview."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.conftest import Api, schedule_json
+
+
+@pytest.mark.parametrize(
+    ("data", "detail"),
+    [
+        (b"{", "not valid JSON"),
+        (b"", "not valid JSON"),
+        (b"\xff\xfe{}", "not UTF-8"),
+        (b'{"payload": NaN}', "not valid JSON"),
+        (b'{"payload": 1e999}', "not valid JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, "nests too deeply"),
+        (b'{"name": "\\ud800"}', "surrogate"),
+        (b'{"n": ' + b"9" * 5000 + b"}", "not valid JSON"),
+    ],
+)
+async def test_malformed_json_is_400(api: Api, data: bytes, detail: str) -> None:
+    reply = await api.call(
+        "POST", "/v1/schedules", data=data, headers={"Content-Type": "application/json"}
+    )
+    assert reply.status == 400
+    assert detail in reply.body["detail"]
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+async def test_a_body_that_is_not_json_is_415(api: Api, content_type: str | None) -> None:
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    reply = await api.call("POST", "/v1/schedules", data=b"{}", headers=headers)
+    assert reply.status == 415
+
+
+async def test_a_json_suffix_media_type_is_accepted(api: Api) -> None:
+    reply = await api.call(
+        "POST",
+        "/v1/schedules",
+        data=b'{"name":"x","cron":"* * * * *","target_url":"https://hooks.example.com/","body":"a"}',
+        headers={"Content-Type": "application/vnd.steeple+json; charset=utf-8"},
+    )
+    assert reply.status == 201
+
+
+@pytest.mark.parametrize("document", [[], "text", 5, None, True])
+async def test_a_json_value_that_is_not_an_object_is_422(api: Api, document: object) -> None:
+    import json
+
+    reply = await api.call(
+        "POST",
+        "/v1/schedules",
+        data=json.dumps(document),
+        headers={"Content-Type": "application/json"},
+    )
+    assert reply.status == 422
+    assert reply.fields == ["$"]
+
+
+async def test_an_oversized_request_is_413(api: Api) -> None:
+    data = b'{"name": "' + b"x" * (300 * 1024) + b'"}'
+    reply = await api.call(
+        "POST", "/v1/schedules", data=data, headers={"Content-Type": "application/json"}
+    )
+    assert reply.status == 413
+
+
+async def test_unknown_route_is_a_404_problem(anonymous: Api) -> None:
+    for path in ("/nope", "/v1/schedules/", "/v2/schedules"):
+        reply = await anonymous.call("GET", path)
+        assert reply.status == 404, path
+
+
+async def test_wrong_method_is_a_405_problem_with_allow(api: Api) -> None:
+    reply = await api.call("PUT", "/v1/schedules/sch_00000000000000000000000000")
+    assert reply.status == 405
+    assert set(reply.headers["Allow"].replace(" ", "").split(",")) >= {"GET", "PATCH", "DELETE"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        0,
+        -1,
+        1.5,
+        "",
+        "x" * 300,
+        [],
+        {},
+        ["a", 1],
+        {"a": {"b": []}},
+        [[[]]],
+        "\x00",
+        "é" * 10,
+        10**30,
+    ],
+)
+@pytest.mark.parametrize(
+    "key",
+    [
+        "name",
+        "cron",
+        "timezone",
+        "target_url",
+        "payload",
+        "body",
+        "content_type",
+        "headers",
+        "jitter_seconds",
+        "catchup",
+        "retry",
+        "timeout_seconds",
+        "paused",
+    ],
+)
+async def test_odd_values_in_any_field_never_cause_a_500(api: Api, key: str, value: object) -> None:
+    reply = await api.call("POST", "/v1/schedules", json_body=schedule_json(**{key: value}))
+    assert reply.status in (201, 422), reply.body
+
+
+async def test_cron_preview_shows_local_time_and_offset_across_dst(api: Api) -> None:
+    reply = await api.call(
+        "POST",
+        "/v1/cron/preview",
+        json_body={
+            "cron": "30 2 * * *",
+            "timezone": "America/New_York",
+            "after": "2026-03-07T00:00:00Z",
+            "count": 3,
+        },
+    )
+    assert reply.status == 200
+    assert reply.body["occurrences"] == [
+        {"scheduled_for": "2026-03-07T07:30:00Z", "local_time": "2026-03-07T02:30:00",
+         "utc_offset": "-05:00"},
+        {"scheduled_for": "2026-03-08T07:00:00Z", "local_time": "2026-03-08T03:00:00",
+         "utc_offset": "-04:00"},
+        {"scheduled_for": "2026-03-09T06:30:00Z", "local_time": "2026-03-09T02:30:00",
+         "utc_offset": "-04:00"},
+    ]  # fmt: skip
+    assert (reply.body["cron"], reply.body["timezone"]) == ("30 2 * * *", "America/New_York")
+
+
+async def test_cron_preview_defaults_to_five_after_now_in_utc(api: Api) -> None:
+    reply = await api.call("POST", "/v1/cron/preview", json_body={"cron": "0 12 * * *"})
+    assert reply.status == 200
+    assert [o["scheduled_for"] for o in reply.body["occurrences"]] == [
+        f"2026-03-0{d}T12:00:00Z" for d in (2, 3, 4, 5, 6)
+    ]
+    assert {o["utc_offset"] for o in reply.body["occurrences"]} == {"+00:00"}
+
+
+@pytest.mark.parametrize(
+    ("document", "fields"),
+    [
+        ({"cron": "0 0 * *"}, ["cron"]),
+        ({"cron": "0 0 * * *", "timezone": "Nowhere"}, ["timezone"]),
+        ({"cron": "0 0 * * *", "after": "yesterday"}, ["after"]),
+        ({"cron": "0 0 * * *", "after": "2026-03-07T00:00:00"}, ["after"]),
+        ({"cron": "0 0 * * *", "count": 0}, ["count"]),
+        ({"cron": "0 0 * * *", "count": 101}, ["count"]),
+        ({"cron": "0 0 * * *", "count": True}, ["count"]),
+        ({"cron": "0 0 * * *", "when": 1}, ["when"]),
+        ({}, ["cron"]),
+    ],
+)
+async def test_cron_preview_validation(
+    api: Api, document: dict[str, object], fields: list[str]
+) -> None:
+    reply = await api.call("POST", "/v1/cron/preview", json_body=document)
+    assert reply.status == 422
+    assert reply.fields == fields

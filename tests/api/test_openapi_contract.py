@@ -1,0 +1,202 @@
+"""contracts/openapi/scheduler.yaml is the source of truth (DESIGN §7): its routes are
+exactly the app's, both ways, and its webhooks section documents the whole delivery
+contract of core.delivery, with the at-least-once statement."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+from quart_trio import QuartTrio
+
+from appliance.core.delivery import CONTRACT_HEADERS
+from tests.api.conftest import Api, deliver_due, schedule_json
+
+SPEC_PATH = Path(__file__).parents[2] / "contracts" / "openapi" / "scheduler.yaml"
+HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+AT_LEAST_ONCE = (
+    "You may receive a request more than once; verify the signature, then deduplicate on "
+    "X-Idempotency-Key."
+)
+
+
+@pytest.fixture(scope="module")
+def spec() -> dict[str, Any]:
+    document = yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
+    assert isinstance(document, dict)
+    return document
+
+
+def spec_routes(spec: dict[str, Any]) -> set[tuple[str, str]]:
+    return {
+        (method.upper(), path)
+        for path, item in spec["paths"].items()
+        for method in item
+        if method in HTTP_METHODS
+    }
+
+
+def app_routes(app: QuartTrio) -> set[tuple[str, str]]:
+    routes = set()
+    for rule in app.url_map.iter_rules():
+        path = re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule.rule)
+        for method in rule.methods or ():
+            if method not in ("HEAD", "OPTIONS"):  # added by the framework to every rule
+                routes.add((method, path))
+    return routes
+
+
+def test_the_spec_is_openapi_3_1_with_bearer_security(spec: dict[str, Any]) -> None:
+    assert spec["openapi"].startswith("3.1")
+    scheme = spec["components"]["securitySchemes"]["apiKey"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+    assert spec["security"] == [{"apiKey": []}]
+
+
+def test_every_spec_route_is_served_and_every_served_route_is_specified(
+    spec: dict[str, Any], app: QuartTrio
+) -> None:
+    documented, served = spec_routes(spec), app_routes(app)
+    assert documented - served == set(), "documented but not served"
+    assert served - documented == set(), "served but not documented"
+
+
+def test_every_operation_documents_its_errors_as_problem_json(spec: dict[str, Any]) -> None:
+    responses = spec["components"]["responses"]
+    for path, item in spec["paths"].items():
+        for method, operation in item.items():
+            if method not in HTTP_METHODS:
+                continue
+            needs_key = operation.get("security") != []
+            if needs_key:
+                assert "401" in operation["responses"], (method, path)
+            for status, response in operation["responses"].items():
+                if not status.startswith(("4", "5")):
+                    continue
+                if "$ref" in response:
+                    response = responses[response["$ref"].rsplit("/", 1)[-1]]
+                assert list(response["content"]) == ["application/problem+json"], (
+                    method,
+                    path,
+                    status,
+                )
+
+
+def test_path_parameters_match_the_app(spec: dict[str, Any]) -> None:
+    parameters = spec["components"]["parameters"]
+    for path, item in spec["paths"].items():
+        names = {
+            parameters[p["$ref"].rsplit("/", 1)[-1]]["name"] for p in item.get("parameters", [])
+        }
+        assert names == set(re.findall(r"{(\w+)}", path)), path
+
+
+def test_webhooks_document_every_delivery_header_and_the_at_least_once_rule(
+    spec: dict[str, Any],
+) -> None:
+    delivery = spec["webhooks"]["scheduleDelivery"]["post"]
+    documented = {p["name"] for p in delivery["parameters"] if p["in"] == "header"}
+    assert set(CONTRACT_HEADERS) <= documented
+    assert AT_LEAST_ONCE in delivery["description"]
+    key = next(p for p in delivery["parameters"] if p["name"] == "X-Idempotency-Key")
+    assert "SHA-256" in key["description"]
+    assert "immediately" in key["description"]
+    signature = next(p for p in delivery["parameters"] if p["name"] == "X-Signature")
+    assert "v1,<base64>" in signature["description"]
+    assert "id.timestamp.body" in signature["description"]
+
+
+async def test_a_created_schedule_has_every_required_field_of_the_schema(
+    spec: dict[str, Any], api: Api
+) -> None:
+    created = await api.create()
+    required = spec["components"]["schemas"]["Schedule"]["allOf"][1]["required"]
+    assert set(required) <= set(created)
+    run = (await api.call("POST", f"/v1/schedules/{created['id']}/trigger")).body
+    assert set(spec["components"]["schemas"]["Run"]["required"]) <= set(run)
+    full = (await api.call("GET", f"/v1/runs/{run['id']}")).body
+    assert set(spec["components"]["schemas"]["Run"]["properties"]) | {"attempts"} == set(full)
+    fields = spec["components"]["schemas"]["ScheduleFields"]["properties"]
+    assert set(created) - {"id", "version", "created_at", "updated_at", "next_runs"} <= set(fields)
+
+
+def response_schema(
+    spec: dict[str, Any], method: str, path: str, status: int
+) -> dict[str, Any] | None:
+    """The documented JSON schema of one response (None: documented without a body)."""
+    responses = spec["paths"][path][method.lower()]["responses"]
+    response = responses.get(str(status)) or responses.get(f"{str(status)[0]}XX")
+    assert response is not None, f"{method} {path} answered {status}, which is undocumented"
+    if "$ref" in response:
+        response = spec["components"]["responses"][response["$ref"].rsplit("/", 1)[-1]]
+    content = response.get("content")
+    if not content:
+        return None
+    ((media_type, body),) = content.items()
+    expected = "application/problem+json" if status >= 400 else "application/json"
+    assert media_type == expected
+    return body["schema"]  # type: ignore[no-any-return]
+
+
+def check_reply(spec: dict[str, Any], method: str, path: str, status: int, body: Any) -> None:
+    schema = response_schema(spec, method, path, status)
+    if schema is None:
+        assert body is None
+        return
+    validator = Draft202012Validator({**schema, "components": spec["components"]})
+    validator.validate(body)
+
+
+async def test_every_route_answers_what_the_spec_documents(
+    spec: dict[str, Any], api: Api, other: Api, db: Any, clock: Any
+) -> None:
+    seen: set[tuple[str, str, int]] = set()
+
+    async def call(
+        caller: Api, method: str, template: str, expect: int, **kw: Any
+    ) -> dict[str, Any]:
+        path = template.format(schedule_id=ids.get("sch", "x"), run_id=ids.get("run", "x"))
+        reply = await caller.call(method, path, **kw)
+        assert reply.status == expect, (method, path, reply.body)
+        check_reply(spec, method, template, reply.status, reply.body)
+        seen.add((method, template, reply.status))
+        return reply.body  # type: ignore[no-any-return]
+
+    ids: dict[str, str] = {}
+    sch, one = "/v1/schedules", "/v1/schedules/{schedule_id}"
+    await call(api, "GET", "/healthz", 200)
+    ids["sch"] = (await call(api, "POST", sch, 201, json_body=schedule_json()))["id"]
+    await call(api, "POST", sch, 201, json_body=schedule_json(headers=[["X-A", "1"]]))
+    await call(api, "POST", sch, 422, json_body={"cron": 1})
+    await call(api, "POST", sch, 400, data=b"{", headers={"Content-Type": "application/json"})
+    await call(api, "POST", sch, 415, data=b"{}")
+    await call(api, "POST", sch, 413, json_body={"body": "x" * 300_000})
+    await call(other, "POST", sch, 401, json_body={}, headers={"Authorization": "Bearer no"})
+    await call(api, "GET", sch, 200, query={"limit": "1"})
+    await call(api, "GET", sch, 422, query={"limit": "0"})
+    await call(api, "GET", one, 200)
+    await call(other, "GET", one, 404)
+    await call(api, "PATCH", one, 200, json_body={"jitter_seconds": 30})
+    await call(api, "PATCH", one, 412, json_body={"name": "n"}, headers={"If-Match": '"1"'})
+    await call(api, "PATCH", one, 422, json_body={"nme": "n"})
+    await call(api, "POST", one + "/pause", 200)
+    await call(api, "POST", one + "/resume", 200)
+    await call(api, "POST", one + "/resume", 412, headers={"If-Match": '"1"'})
+    ids["run"] = (await call(api, "POST", one + "/trigger", 201))["id"]
+    await call(api, "POST", one + "/trigger", 200)
+    await call(api, "GET", one + "/runs", 200)
+    await call(api, "GET", "/v1/runs/{run_id}", 200)
+    await call(api, "POST", "/v1/runs/{run_id}/replay", 409)
+    deliver_due(db, now=clock.now)
+    await call(api, "GET", "/v1/runs/{run_id}", 200)
+    await call(api, "POST", "/v1/runs/{run_id}/replay", 200)
+    await call(api, "POST", "/v1/cron/preview", 200, json_body={"cron": "0 3 * * *"})
+    await call(api, "POST", "/v1/cron/preview", 422, json_body={"cron": "0 3 * *"})
+    await call(api, "DELETE", one, 412, headers={"If-Match": '"99"'})
+    await call(api, "DELETE", one, 204)
+    await call(api, "DELETE", one, 404)
+    assert {(m, p) for m, p, _ in seen} == spec_routes(spec)
