@@ -249,3 +249,16 @@ def test_occurrences_are_strictly_after_the_start() -> None:
         "2026-01-01T10:00:00Z",
         "2026-01-01T10:00:01Z",
     ]
+
+
+def test_generators_of_one_spec_are_independent_when_interleaved() -> None:
+    # Generators share croniter's expansion of the expression; their positions must not.
+    spec = parse_cron("*/20 * * * *", "Europe/London")
+    early = occurrences_after(spec, parse_instant("2026-01-01T00:00:00Z"))
+    late = occurrences_after(spec, parse_instant("2026-06-01T00:00:00Z"))
+    pairs = [(format_instant(next(early)), format_instant(next(late))) for _ in range(3)]
+    assert pairs == [
+        ("2026-01-01T00:20:00Z", "2026-06-01T00:20:00Z"),
+        ("2026-01-01T00:40:00Z", "2026-06-01T00:40:00Z"),
+        ("2026-01-01T01:00:00Z", "2026-06-01T01:00:00Z"),
+    ]
