@@ -6,7 +6,8 @@ Rules this module guards (DESIGN §7):
   :func:`register_problem_handlers`: ``ValidationError`` → 422 with one ``errors`` entry per
   field, ``NotFound`` → 404, ``VersionMismatch`` → 412, ``RequestKeyReused`` → 422,
   ``Conflict`` → 409, werkzeug's HTTP errors (unknown route 404, 405 with ``Allow``, 413)
-  keep their status, and :class:`Problem` carries anything a view decides itself (400, 401,
+  keep their status, ``StoreError`` → 503 (disk full, I/O: the operator's problem, logged),
+  and :class:`Problem` carries anything a view decides itself (400, 401,
   415). Anything else is a bug: logged with its traceback, answered as a bare 500 that
   leaks nothing.
 - ``type`` is a stable URN per problem kind, so clients can branch on it; ``title`` is the
@@ -23,7 +24,7 @@ from quart import Response
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from appliance.errors import Conflict, FieldError, NotFound, ValidationError
+from appliance.errors import Conflict, FieldError, NotFound, StoreError, ValidationError
 from appliance.store.schedules import RequestKeyReused, VersionMismatch
 
 log = logging.getLogger(__name__)
@@ -137,6 +138,19 @@ def _from_http(error: HTTPException) -> Response:
     )
 
 
+def _from_store(error: StoreError) -> Response:
+    log.error("database error answering a request: %s", error)
+    return problem_response(
+        Problem(
+            status=503,
+            kind="unavailable",
+            title="Storage unavailable",
+            detail="the appliance could not use its database; retry shortly",
+            headers={"Retry-After": "5"},
+        )
+    )
+
+
 def _from_unexpected(error: Exception) -> Response:
     log.error("unhandled error answering a request", exc_info=error)
     return problem_response(
@@ -154,5 +168,6 @@ def register_problem_handlers(app: QuartTrio) -> None:
     app.register_error_handler(ValidationError, _from_validation)
     app.register_error_handler(NotFound, _from_not_found)
     app.register_error_handler(Conflict, _from_conflict)
+    app.register_error_handler(StoreError, _from_store)
     app.register_error_handler(HTTPException, _from_http)
     app.register_error_handler(Exception, _from_unexpected)

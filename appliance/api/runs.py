@@ -18,7 +18,7 @@ from appliance.api.rendering import render_run, render_run_with_attempts
 from appliance.errors import NotFound, ValidationError
 from appliance.store import runs as run_store
 from appliance.store.database import Connection
-from appliance.store.schedules import get_schedule
+from appliance.store.schedules import get_schedule, replay_schedule_run
 
 
 def register(app: QuartTrio) -> None:
@@ -77,7 +77,7 @@ async def replay_run(run_id: str) -> Response:
     tenant_id = await authenticate()
     ctx = context()
     run = await ctx.db.write(
-        run_store.replay_run, tenant_id=tenant_id, run_id=run_id, now=ctx.clock.now_ms()
+        replay_schedule_run, tenant_id=tenant_id, run_id=run_id, now=ctx.clock.now_ms()
     )
     ctx.nudge()
     attempts = await ctx.db.read(run_store.list_attempts, run_id=run.id)

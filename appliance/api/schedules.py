@@ -145,6 +145,8 @@ async def patch_schedule(schedule_id: str) -> Response:
                 f"schedule {schedule_id} is at version {current.version}, not {expected}"
             )
         spec = merge_patch(current.spec, patch, policy=ctx.policy)
+        if spec == current.spec:
+            return _schedule_response(ctx, current)  # nothing changes: no new version
         if spec.target_url != current.spec.target_url:
             await ctx.check_destination(spec.target_url)
         try:

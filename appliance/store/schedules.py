@@ -35,7 +35,7 @@ from appliance.core.jitter import planned_occurrences
 from appliance.core.schedules import CatchupPolicy, PayloadKind, Schedule, ScheduleSpec
 from appliance.errors import Conflict, NotFound
 from appliance.store.events import append_event
-from appliance.store.runs import RunRecord, trigger_run, withdraw_open_runs
+from appliance.store.runs import RunRecord, get_run, replay_run, trigger_run, withdraw_open_runs
 
 REQUEST_KEY_TTL_MS: Final = 24 * 3600 * 1000
 
@@ -264,6 +264,19 @@ def trigger_schedule(
     Two triggers within one second are the same occurrence, so the second finds the first."""
     schedule = _require(conn, tenant_id=tenant_id, schedule_id=schedule_id)
     return trigger_run(conn, schedule=schedule, now=now)
+
+
+def replay_schedule_run(
+    conn: apsw.Connection, *, tenant_id: str, run_id: str, now: int
+) -> RunRecord:
+    """Replay a finished run (:func:`appliance.store.runs.replay_run`) unless its schedule
+    was deleted: a deleted schedule never fires again, not even an old occurrence."""
+    run = get_run(conn, tenant_id=tenant_id, run_id=run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    if get_schedule(conn, tenant_id=tenant_id, schedule_id=run.schedule_id) is None:
+        raise Conflict(f"run {run_id} belongs to a deleted schedule; it cannot be replayed")
+    return replay_run(conn, tenant_id=tenant_id, run_id=run_id, now=now)
 
 
 def _require(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> Schedule:

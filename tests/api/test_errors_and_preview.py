@@ -3,6 +3,8 @@ methods, and POST /v1/cron/preview."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.api.conftest import Api, schedule_json
@@ -174,3 +176,11 @@ async def test_cron_preview_validation(
     reply = await api.call("POST", "/v1/cron/preview", json_body=document)
     assert reply.status == 422
     assert reply.fields == fields
+
+
+async def test_a_database_failure_is_a_503_problem(api: Api, db: Any) -> None:
+    await api.create()
+    db.close()  # every later query fails inside the store
+    reply = await api.call("GET", "/v1/schedules")
+    assert reply.status == 503
+    assert reply.headers["Retry-After"] == "5"

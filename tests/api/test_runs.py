@@ -134,3 +134,16 @@ async def test_unknown_runs_and_schedules_are_404(api: Api) -> None:
         reply = await api.call(method, path)
         assert reply.status == 404, path
         assert reply.body["type"] == "urn:steeple:problem:not-found"
+
+
+async def test_a_run_of_a_deleted_schedule_is_readable_but_not_replayable(
+    api: Api, db: Any, clock: FakeClock
+) -> None:
+    created = await api.create()
+    triggered = (await api.call("POST", f"/v1/schedules/{created['id']}/trigger")).body
+    deliver_due(db, now=clock.now)
+    await api.call("DELETE", f"/v1/schedules/{created['id']}")
+    assert (await api.call("GET", f"/v1/runs/{triggered['id']}")).status == 200
+    reply = await api.call("POST", f"/v1/runs/{triggered['id']}/replay")
+    assert reply.status == 409
+    assert "deleted" in reply.body["detail"]

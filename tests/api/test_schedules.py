@@ -483,3 +483,14 @@ async def test_idempotency_keys_are_per_tenant_and_expire(
     later = await api.call("POST", "/v1/schedules", json_body=schedule_json(), headers=headers)
     assert later.status == 201
     assert later.body["id"] != mine.body["id"]
+
+
+async def test_a_patch_that_changes_nothing_keeps_the_version(api: Api, db: Any) -> None:
+    created = await api.create()
+    for patch in ({}, {"name": created["name"]}, {"payload": created["payload"]}):
+        reply = await api.call("PATCH", f"/v1/schedules/{created['id']}", json_body=patch)
+        assert reply.status == 200
+        assert reply.headers["ETag"] == '"1"'
+    assert [e.type.value for e in db.read_now(list_events, tenant_id=api.tenant_id)] == [
+        "schedule.created"
+    ]
