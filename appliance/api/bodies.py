@@ -1,9 +1,10 @@
 """Request and response bodies: JSON in, JSON out, with the API's error rules.
 
 - A JSON request body needs ``Content-Type: application/json`` (or ``+json``) → else 415.
-- Bytes that are not JSON, not UTF-8, nest too deeply, hold NaN/Infinity or a number too
-  large to represent, or hold unpaired surrogates → 400: they are not input we can even
-  validate. Validation of well-formed JSON is the views' job (→ 422).
+- Bytes that are not JSON, not UTF-8, nest deeper than :data:`MAX_DEPTH`, hold
+  NaN/Infinity or a number too large to represent, or hold unpaired surrogates → 400: they
+  are not input we can even validate. The depth cap keeps every later ``json`` call far
+  from Python's recursion limit. Validation of well-formed JSON is the views' job (→ 422).
 - Responses are written with ``ensure_ascii=False`` and without key sorting, so a tenant's
   ``payload`` comes back as it was given.
 """
@@ -20,6 +21,7 @@ from appliance.api.problems import Problem, bad_request
 
 JSON = "application/json"
 MERGE_PATCH_JSON = "application/merge-patch+json"
+MAX_DEPTH = 64
 
 
 async def read_json(*, accept: tuple[str, ...] = (JSON,)) -> object:
@@ -48,11 +50,30 @@ def decode_json(data: bytes) -> object:
         raise bad_request("the JSON nests too deeply") from None
     except ValueError as error:
         raise bad_request(f"the body is not valid JSON: {error}") from None
+    if _deeper_than(value, MAX_DEPTH):
+        raise bad_request(f"the JSON nests deeper than {MAX_DEPTH} levels")
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         raise bad_request("the JSON holds an unpaired UTF-16 surrogate (\\ud800-\\udfff)") from None
     return value
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether arrays/objects nest more than ``limit`` levels (iterative: no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: list[object] = list(item.values())
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _finite_float(text: str) -> float:

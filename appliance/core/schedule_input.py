@@ -168,7 +168,7 @@ def parse_schedule(
     fields = _Collector(obj)
     fields.unknown(FIELDS)
     name = fields.text("name", default=None, max_chars=MAX_NAME_CHARS, example="nightly report")
-    if obj.get("name") is not None and not name.strip():
+    if fields.ok("name") and obj.get("name") is not None and not name.strip():
         fields.fail("name", "must not be blank")
     cron, timezone = _cron(fields)
     target_url = _target_url(fields, policy)

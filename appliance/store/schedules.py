@@ -138,6 +138,13 @@ def _recall(
     return str(row[0]), StoredResponse(status=int(row[1]), body=str(row[2]))
 
 
+def prune_request_keys(conn: apsw.Connection, *, now: int) -> int:
+    """Forget ``Idempotency-Key`` records past :data:`REQUEST_KEY_TTL_MS`; returns how many.
+    Expired keys are already ignored, so this only bounds the table (for the pruner)."""
+    conn.execute("DELETE FROM request_keys WHERE created_at <= ?", (now - REQUEST_KEY_TTL_MS,))
+    return conn.changes()
+
+
 def get_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> Schedule | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM schedules WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL",

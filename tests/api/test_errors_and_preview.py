@@ -19,6 +19,8 @@ from tests.api.conftest import Api, schedule_json
         (b'{"payload": NaN}', "not valid JSON"),
         (b'{"payload": 1e999}', "not valid JSON"),
         (b"[" * 100_000 + b"]" * 100_000, "nests too deeply"),
+        (b'{"payload": ' + b"[" * 65 + b"]" * 65 + b"}", "deeper than 64 levels"),
+        (b'{"payload": ' + b"[" * 900 + b"]" * 900 + b"}", "nests"),
         (b'{"name": "\\ud800"}', "surrogate"),
         (b'{"n": ' + b"9" * 5000 + b"}", "not valid JSON"),
     ],
@@ -184,3 +186,11 @@ async def test_a_database_failure_is_a_503_problem(api: Api, db: Any) -> None:
     reply = await api.call("GET", "/v1/schedules")
     assert reply.status == 503
     assert reply.headers["Retry-After"] == "5"
+
+
+async def test_a_payload_nested_to_the_limit_is_accepted(api: Api) -> None:
+    deep: object = "leaf"
+    for _ in range(63):  # 63 arrays inside the top-level object: 64 levels
+        deep = [deep]
+    created = await api.create(payload=deep)
+    assert created["payload"] == deep

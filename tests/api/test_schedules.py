@@ -12,7 +12,7 @@ from appliance.core.instants import parse_instant
 from appliance.core.schedules import PayloadKind
 from appliance.store.events import list_events
 from appliance.store.runs import list_runs
-from appliance.store.schedules import first_fire_at
+from appliance.store.schedules import first_fire_at, prune_request_keys
 from tests.api.conftest import (
     START,
     Api,
@@ -483,6 +483,15 @@ async def test_idempotency_keys_are_per_tenant_and_expire(
     later = await api.call("POST", "/v1/schedules", json_body=schedule_json(), headers=headers)
     assert later.status == 201
     assert later.body["id"] != mine.body["id"]
+
+
+async def test_expired_request_keys_are_pruned(api: Api, db: Any, clock: FakeClock) -> None:
+    for key in ("a", "b"):
+        headers = {"Idempotency-Key": key}
+        await api.call("POST", "/v1/schedules", json_body=schedule_json(), headers=headers)
+        clock.advance(12 * 3_600_000)
+    assert db.write_now(prune_request_keys, now=clock.now) == 1  # "a" is 24 h old
+    assert db.write_now(prune_request_keys, now=clock.now) == 0
 
 
 async def test_a_patch_that_changes_nothing_keeps_the_version(api: Api, db: Any) -> None:
