@@ -24,14 +24,13 @@ import trio.testing
 from appliance.core.addresses import AddressPolicy, IPAddress
 from appliance.core.delivery import DeliveryRequest
 from appliance.core.retry import TransportFailure
-from appliance.engine.outbound import (
+from appliance.engine.outbound import check_destination, send
+from appliance.engine.transport import (
     EXCERPT_BYTES,
     GuardedBackend,
     NameNotResolved,
     build_client,
-    check_destination,
     resolve_host,
-    send,
 )
 from appliance.errors import DestinationBlocked, ValidationError
 
