@@ -1,0 +1,170 @@
+"""The composition root: builds every part from the settings and runs them in one nursery.
+
+Start order (DESIGN §2): lock file → database (migrate, quick_check) → incarnation and
+boot-time reclaim → engine services (planner, dispatcher with heartbeats, reaper,
+checkpointer) → the HTTP server. The root nursery owns every task; the web app owns none.
+A service that crashes takes the process down loudly. SIGTERM/SIGINT: stop claiming, let
+in-flight deliveries finish within the grace period, stop the server, close the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from dataclasses import dataclass
+
+import hypercorn.config
+import hypercorn.trio
+import trio
+from quart_trio import QuartTrio
+
+from appliance import __version__
+from appliance.api.app import create_app
+from appliance.clock import SystemClock, WallClock
+from appliance.core.addresses import AddressPolicy
+from appliance.engine.dispatcher import DispatchConfig, Dispatcher
+from appliance.engine.outbound import check_destination
+from appliance.engine.planner import Planner, PlannerConfig
+from appliance.engine.reaper import Reaper
+from appliance.engine.transport import build_client
+from appliance.engine.wakeup import Wakeup
+from appliance.errors import ValidationError
+from appliance.settings import Settings
+from appliance.store.database import Database
+from appliance.store.incarnations import (
+    end_incarnation,
+    reclaim_previous,
+    register_incarnation,
+)
+from appliance.store.lockfile import LockFile
+from appliance.store.tenants import NewTenant
+from appliance.store.tenants import create_tenant as store_create_tenant
+
+log = logging.getLogger("steeple")
+
+CHECKPOINT_INTERVAL_S = 60.0
+USER_AGENT = f"Steeple/{__version__}"
+
+
+def create_tenant(settings: Settings, *, name: str) -> NewTenant:
+    """Create a tenant directly in the database (works while the appliance runs)."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise ValidationError.single("name", "a tenant name is 1-200 characters")
+    db = Database.open(settings.db_path)
+    try:
+        return db.write_now(store_create_tenant, name=name, now=SystemClock().now_ms())
+    finally:
+        db.close()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Started:
+    """What ``serve`` reports once it accepts requests."""
+
+    addresses: list[str]
+    incarnation_id: str
+
+
+async def serve(
+    settings: Settings,
+    clock: WallClock | None = None,
+    *,
+    task_status: trio.TaskStatus[Started] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the appliance until SIGTERM/SIGINT."""
+    clock = clock or SystemClock()
+    policy = AddressPolicy.parse(settings.allow_targets)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    with LockFile(settings.lock_path):
+        db = Database.open(settings.db_path)
+        try:
+            await _run(settings, clock, policy, db, task_status)
+        finally:
+            db.close()  # after the nursery: a hard cancel skips the app's after_serving
+
+
+async def _run(
+    settings: Settings,
+    clock: WallClock,
+    policy: AddressPolicy,
+    db: Database,
+    task_status: trio.TaskStatus[Started],
+) -> None:
+    incarnation = await db.write(register_incarnation, pid=os.getpid(), now=clock.now_ms())
+    reclaimed = await db.write(reclaim_previous, incarnation_id=incarnation, now=clock.now_ms())
+    if reclaimed:
+        log.warning("reclaimed %d runs left running by an earlier process", reclaimed)
+    planner_wakeup, dispatcher_wakeup = Wakeup(), Wakeup()
+
+    def nudge() -> None:
+        planner_wakeup.nudge()
+        dispatcher_wakeup.nudge()
+
+    async with build_client(policy) as client, trio.open_nursery() as nursery:
+        planner = Planner(
+            db=db,
+            clock=clock,
+            wakeup=planner_wakeup,
+            on_planned=dispatcher_wakeup.nudge,
+            config=PlannerConfig(),
+        )
+        dispatcher = Dispatcher(
+            db=db,
+            clock=clock,
+            client=client,
+            incarnation_id=incarnation,
+            wakeup=dispatcher_wakeup,
+            config=DispatchConfig(concurrency=settings.dispatch_concurrency, user_agent=USER_AGENT),
+        )
+        await nursery.start(planner.run)
+        await nursery.start(dispatcher.run)
+        await nursery.start(Reaper(db=db, clock=clock, on_reclaimed=dispatcher_wakeup.nudge).run)
+        nursery.start_soon(_checkpoint, db)
+
+        async def check(url: str) -> None:
+            await check_destination(policy, url)
+
+        app = create_app(
+            db=db,
+            clock=clock,
+            nudge=nudge,
+            check_destination=check,
+            policy=policy,
+            version=__version__,
+        )
+        stop_http = trio.Event()
+        addresses = await nursery.start(_serve_http, app, settings, stop_http)
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            log.info("steeple %s listening on %s", __version__, " ".join(addresses))
+            task_status.started(Started(addresses=addresses, incarnation_id=incarnation))
+            async for signum in signals:
+                log.info("received %s", signal.Signals(signum).name)
+                break
+        log.info(
+            "stopping: no new claims; in-flight deliveries have %ss",
+            settings.shutdown_grace_seconds,
+        )
+        with trio.move_on_after(settings.shutdown_grace_seconds):
+            await dispatcher.drain()
+        stop_http.set()
+        nursery.cancel_scope.cancel()
+    await db.write(end_incarnation, incarnation_id=incarnation, now=clock.now_ms())
+
+
+async def _serve_http(
+    app: QuartTrio, settings: Settings, stop: trio.Event, *, task_status: trio.TaskStatus[list[str]]
+) -> None:
+    config = hypercorn.config.Config()
+    config.bind = [str(settings.listen)]
+    config.accesslog = None
+    config.graceful_timeout = 5
+    config.read_timeout = 30  # quart-trio keeps idle keep-alive connections otherwise
+    await hypercorn.trio.serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)
+
+
+async def _checkpoint(db: Database) -> None:
+    while True:
+        await trio.sleep(CHECKPOINT_INTERVAL_S)
+        await trio.to_thread.run_sync(db.checkpoint)

@@ -1,0 +1,201 @@
+"""Real processes for end-to-end tests: the appliance as a subprocess, and a recording
+tenant endpoint on loopback that can hold requests open (to kill the appliance mid-delivery).
+
+Waits are on conditions with generous timeouts, never sleeps.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+LISTENING = re.compile(r"listening on (\S+)")
+
+
+@dataclass(frozen=True)
+class Delivery:
+    key: str
+    attempt: int
+    scheduled_for: str
+    run_id: str
+    schedule_id: str
+    headers: dict[str, str]
+    body: bytes
+
+
+def steeple(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "appliance", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def create_tenant(data_dir: Path, name: str = "acme") -> dict[str, str]:
+    done = steeple("tenant", "create", name, "--data-dir", str(data_dir))
+    assert done.returncode == 0, done.stderr
+    result: dict[str, str] = json.loads(done.stdout)
+    return result
+
+
+class Appliance:
+    """``steeple serve`` in a subprocess on a free loopback port."""
+
+    def __init__(self, data_dir: Path, *extra: str) -> None:
+        self.data_dir = data_dir
+        self.extra = extra
+        self.proc: subprocess.Popen[str] | None = None
+        self.base_url = ""
+        self.log: list[str] = []
+
+    def start(self, timeout: float = 30) -> Appliance:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "appliance",
+                "serve",
+                "--data-dir",
+                str(self.data_dir),
+                "--listen",
+                "127.0.0.1:0",
+                "--allow-target",
+                "127.0.0.0/8",
+                *self.extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        ready = threading.Event()
+        self._reader = threading.Thread(target=self._read_log, args=(ready,), daemon=True)
+        self._reader.start()
+        if not ready.wait(timeout) or not self.base_url:
+            self.kill()
+            raise AssertionError("appliance did not start:\n" + "".join(self.log))
+        return self
+
+    def _read_log(self, ready: threading.Event) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.log.append(line)
+            match = LISTENING.search(line)
+            if match and not self.base_url:
+                self.base_url = match.group(1).replace("0.0.0.0", "127.0.0.1")
+                if not self.base_url.startswith("http"):
+                    self.base_url = "http://" + self.base_url
+                ready.set()
+        ready.set()
+
+    def kill(self, sig: int = signal.SIGKILL, timeout: float = 30) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.proc.wait(timeout)
+        self._reader.join(timeout)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        return code
+
+    def client(self, api_key: str) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.base_url,
+            headers={"Authorization": f"Bearer {api_key}"},
+            timeout=10,
+            trust_env=False,
+        )
+
+
+@dataclass
+class Receiver:
+    """A tenant endpoint on 127.0.0.1 that records every delivery.
+
+    ``hold`` decides, per delivery, whether to keep the request open until ``release()``
+    (the response then never reaches a killed appliance)."""
+
+    hold: Callable[[Delivery], bool] = lambda _d: False
+    deliveries: list[Delivery] = field(default_factory=list)
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _released: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                delivery = Delivery(
+                    key=headers["x-idempotency-key"],
+                    attempt=int(headers["x-attempt"]),
+                    scheduled_for=headers["x-scheduled-for"],
+                    run_id=headers["x-run-id"],
+                    schedule_id=headers["x-schedule-id"],
+                    headers=headers,
+                    body=body,
+                )
+                with receiver._cond:
+                    receiver.deliveries.append(delivery)
+                    receiver._cond.notify_all()
+                if receiver.hold(delivery):
+                    receiver._released.wait(60)
+                    return  # drop the connection without answering
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, predicate: Callable[[list[Delivery]], bool], timeout: float = 30) -> None:
+        with self._cond:
+            if not self._cond.wait_for(lambda: predicate(self.deliveries), timeout):
+                raise AssertionError(f"timed out; received {len(self.deliveries)} deliveries")
+
+    def release(self) -> None:
+        self._released.set()
+
+    def close(self) -> None:
+        self.release()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def by_key(deliveries: list[Delivery]) -> dict[str, list[Delivery]]:
+    grouped: dict[str, list[Delivery]] = {}
+    for d in deliveries:
+        grouped.setdefault(d.key, []).append(d)
+    return grouped
+
+
+def iter_pages(client: httpx.Client, path: str) -> Iterator[dict[str, Any]]:
+    cursor: str | None = None
+    while True:
+        params = {"limit": "200", **({"cursor": cursor} if cursor else {})}
+        page = client.get(path, params=params).json()
+        yield from page["items"]
+        cursor = page["next_cursor"]
+        if not cursor:
+            return
