@@ -28,7 +28,7 @@ _COLUMNS = (
     " timeout_seconds, paused, next_fire_at, version, created_at, updated_at"
 )
 # Literal conditions matching the ``schedules_due`` partial index.
-_PLANNABLE = "paused = 0 AND deleted_at IS NULL AND next_fire_at IS NOT NULL"
+PLANNABLE_SQL = "paused = 0 AND deleted_at IS NULL AND next_fire_at IS NOT NULL"
 
 
 def _schedule(row: tuple[Any, ...]) -> Schedule:
@@ -65,7 +65,7 @@ def due_schedules(conn: apsw.Connection, *, horizon: int, limit: int) -> list[Sc
     """Unpaused, undeleted schedules whose cursor is at or before ``horizon`` (epoch ms),
     earliest cursor first, at most ``limit``."""
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM schedules WHERE {_PLANNABLE} AND next_fire_at <= ?"
+        f"SELECT {_COLUMNS} FROM schedules WHERE {PLANNABLE_SQL} AND next_fire_at <= ?"
         " ORDER BY next_fire_at LIMIT ?",
         (horizon, limit),
     )
@@ -91,5 +91,5 @@ def advance_cursor(
 
 def earliest_cursor(conn: apsw.Connection) -> int | None:
     """The earliest cursor of any plannable schedule (served by ``schedules_due``)."""
-    row = conn.execute(f"SELECT MIN(next_fire_at) FROM schedules WHERE {_PLANNABLE}").fetchone()
+    row = conn.execute(f"SELECT MIN(next_fire_at) FROM schedules WHERE {PLANNABLE_SQL}").fetchone()
     return None if row is None or row[0] is None else int(row[0])

@@ -25,6 +25,7 @@ from appliance.store.incarnations import (
     renew_leases,
 )
 from appliance.store.runs import (
+    CLAIMABLE_SQL,
     RunRecord,
     Trigger,
     earliest_due_at,
@@ -208,7 +209,7 @@ def test_two_claimers_never_hold_the_same_run(db: Database, schedule: Schedule) 
 def test_claim_uses_the_partial_index(db: Database) -> None:
     def plan(conn: apsw.Connection) -> str:
         rows = conn.execute(
-            "EXPLAIN QUERY PLAN SELECT id FROM job_runs WHERE state IN ('pending','retry_wait')"
+            f"EXPLAIN QUERY PLAN SELECT id FROM job_runs WHERE state IN {CLAIMABLE_SQL}"
             " AND due_at <= 1 ORDER BY due_at LIMIT 5"
         ).fetchall()
         return " ".join(str(row[-1]) for row in rows)

@@ -1,0 +1,294 @@
+"""The dispatcher: claims due runs, delivers them under leases, records the outcome fenced.
+
+Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
+
+- At most ``concurrency`` deliveries in flight. Claims take only free slots, in one
+  statement (:func:`appliance.store.incarnations.claim_runs`).
+- The dispatcher sleeps until the earliest ``due_at`` of a claimable run, a nudge (the
+  planner materialised runs, the API changed something, a delivery freed a slot) or
+  ``max_sleep_s`` — never on a fixed poll.
+- A heartbeat every ``heartbeat_ms`` renews every lease this incarnation holds, in one
+  ``UPDATE``. Each delivery runs in a cancel scope whose deadline is the earlier of its own
+  ``timeout_seconds`` and *last confirmed renewal + lease − margin*; each confirmed
+  renewal moves the live deadlines forward. So a live executor never outlives its lease:
+  when renewals fail, deliveries are cancelled before their leases can lapse, and nothing
+  new is claimed until a renewal succeeds again.
+- Each attempt is built and signed immediately before it is sent (``signed_at`` from the
+  injected wall clock), classified, and decided by :mod:`appliance.core.retry` (the random
+  factor comes from an injectable ``random.Random``).
+- The outcome is written fenced on the lease token: if the lease was taken away meanwhile,
+  the attempt is recorded ``stale`` and the run is left to whoever holds it now.
+- A 410 Gone fails the run (reason ``gone``) and pauses the schedule; a blocked destination
+  fails it without retry.
+- One boundary per delivery catches ``Exception`` (a bug, or a tenant with no signing
+  secret left): it is logged with its traceback and counts as a retryable attempt, so the
+  run is never silently lost and the service goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpx
+import trio
+
+from appliance.clock import WallClock
+from appliance.core.delivery import build_request
+from appliance.core.retry import (
+    TransportFailure,
+    Verdict,
+    classify_failure,
+    classify_response,
+    decide,
+)
+from appliance.core.runs import AttemptOutcome
+from appliance.engine.outbound import SendResult, send
+from appliance.engine.wakeup import Wakeup
+from appliance.errors import StoreError
+from appliance.store.database import Connection, Database
+from appliance.store.incarnations import ClaimedRun, Completion, claim_runs, complete_run
+from appliance.store.incarnations import renew_leases as store_renew_leases
+from appliance.store.runs import retry_policy
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DispatchConfig:
+    concurrency: int = 32  # deliveries in flight
+    lease_ms: int = 30_000  # a claim's lease, renewed by heartbeats
+    heartbeat_ms: int = 10_000
+    margin_ms: int = 2_000  # a delivery is cancelled this long before its lease could lapse
+    max_sleep_s: float = 60.0  # never sleep longer: guards against wall-clock jumps
+    user_agent: str = "Steeple"
+
+
+class RenewLeases(Protocol):
+    """The heartbeat's store call (:func:`appliance.store.incarnations.renew_leases`);
+    a seam so tests can make renewals fail."""
+
+    def __call__(self, conn: Connection, /, *, owner: str, now: int, lease_ms: int) -> int: ...
+
+
+class _Live:
+    """One delivery in flight: its run and the cancel scope that bounds it (trio time)."""
+
+    def __init__(self, run: ClaimedRun, *, claimed_at: float, lease_s: float) -> None:
+        self.run = run
+        self.own_deadline = claimed_at + run.timeout_seconds
+        self.lease_deadline = claimed_at + lease_s
+        self.scope = trio.CancelScope(deadline=min(self.own_deadline, self.lease_deadline))
+
+    def renewed(self, lease_deadline: float) -> None:
+        self.lease_deadline = max(self.lease_deadline, lease_deadline)
+        self.scope.deadline = min(self.own_deadline, self.lease_deadline)
+
+
+class Dispatcher:
+    """The delivery service: a short loop around :meth:`run_once`, plus the heartbeat."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        clock: WallClock,
+        client: httpx.AsyncClient,
+        incarnation_id: str,
+        wakeup: Wakeup,
+        config: DispatchConfig,
+        rand: random.Random | None = None,
+        renew_leases: RenewLeases = store_renew_leases,
+    ) -> None:
+        self._db = db
+        self._clock = clock
+        self._client = client
+        self._owner = incarnation_id
+        self._wakeup = wakeup
+        self._config = config
+        self._rand = rand or random.Random()
+        self._renew = renew_leases
+        self._live: dict[str, _Live] = {}
+        self._renewals_ok = True
+        self._draining = False
+        self._emptied = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._live)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._heartbeat)
+            task_status.started()
+            while True:
+                deadline = await self.run_once()
+                await self._wakeup.wait(deadline)
+
+    async def drain(self) -> None:
+        """Stop claiming and wait until every delivery in flight has been recorded."""
+        self._draining = True
+        if self._live:
+            self._emptied = trio.Event()
+            await self._emptied.wait()
+
+    async def run_once(self) -> float:
+        """Claim due runs into free slots and start delivering them. Returns the trio
+        deadline of the next claim (earliest due_at, or max sleep when slots are full)."""
+        free = self._config.concurrency - len(self._live)
+        if self._draining or not self._renewals_ok or free <= 0:
+            return trio.current_time() + self._config.max_sleep_s  # a nudge frees us
+        assert self._nursery is not None, "run_once runs inside run()"
+        now, claimed_at = self._clock.now_ms(), trio.current_time()
+        batch = await self._db.write(
+            claim_runs, owner=self._owner, now=now, lease_ms=self._config.lease_ms, limit=free
+        )
+        for run in batch.runs:
+            live = _Live(run, claimed_at=claimed_at, lease_s=self._lease_budget_s())
+            self._live[run.run_id] = live
+            self._nursery.start_soon(self._deliver, live)
+        if len(batch.runs) >= free or batch.next_due_at is None:
+            return trio.current_time() + self._config.max_sleep_s
+        wait_s = max(batch.next_due_at - now, 0) / 1000
+        return trio.current_time() + min(wait_s, self._config.max_sleep_s)
+
+    def _lease_budget_s(self) -> float:
+        return (self._config.lease_ms - self._config.margin_ms) / 1000
+
+    # --- one delivery --------------------------------------------------------------------
+
+    async def _deliver(self, live: _Live) -> None:
+        try:
+            completion = await self._attempt(live)
+            applied = await self._db.write(
+                complete_run, run=live.run, completion=completion, now=self._clock.now_ms()
+            )
+            if not applied:
+                log.warning(
+                    "run %s attempt %d finished after its lease was taken away: recorded stale",
+                    live.run.run_id,
+                    live.run.attempt,
+                )
+        finally:
+            del self._live[live.run.run_id]
+            if not self._live:
+                self._emptied.set()
+            self._wakeup.nudge()  # a slot is free
+
+    async def _attempt(self, live: _Live) -> Completion:
+        run = live.run
+        started = trio.current_time()
+        try:
+            request = build_request(
+                target_url=run.target_url,
+                body=run.body,
+                content_type=run.content_type,
+                tenant_headers=run.headers,
+                schedule_id=run.schedule_id,
+                run_id=run.run_id,
+                attempt=run.attempt,
+                scheduled_for_ms=run.scheduled_for,
+                idempotency_key=run.idempotency_key,
+                secrets=run.secrets,
+                signed_at_s=self._clock.now_ms() // 1000,
+                user_agent=self._config.user_agent,
+            )
+            with live.scope:
+                result = await send(self._client, request)
+            if live.scope.cancelled_caught:
+                result = self._cut_short(live, started)
+        except Exception as exc:  # the per-delivery boundary (see the module docstring)
+            log.exception("run %s attempt %d failed inside Steeple", run.run_id, run.attempt)
+            verdict = Verdict(outcome=AttemptOutcome.RETRYABLE)
+            error = f"internal error: {type(exc).__name__}: {exc}"
+            return self._complete(run, verdict, _failed(error, started))
+        return self._complete(run, self._classify(result), result)
+
+    def _cut_short(self, live: _Live, started: float) -> SendResult:
+        if live.lease_deadline < live.own_deadline:
+            error = "cancelled before its lease could lapse (lease renewals are failing)"
+        else:
+            error = f"no response within the {live.run.timeout_seconds} s deadline"
+        return _failed(error, started)
+
+    def _classify(self, result: SendResult) -> Verdict:
+        if result.status is not None:
+            now = self._clock.now_ms()
+            return classify_response(result.status, result.retry_after, now_ms=now)
+        return classify_failure(result.failure or TransportFailure.PROTOCOL)
+
+    def _complete(self, run: ClaimedRun, verdict: Verdict, result: SendResult) -> Completion:
+        decision = decide(
+            retry_policy(run.max_attempts),
+            attempt=run.attempt,
+            verdict=verdict,
+            scheduled_for_ms=run.scheduled_for,
+            now_ms=self._clock.now_ms(),
+            rand=self._rand.random(),
+        )
+        return Completion(
+            outcome=verdict.outcome,
+            transition=decision.transition,
+            due_at=decision.due_at,
+            failure_reason=None
+            if decision.failure_reason is None
+            else decision.failure_reason.value,
+            http_status=result.status,
+            error=_error_text(result),
+            latency_ms=result.latency_ms,
+            response_excerpt=result.excerpt or None,
+            pause_schedule=verdict.pause_schedule,
+        )
+
+    # --- heartbeat -------------------------------------------------------------------------
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await trio.sleep(self._config.heartbeat_ms / 1000)
+            await self.renew_once()
+
+    async def renew_once(self) -> None:
+        """Renew every lease this incarnation holds; on success move live deadlines
+        forward, on failure stop claiming until a renewal succeeds."""
+        if self._live:
+            covered = list(self._live.values())  # claimed (committed) before this renewal
+            started, now = trio.current_time(), self._clock.now_ms()
+            try:
+                await self._db.write(
+                    self._renew, owner=self._owner, now=now, lease_ms=self._config.lease_ms
+                )
+            except StoreError:
+                log.exception("lease renewal failed: claiming nothing new until it works")
+                self._renewals_ok = False
+                return
+            for live in covered:
+                live.renewed(started + self._lease_budget_s())
+        # With nothing in flight there is nothing to lose: claiming may resume.
+        if not self._renewals_ok:
+            self._renewals_ok = True
+            self._wakeup.nudge()
+
+
+def _failed(error: str, started: float) -> SendResult:
+    """The result of an attempt Steeple cut short (deadline) or broke (internal error)."""
+    return SendResult(
+        status=None,
+        retry_after=None,
+        location=None,
+        excerpt="",
+        failure=TransportFailure.DEADLINE,
+        error=error,
+        latency_ms=round((trio.current_time() - started) * 1000),
+    )
+
+
+def _error_text(result: SendResult) -> str | None:
+    if result.error is not None:
+        return result.error
+    if result.status is not None and 300 <= result.status <= 399:
+        return f"redirect to {result.location or '(no Location)'} not followed"
+    return None

@@ -1,0 +1,303 @@
+"""The planner: turns each schedule's occurrences into run rows, exactly once (ADR 0033).
+
+Rules (the "why" is ADR 0033 "Planning" and ADR 0034's exactly-once materialisation):
+
+- One write transaction per pass (:func:`plan_once`): pick unpaused schedules whose cursor
+  is within ``lookahead_ms`` of now (bounded batch, earliest first), enumerate occurrences
+  **from the cursor forward — never from "now"** — insert one row per occurrence with
+  ``ON CONFLICT DO NOTHING``, and advance the cursor by compare-and-set in the same
+  transaction. Two independent guards: a backwards clock jump finds no cursor due, and a
+  racing planner (another process on the same file) conflicts on the unique index.
+- An occurrence is *misfired* when planning finds it more than ``misfire_ms`` past its
+  ``due_at`` (the appliance was down). Catch-up policy per schedule:
+  ``all`` delivers each misfired occurrence inside the catch-up window, oldest first, at
+  most ``max_catchup`` per schedule per pass (the rest wait for the next pass);
+  ``latest`` delivers only the newest misfired occurrence inside the window; ``skip``
+  none. Everything not delivered becomes a ``missed`` row with a ``schedule.run.missed``
+  event — nothing is silently lost. Past ``max_missed_events`` missed rows of one schedule
+  in one pass, one summary event carries the count and the first/last instants.
+- Work is bounded per pass (``batch`` schedules, ``max_occurrences`` per schedule); a
+  pass that hits a bound says so (``more``) and the service plans again at once.
+- The service sleeps until the earliest cursor minus the lookahead, a nudge, or
+  ``max_sleep_s`` (a guard against wall-clock jumps), and compares wall-clock progress with
+  trio's monotonic clock on every loop: a divergence over ``clock_jump_ms`` is recorded as
+  ``clock.jump_detected`` and logged, then planning carries on from the cursors.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import trio
+
+from appliance.clock import WallClock
+from appliance.core.cron import parse_cron
+from appliance.core.events import EventType, JsonScalar
+from appliance.core.instants import format_instant, format_scheduled_for
+from appliance.core.jitter import PlannedOccurrence, planned_occurrences
+from appliance.core.runs import RunState
+from appliance.core.schedules import CatchupPolicy, Schedule
+from appliance.engine.wakeup import Wakeup
+from appliance.errors import ValidationError
+from appliance.store.database import Connection, Database
+from appliance.store.events import SYSTEM_TENANT, append_event
+from appliance.store.planning import advance_cursor, due_schedules, earliest_cursor
+from appliance.store.runs import Trigger, insert_run, occurrence_run, store_body
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannerConfig:
+    lookahead_ms: int = 2_000  # materialise occurrences this far ahead of their time
+    batch: int = 500  # schedules per pass
+    misfire_ms: int = 60_000  # later than this past due_at when planned: a misfire
+    max_catchup: int = 100  # late deliveries per schedule per pass (policy `all`)
+    max_occurrences: int = 10_000  # occurrences examined per schedule per pass
+    max_missed_events: int = 100  # beyond this, one summary event per schedule and pass
+    max_sleep_s: float = 60.0  # never sleep longer: guards against wall-clock jumps
+    clock_jump_ms: int = 2_000  # wall vs monotonic divergence that counts as a jump
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanResult:
+    schedules: int  # schedules looked at
+    materialised: int  # new runs to deliver
+    missed: int  # new `missed` rows
+    more: bool  # a bound was hit: plan again at once
+    next_fire_at: int | None  # earliest cursor of any plannable schedule after the pass
+
+
+class MissReason(enum.StrEnum):
+    OUTSIDE_WINDOW = "outside_catchup_window"  # older than the schedule's catch-up window
+    SKIPPED = "catchup_skip"  # policy `skip`
+    SUPERSEDED = "catchup_latest"  # policy `latest`: a newer occurrence was delivered
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Pass:
+    """One schedule's share of a pass."""
+
+    materialised: int = 0
+    missed: int = 0
+    more: bool = False
+
+
+def plan_once(conn: Connection, *, now: int, config: PlannerConfig) -> PlanResult:
+    """One planner pass inside the caller's write transaction (``db.write(plan_once, …)``)."""
+    schedules = due_schedules(conn, horizon=now + config.lookahead_ms, limit=config.batch)
+    passes = [_plan_schedule(conn, schedule, now=now, config=config) for schedule in schedules]
+    return PlanResult(
+        schedules=len(schedules),
+        materialised=sum(p.materialised for p in passes),
+        missed=sum(p.missed for p in passes),
+        more=len(schedules) >= config.batch or any(p.more for p in passes),
+        next_fire_at=earliest_cursor(conn),
+    )
+
+
+def judge(
+    occurrence: PlannedOccurrence,
+    following: PlannedOccurrence | None,
+    *,
+    now: int,
+    policy: CatchupPolicy,
+    window_ms: int,
+    misfire_ms: int,
+) -> MissReason | None:
+    """None if the occurrence is to be delivered, else why it is missed. ``following`` is
+    the next occurrence (``latest`` delivers a misfire only if the next one is on time)."""
+    lateness = now - occurrence.due_at
+    if lateness <= misfire_ms:
+        return None
+    if lateness > window_ms:
+        return MissReason.OUTSIDE_WINDOW
+    if policy is CatchupPolicy.ALL:
+        return None
+    if policy is CatchupPolicy.SKIP:
+        return MissReason.SKIPPED
+    newer_misfire = following is not None and now - following.due_at > misfire_ms
+    return MissReason.SUPERSEDED if newer_misfire else None
+
+
+def _plan_schedule(
+    conn: Connection, schedule: Schedule, *, now: int, config: PlannerConfig
+) -> _Pass:
+    cursor = schedule.next_fire_at
+    assert cursor is not None  # due_schedules selects set cursors only
+    try:
+        spec = parse_cron(schedule.spec.cron, schedule.spec.timezone)
+    except ValidationError as exc:
+        # Stored schedules were validated on write; a library upgrade can still change
+        # what is valid. Stop planning it rather than fail every pass for every schedule.
+        log.error("schedule %s can no longer be planned, stopping it: %s", schedule.id, exc)
+        advance_cursor(conn, schedule_id=schedule.id, expected=cursor, new=None)
+        return _Pass()
+    stream = planned_occurrences(
+        spec,
+        schedule_id=schedule.id,
+        jitter_seconds=schedule.spec.jitter_seconds,
+        after_ms=cursor - 1,
+    )
+    return _materialise(conn, schedule, stream, cursor=cursor, now=now, config=config)
+
+
+def _materialise(
+    conn: Connection,
+    schedule: Schedule,
+    stream: Iterator[PlannedOccurrence],
+    *,
+    cursor: int,
+    now: int,
+    config: PlannerConfig,
+) -> _Pass:
+    horizon = now + config.lookahead_ms
+    digest = store_body(conn, content_type=schedule.spec.content_type, body=schedule.spec.body)
+    materialised, late, examined, more = 0, 0, 0, False
+    missed: list[tuple[int, str, MissReason]] = []
+    current = next(stream, None)
+    while current is not None and current.scheduled_for <= horizon:
+        following = next(stream, None)
+        reason = judge(
+            current,
+            following,
+            now=now,
+            policy=schedule.spec.catchup_policy,
+            window_ms=schedule.spec.catchup_window_seconds * 1000,
+            misfire_ms=config.misfire_ms,
+        )
+        is_late = reason is None and now - current.due_at > config.misfire_ms
+        if examined >= config.max_occurrences or (is_late and late >= config.max_catchup):
+            more = True
+            break
+        run = occurrence_run(
+            schedule,
+            scheduled_for=current.scheduled_for,
+            due_at=current.due_at,
+            state=RunState.PENDING if reason is None else RunState.MISSED,
+            trigger=Trigger.SCHEDULE,
+            body_digest=digest,
+        )
+        if insert_run(conn, run=run, now=now):
+            if reason is None:
+                materialised += 1
+            else:
+                missed.append((run.scheduled_for, run.id, reason))
+        examined += 1
+        late += is_late
+        current = following
+    new_cursor = None if current is None else current.scheduled_for
+    if new_cursor != cursor:
+        advance_cursor(conn, schedule_id=schedule.id, expected=cursor, new=new_cursor)
+    _record_missed(conn, schedule, missed, now=now, limit=config.max_missed_events)
+    return _Pass(materialised=materialised, missed=len(missed), more=more)
+
+
+def _record_missed(
+    conn: Connection,
+    schedule: Schedule,
+    missed: list[tuple[int, str, MissReason]],
+    *,
+    now: int,
+    limit: int,
+) -> None:
+    """One ``schedule.run.missed`` event per missed row, or one summary past ``limit``."""
+    if len(missed) > limit:
+        reasons = {reason for _, _, reason in missed}
+        data: dict[str, JsonScalar] = {
+            "scheduled_for": format_scheduled_for(missed[0][0]),
+            "last_scheduled_for": format_scheduled_for(missed[-1][0]),
+            "count": len(missed),
+            "reason": reasons.pop() if len(reasons) == 1 else "mixed",
+        }
+        _missed_event(conn, schedule, run_id=None, data=data, now=now)
+        return
+    for scheduled_for, run_id, reason in missed:
+        data = {"scheduled_for": format_scheduled_for(scheduled_for), "reason": str(reason)}
+        _missed_event(conn, schedule, run_id=run_id, data=data, now=now)
+
+
+def _missed_event(
+    conn: Connection,
+    schedule: Schedule,
+    *,
+    run_id: str | None,
+    data: dict[str, JsonScalar],
+    now: int,
+) -> None:
+    append_event(
+        conn,
+        tenant_id=schedule.tenant_id,
+        type=EventType.RUN_MISSED,
+        now=now,
+        schedule_id=schedule.id,
+        run_id=run_id,
+        data=data,
+    )
+
+
+def record_clock_jump(conn: Connection, *, delta_ms: int, now: int) -> None:
+    append_event(
+        conn,
+        tenant_id=SYSTEM_TENANT,
+        type=EventType.CLOCK_JUMP_DETECTED,
+        now=now,
+        data={"delta_ms": delta_ms, "detected_at": format_instant(now)},
+    )
+
+
+class Planner:
+    """The planning service: a short loop around :meth:`run_once`."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        clock: WallClock,
+        wakeup: Wakeup,
+        on_planned: Callable[[], None],
+        config: PlannerConfig,
+    ) -> None:
+        self._db = db
+        self._clock = clock
+        self._wakeup = wakeup
+        self._on_planned = on_planned
+        self._config = config
+        self._last_seen: tuple[int, float] | None = None  # (wall ms, trio seconds)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            deadline = await self.run_once()
+            await self._wakeup.wait(deadline)
+
+    async def run_once(self) -> float:
+        """Check the clock, plan one pass, nudge the dispatcher if runs appeared. Returns
+        the trio deadline for the next pass."""
+        await self._check_clock()
+        now = self._clock.now_ms()
+        result = await self._db.write(plan_once, now=now, config=self._config)
+        if result.materialised:
+            self._on_planned()
+        return trio.current_time() + self._sleep_s(result, now)
+
+    def _sleep_s(self, result: PlanResult, now: int) -> float:
+        if result.more:
+            return 0.0
+        if result.next_fire_at is None:
+            return self._config.max_sleep_s
+        wait_ms = result.next_fire_at - self._config.lookahead_ms - now
+        return min(max(wait_ms, 0) / 1000, self._config.max_sleep_s)
+
+    async def _check_clock(self) -> None:
+        wall, mono = self._clock.now_ms(), trio.current_time()
+        previous, self._last_seen = self._last_seen, (wall, mono)
+        if previous is None:
+            return
+        drift = (wall - previous[0]) - round((mono - previous[1]) * 1000)
+        if abs(drift) > self._config.clock_jump_ms:
+            log.warning("wall clock jumped by %+d ms; re-planning from the cursors", drift)
+            await self._db.write(record_clock_jump, delta_ms=drift, now=wall)

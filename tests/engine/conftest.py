@@ -1,0 +1,143 @@
+"""Engine test harness: virtual time, an inline database, a recording tenant endpoint.
+
+Time: trio's ``MockClock(autojump_threshold=0)`` drives every sleep and deadline, and
+``TrioWallClock`` derives wall time from it, so a day of firings runs in milliseconds;
+``clock.jump()`` steps wall time alone, like a bad NTP correction. The database runs
+inline (``threaded=False``): a worker-thread hop would let virtual time race ahead.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+import trio
+from trio.testing import MockClock
+
+from appliance.clock import TrioWallClock
+from appliance.engine.dispatcher import DispatchConfig, Dispatcher, RenewLeases
+from appliance.engine.planner import Planner, PlannerConfig
+from appliance.engine.reaper import Reaper
+from appliance.engine.wakeup import Wakeup
+from appliance.store.database import Database
+from appliance.store.incarnations import register_incarnation
+from appliance.store.incarnations import renew_leases as store_renew_leases
+from appliance.store.tenants import create_tenant
+from tests.store.conftest import T0, ScheduleRow, insert_schedule
+
+Respond = Callable[[httpx.Request, int], Awaitable[httpx.Response]]
+
+
+@pytest.fixture
+def autojump_clock() -> MockClock:
+    return MockClock(autojump_threshold=0)
+
+
+@pytest.fixture
+def wall() -> TrioWallClock:
+    """Wall time derived from trio's clock. Async tests must request ``autojump_clock``
+    themselves: pytest-trio only looks at the test function's own arguments."""
+    return TrioWallClock(T0)
+
+
+@pytest.fixture
+def tenant(inline_db: Database) -> str:
+    return inline_db.write_now(create_tenant, name="acme", now=T0).tenant_id
+
+
+@pytest.fixture
+def make_schedule(inline_db: Database, tenant: str) -> Callable[..., str]:
+    def make(**fields: object) -> str:
+        row = ScheduleRow(**fields)  # type: ignore[arg-type]
+        return inline_db.write_now(insert_schedule, tenant_id=tenant, row=row, now=T0)
+
+    return make
+
+
+def reply(status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> httpx.Response:
+    """A response streamed like a real one (a plain ``content=`` response is pre-read, and
+    ``outbound.send`` reads the raw stream)."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield body
+
+    return httpx.Response(status, headers=headers, content=chunks())
+
+
+async def answer_ok(request: httpx.Request, n: int) -> httpx.Response:
+    return reply(200, b"ok")
+
+
+@dataclass
+class Endpoint:
+    """The tenant's endpoint: records every request (with the trio time it arrived) and
+    answers with ``respond(request, n)``, n counting from 1."""
+
+    respond: Respond = answer_ok
+    requests: list[httpx.Request] = field(default_factory=list)
+    arrived: list[float] = field(default_factory=list)
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        self.arrived.append(trio.current_time())
+        return await self.respond(request, len(self.requests))
+
+    def header(self, name: str) -> list[str]:
+        return [r.headers[name] for r in self.requests]
+
+
+@dataclass
+class Engine:
+    incarnation_id: str
+    planner: Planner
+    dispatcher: Dispatcher
+    reaper: Reaper
+
+
+@asynccontextmanager
+async def running_engine(
+    db: Database,
+    wall: TrioWallClock,
+    endpoint: Endpoint,
+    *,
+    dispatch: DispatchConfig | None = None,
+    renew_leases: RenewLeases = store_renew_leases,
+    incarnation_id: str | None = None,
+) -> AsyncIterator[Engine]:
+    """Planner, dispatcher (with heartbeat) and reaper running in one nursery, as
+    ``runtime`` wires them; cancelled on exit."""
+    transport = httpx.MockTransport(endpoint.handle)
+    async with httpx.AsyncClient(transport=transport) as client, trio.open_nursery() as nursery:
+        if incarnation_id is None:
+            incarnation_id = await db.write(register_incarnation, pid=1, now=wall.now_ms())
+        planner_wakeup, dispatcher_wakeup = Wakeup(), Wakeup()
+        engine = Engine(
+            incarnation_id=incarnation_id,
+            planner=Planner(
+                db=db,
+                clock=wall,
+                wakeup=planner_wakeup,
+                on_planned=dispatcher_wakeup.nudge,
+                config=PlannerConfig(),
+            ),
+            dispatcher=Dispatcher(
+                db=db,
+                clock=wall,
+                client=client,
+                incarnation_id=incarnation_id,
+                wakeup=dispatcher_wakeup,
+                config=dispatch or DispatchConfig(user_agent="Steeple/test"),
+                rand=random.Random(7),
+                renew_leases=renew_leases,
+            ),
+            reaper=Reaper(db=db, clock=wall, on_reclaimed=dispatcher_wakeup.nudge),
+        )
+        await nursery.start(engine.planner.run)
+        await nursery.start(engine.dispatcher.run)
+        await nursery.start(engine.reaper.run)
+        yield engine
+        nursery.cancel_scope.cancel()

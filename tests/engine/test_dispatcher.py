@@ -1,0 +1,303 @@
+"""The dispatcher: signed deliveries, retries, leases kept alive or given up in time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import apsw
+import httpx
+import trio
+from trio.testing import MockClock
+
+from appliance.clock import TrioWallClock
+from appliance.core.events import EventType
+from appliance.core.ids import idempotency_key
+from appliance.core.instants import format_scheduled_for
+from appliance.core.runs import AttemptOutcome, RunState
+from appliance.core.signing import verify
+from appliance.engine.dispatcher import DispatchConfig
+from appliance.errors import DestinationBlocked, StoreError
+from appliance.store.database import Database
+from appliance.store.events import list_events
+from appliance.store.runs import RunRecord, list_attempts, list_runs, replay_run
+from appliance.store.tenants import active_secrets
+from tests.engine.conftest import Endpoint, reply, running_engine
+from tests.store.conftest import T0
+
+DAILY_AT_T0 = "0 3 * * *"  # T0 is 03:00 UTC: one occurrence at the start of each test
+
+
+def only_run(db: Database, tenant: str, schedule_id: str) -> RunRecord:
+    (run,) = db.read_now(list_runs, tenant_id=tenant, schedule_id=schedule_id, limit=5)
+    return run
+
+
+def event_types(db: Database, tenant: str) -> list[EventType]:
+    return [e.type for e in db.read_now(list_events, tenant_id=tenant)]
+
+
+async def test_delivery_is_signed_and_carries_the_contract_headers(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    sid = make_schedule(cron=DAILY_AT_T0)
+    endpoint = Endpoint()
+    async with running_engine(inline_db, wall, endpoint):
+        await trio.sleep(10)
+    (request,) = endpoint.requests
+    text = format_scheduled_for(T0)
+    key = idempotency_key(sid, text)
+    assert request.headers["X-Idempotency-Key"] == key
+    assert request.headers["X-Scheduled-For"] == text
+    assert request.headers["X-Attempt"] == "1" and request.headers["X-Schedule-Id"] == sid
+    assert request.headers["X-Team"] == "billing" and request.content == b'{"n":1}'
+    assert request.headers["User-Agent"] == "Steeple/test"
+    secrets = inline_db.read_now(active_secrets, tenant_id=tenant, now=T0)
+    timestamp = int(request.headers["X-Signature-Timestamp"])
+    assert timestamp == T0 // 1000
+    verify(
+        secrets, key, timestamp, request.content, request.headers["X-Signature"], now_s=timestamp
+    )
+    run = only_run(inline_db, tenant, sid)
+    assert run.state is RunState.SUCCEEDED and run.last_status == 200
+    (attempt,) = inline_db.read_now(list_attempts, run_id=run.id)
+    assert attempt.outcome is AttemptOutcome.OK and attempt.response_excerpt == "ok"
+
+
+async def test_retry_then_success_keeps_the_key_and_instant(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    sid = make_schedule(cron=DAILY_AT_T0)
+
+    async def flaky(request: httpx.Request, n: int) -> httpx.Response:
+        return reply(503, b"busy") if n == 1 else reply(200)
+
+    endpoint = Endpoint(respond=flaky)
+    async with running_engine(inline_db, wall, endpoint):
+        await trio.sleep(60)
+    assert endpoint.header("X-Attempt") == ["1", "2"]
+    assert len(set(endpoint.header("X-Idempotency-Key"))) == 1
+    assert set(endpoint.header("X-Scheduled-For")) == {format_scheduled_for(T0)}
+    gap = endpoint.arrived[1] - endpoint.arrived[0]
+    assert 4.0 <= gap <= 6.0  # 5 s × U[0.8, 1.2]
+    run = only_run(inline_db, tenant, sid)
+    assert run.state is RunState.SUCCEEDED and run.attempt == 2
+    outcomes = [a.outcome for a in inline_db.read_now(list_attempts, run_id=run.id)]
+    assert outcomes == [AttemptOutcome.RETRYABLE, AttemptOutcome.OK]
+    events = inline_db.read_now(list_events, tenant_id=tenant)
+    assert [e.type for e in events] == [EventType.RUN_RETRYING, EventType.RUN_SUCCEEDED]
+    assert events[0].data["status"] == 503 and events[0].data["next_attempt_at"] is not None
+
+
+async def test_gone_fails_the_run_and_pauses_the_schedule(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    sid = make_schedule(cron="* * * * *")
+
+    async def gone(request: httpx.Request, n: int) -> httpx.Response:
+        return reply(410)
+
+    endpoint = Endpoint(respond=gone)
+    async with running_engine(inline_db, wall, endpoint):
+        await trio.sleep(600)  # ten more occurrences would have fired
+    assert len(endpoint.requests) == 1
+    run = only_run(inline_db, tenant, sid)
+    assert run.state is RunState.FAILED and run.failure_reason == "gone"
+    paused = inline_db.read_now(
+        lambda c: c.execute("SELECT paused FROM schedules WHERE id = ?", (sid,)).fetchone()[0]
+    )
+    assert paused == 1
+    assert event_types(inline_db, tenant) == [
+        EventType.RUN_FAILED,
+        EventType.SCHEDULE_PAUSED_BY_RECEIVER,
+    ]
+
+
+async def test_blocked_destination_fails_without_retry(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    sid = make_schedule(cron=DAILY_AT_T0)
+
+    async def blocked(request: httpx.Request, n: int) -> httpx.Response:
+        raise DestinationBlocked("10.0.0.7 is a private address")
+
+    endpoint = Endpoint(respond=blocked)
+    async with running_engine(inline_db, wall, endpoint):
+        await trio.sleep(3600)
+    assert len(endpoint.requests) == 1
+    run = only_run(inline_db, tenant, sid)
+    assert run.state is RunState.FAILED and run.failure_reason == "destination_blocked"
+    assert run.last_error is not None and "10.0.0.7" in run.last_error
+    assert event_types(inline_db, tenant) == [EventType.RUN_FAILED]
+
+
+async def test_retries_stop_when_attempts_are_exhausted(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    sid = make_schedule(cron=DAILY_AT_T0, max_attempts=3)
+
+    async def broken(request: httpx.Request, n: int) -> httpx.Response:
+        return reply(500)
+
+    endpoint = Endpoint(respond=broken)
+    async with running_engine(inline_db, wall, endpoint):
+        await trio.sleep(3 * 3600)
+    assert endpoint.header("X-Attempt") == ["1", "2", "3"]
+    run = only_run(inline_db, tenant, sid)
+    assert run.state is RunState.FAILED and run.failure_reason == "exhausted"
+    assert event_types(inline_db, tenant)[-1] is EventType.RUN_FAILED
+
+
+async def test_concurrency_is_bounded(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    for _ in range(10):
+        make_schedule(cron=DAILY_AT_T0)
+    in_flight, peak = 0, 0
+
+    async def slow(request: httpx.Request, n: int) -> httpx.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await trio.sleep(5)
+        in_flight -= 1
+        return reply(200)
+
+    endpoint = Endpoint(respond=slow)
+    config = DispatchConfig(concurrency=3, user_agent="Steeple/test")
+    async with running_engine(inline_db, wall, endpoint, dispatch=config):
+        await trio.sleep(60)
+    assert peak == 3 and len(endpoint.requests) == 10
+    # Freed slots are refilled at once (a nudge), not on a poll: 4 waves of 5 s.
+    assert max(endpoint.arrived) - min(endpoint.arrived) < 15.1
+
+
+async def test_heartbeats_keep_a_long_delivery_alive(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    sid = make_schedule(cron=DAILY_AT_T0, timeout_seconds=120)
+
+    async def slow(request: httpx.Request, n: int) -> httpx.Response:
+        await trio.sleep(100)  # more than three leases long
+        return reply(200)
+
+    endpoint = Endpoint(respond=slow)
+    async with running_engine(inline_db, wall, endpoint):
+        await trio.sleep(200)
+    assert len(endpoint.requests) == 1  # the reaper never took it away
+    run = only_run(inline_db, tenant, sid)
+    assert run.state is RunState.SUCCEEDED and run.attempt == 1
+    (attempt,) = inline_db.read_now(list_attempts, run_id=run.id)
+    assert attempt.outcome is AttemptOutcome.OK and attempt.latency_ms == 100_000
+
+
+async def test_failing_renewals_cancel_a_delivery_before_its_lease_lapses(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    sid = make_schedule(cron=DAILY_AT_T0, timeout_seconds=120)
+    cancelled_at: list[float] = []
+
+    async def slow(request: httpx.Request, n: int) -> httpx.Response:
+        try:
+            await trio.sleep(100)
+        finally:
+            cancelled_at.append(trio.current_time())
+        return reply(200)
+
+    def failing_renewal(conn: apsw.Connection, /, *, owner: str, now: int, lease_ms: int) -> int:
+        raise StoreError("the disk is full")
+
+    endpoint = Endpoint(respond=slow)
+    async with running_engine(inline_db, wall, endpoint, renew_leases=failing_renewal) as engine:
+        await trio.sleep(29)
+        assert engine.dispatcher.in_flight == 0  # given up before the 30 s lease
+    started = endpoint.arrived[0]
+    assert len(endpoint.requests) == 1 and endpoint.header("X-Schedule-Id") == [sid]
+    assert cancelled_at[0] - started <= 28.0  # lease 30 s − margin 2 s
+    run = only_run(inline_db, tenant, sid)
+    assert run.state is RunState.RETRY_WAIT
+    (attempt,) = inline_db.read_now(list_attempts, run_id=run.id)
+    assert attempt.outcome is AttemptOutcome.RETRYABLE
+    assert attempt.error is not None and "lease" in attempt.error
+
+
+async def test_nothing_new_is_claimed_while_renewals_fail(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+) -> None:
+    long = make_schedule(cron=DAILY_AT_T0, timeout_seconds=120)
+    frequent = make_schedule(cron="* * * * * *", next_fire_at=T0 + 15_000)
+    arrivals: dict[str, list[float]] = {long: [], frequent: []}
+
+    async def record(request: httpx.Request, n: int) -> httpx.Response:
+        arrivals[request.headers["X-Schedule-Id"]].append(trio.current_time())
+        if request.headers["X-Schedule-Id"] == long:
+            await trio.sleep(100)
+        return reply(200)
+
+    def failing_renewal(conn: apsw.Connection, /, *, owner: str, now: int, lease_ms: int) -> int:
+        raise StoreError("the disk is full")
+
+    endpoint = Endpoint(respond=record)
+    async with running_engine(inline_db, wall, endpoint, renew_leases=failing_renewal):
+        await trio.sleep(40)
+    start = arrivals[long][0]
+    # The heartbeat at +10 s fails: the every-second schedule, due from +15 s, gets nothing
+    # while a lease is at risk. The long delivery is given up at +28 s; with nothing held,
+    # the next heartbeat (+30 s) lets claiming resume and the backlog goes out.
+    waits = [at - start for at in arrivals[frequent]]
+    assert waits and min(waits) >= 28.0
+    assert len(waits) >= 15
+
+
+async def test_replay_redelivers_with_the_same_key(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    sid = make_schedule(cron=DAILY_AT_T0)
+    endpoint = Endpoint()
+    async with running_engine(inline_db, wall, endpoint):
+        await trio.sleep(10)
+        run = only_run(inline_db, tenant, sid)
+        await inline_db.write(replay_run, tenant_id=tenant, run_id=run.id, now=wall.now_ms())
+        await trio.sleep(70)  # the dispatcher's longest sleep without a nudge is 60 s
+    assert endpoint.header("X-Attempt") == ["1", "2"]
+    assert len(set(endpoint.header("X-Idempotency-Key"))) == 1
+    assert set(endpoint.header("X-Scheduled-For")) == {format_scheduled_for(T0)}
+    assert only_run(inline_db, tenant, sid).state is RunState.SUCCEEDED

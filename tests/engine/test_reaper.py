@@ -1,0 +1,130 @@
+"""Reclaim: lapsed leases (the reaper) and dead incarnations (boot), same key afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import trio
+from trio.testing import MockClock
+
+from appliance.clock import TrioWallClock
+from appliance.core.instants import format_scheduled_for
+from appliance.core.runs import AttemptOutcome, RunState
+from appliance.engine.planner import PlannerConfig, plan_once
+from appliance.engine.reaper import Reaper, ReaperConfig, reap_once
+from appliance.engine.wakeup import Wakeup
+from appliance.store.database import Database
+from appliance.store.incarnations import claim_runs, reclaim_previous, register_incarnation
+from appliance.store.runs import RunRecord, list_attempts, list_runs
+from tests.engine.conftest import Endpoint, running_engine
+from tests.store.conftest import T0
+
+LEASE = 30_000
+DAILY_AT_T0 = "0 3 * * *"
+
+
+def only_run(db: Database, tenant: str, schedule_id: str) -> RunRecord:
+    (run,) = db.read_now(list_runs, tenant_id=tenant, schedule_id=schedule_id, limit=5)
+    return run
+
+
+def outcomes(db: Database, run_id: str) -> list[AttemptOutcome | None]:
+    return [a.outcome for a in db.read_now(list_attempts, run_id=run_id)]
+
+
+def test_reap_once_returns_lapsed_leases_due_now(
+    inline_db: Database, make_schedule: Callable[..., str], tenant: str
+) -> None:
+    sid = make_schedule(cron=DAILY_AT_T0)
+    inline_db.write_now(plan_once, now=T0, config=PlannerConfig())
+    inline_db.write_now(claim_runs, owner="inc_dead", now=T0, lease_ms=LEASE, limit=5)
+    config = ReaperConfig()
+    early = inline_db.write_now(reap_once, now=T0 + LEASE, config=config)
+    assert (early.reclaimed, early.next_expiry) == (0, T0 + LEASE)  # not before it lapses
+    late = inline_db.write_now(reap_once, now=T0 + LEASE + 1, config=config)
+    assert (late.reclaimed, late.next_expiry, late.more) == (1, None, False)
+    run = only_run(inline_db, tenant, sid)
+    assert run.state is RunState.RETRY_WAIT and run.due_at == T0 + LEASE + 1
+    assert outcomes(inline_db, run.id) == [AttemptOutcome.ABANDONED]
+
+
+async def test_the_reaper_wakes_when_the_lease_lapses(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    sid = make_schedule(cron=DAILY_AT_T0)
+    await inline_db.write(plan_once, now=wall.now_ms(), config=PlannerConfig())
+    await inline_db.write(claim_runs, owner="inc_dead", now=wall.now_ms(), lease_ms=LEASE, limit=5)
+    reclaimed: list[float] = []
+    reaper = Reaper(
+        db=inline_db,
+        clock=wall,
+        on_reclaimed=lambda: reclaimed.append(trio.current_time()),
+        wakeup=Wakeup(),
+    )
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(reaper.run)
+        await trio.sleep(45)
+        nursery.cancel_scope.cancel()
+    assert len(reclaimed) == 1
+    assert reclaimed[0] - start <= LEASE / 1000 + 0.01  # slept until the lapse, no poll
+    assert only_run(inline_db, tenant, sid).state is RunState.RETRY_WAIT
+
+
+async def test_a_reclaimed_run_is_redelivered_with_the_same_key(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    sid = make_schedule(cron=DAILY_AT_T0)
+    await inline_db.write(plan_once, now=wall.now_ms(), config=PlannerConfig())
+    (dead,) = (
+        await inline_db.write(
+            claim_runs, owner="inc_dead", now=wall.now_ms(), lease_ms=LEASE, limit=5
+        )
+    ).runs
+    endpoint = Endpoint()
+    start = trio.current_time()
+    async with running_engine(inline_db, wall, endpoint):
+        await trio.sleep(60)
+    assert endpoint.header("X-Attempt") == ["2"]
+    assert endpoint.header("X-Idempotency-Key") == [dead.idempotency_key]
+    assert endpoint.header("X-Scheduled-For") == [format_scheduled_for(T0)]
+    assert endpoint.arrived[0] - start <= LEASE / 1000 + 0.01
+    run = only_run(inline_db, tenant, sid)
+    assert run.state is RunState.SUCCEEDED
+    assert outcomes(inline_db, run.id) == [AttemptOutcome.ABANDONED, AttemptOutcome.OK]
+
+
+async def test_boot_reclaim_redelivers_at_once(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    sid = make_schedule(cron=DAILY_AT_T0)
+    old = await inline_db.write(register_incarnation, pid=1, now=wall.now_ms())
+    await inline_db.write(plan_once, now=wall.now_ms(), config=PlannerConfig())
+    await inline_db.write(claim_runs, owner=old, now=wall.now_ms(), lease_ms=LEASE, limit=5)
+    await trio.sleep(5)  # the old process dies mid-delivery; the new one boots 5 s later
+
+    new = await inline_db.write(register_incarnation, pid=2, now=wall.now_ms())
+    assert await inline_db.write(reclaim_previous, incarnation_id=new, now=wall.now_ms()) == 1
+    run = only_run(inline_db, tenant, sid)
+    assert run.state is RunState.RETRY_WAIT and run.due_at == wall.now_ms()
+    assert outcomes(inline_db, run.id) == [AttemptOutcome.ABANDONED]
+
+    endpoint = Endpoint()
+    start = trio.current_time()
+    async with running_engine(inline_db, wall, endpoint, incarnation_id=new):
+        await trio.sleep(10)
+    assert endpoint.header("X-Attempt") == ["2"]
+    assert endpoint.arrived[0] - start < 0.01  # no waiting for the old lease to lapse
+    assert only_run(inline_db, tenant, sid).state is RunState.SUCCEEDED
