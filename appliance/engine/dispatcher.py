@@ -205,7 +205,7 @@ class Dispatcher:
             log.exception("run %s attempt %d failed inside Steeple", run.run_id, run.attempt)
             verdict = Verdict(outcome=AttemptOutcome.RETRYABLE)
             error = f"internal error: {type(exc).__name__}: {exc}"
-            return self._complete(run, verdict, _failed(error, started))
+            return self._complete(run, verdict, _failed(error, started, failure=None))
         return self._complete(run, self._classify(result), result)
 
     def _cut_short(self, live: _Live, started: float) -> SendResult:
@@ -213,7 +213,7 @@ class Dispatcher:
             error = "cancelled before its lease could lapse (lease renewals are failing)"
         else:
             error = f"no response within the {live.run.timeout_seconds} s deadline"
-        return _failed(error, started)
+        return _failed(error, started, failure=TransportFailure.DEADLINE)
 
     def _classify(self, result: SendResult) -> Verdict:
         if result.status is not None:
@@ -241,6 +241,7 @@ class Dispatcher:
             error=_error_text(result),
             latency_ms=result.latency_ms,
             response_excerpt=result.excerpt or None,
+            failure_class=None if result.failure is None else result.failure.value,
             pause_schedule=verdict.pause_schedule,
         )
 
@@ -273,14 +274,14 @@ class Dispatcher:
             self._wakeup.nudge()
 
 
-def _failed(error: str, started: float) -> SendResult:
+def _failed(error: str, started: float, *, failure: TransportFailure | None) -> SendResult:
     """The result of an attempt Steeple cut short (deadline) or broke (internal error)."""
     return SendResult(
         status=None,
         retry_after=None,
         location=None,
         excerpt="",
-        failure=TransportFailure.DEADLINE,
+        failure=failure,
         error=error,
         latency_ms=round((trio.current_time() - started) * 1000),
     )

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import trio
@@ -36,7 +36,7 @@ import trio
 from appliance.clock import WallClock
 from appliance.core.cron import parse_cron
 from appliance.core.events import EventType, JsonScalar
-from appliance.core.instants import format_instant, format_scheduled_for
+from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import PlannedOccurrence, planned_occurrences
 from appliance.core.runs import RunState
 from appliance.core.schedules import CatchupPolicy, Schedule
@@ -74,7 +74,7 @@ class PlanResult:
 class MissReason(enum.StrEnum):
     OUTSIDE_WINDOW = "outside_catchup_window"  # older than the schedule's catch-up window
     SKIPPED = "catchup_skip"  # policy `skip`
-    SUPERSEDED = "catchup_latest"  # policy `latest`: a newer occurrence was delivered
+    SUPERSEDED = "catchup_latest_superseded"  # policy `latest`: a newer one was delivered
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -204,20 +204,23 @@ def _record_missed(
     now: int,
     limit: int,
 ) -> None:
-    """One ``schedule.run.missed`` event per missed row, or one summary past ``limit``."""
-    if len(missed) > limit:
-        reasons = {reason for _, _, reason in missed}
-        data: dict[str, JsonScalar] = {
-            "scheduled_for": format_scheduled_for(missed[0][0]),
-            "last_scheduled_for": format_scheduled_for(missed[-1][0]),
-            "count": len(missed),
-            "reason": reasons.pop() if len(reasons) == 1 else "mixed",
-        }
-        _missed_event(conn, schedule, run_id=None, data=data, now=now)
+    """One ``schedule.run.missed`` event per missed row; past ``limit`` rows, one summary
+    event per reason instead (contracts/events/schedule.run.missed.json)."""
+    if len(missed) <= limit:
+        for scheduled_for, run_id, reason in missed:
+            data = {"scheduled_for": format_scheduled_for(scheduled_for), "reason": str(reason)}
+            _missed_event(conn, schedule, run_id=run_id, data=data, now=now)
         return
-    for scheduled_for, run_id, reason in missed:
-        data = {"scheduled_for": format_scheduled_for(scheduled_for), "reason": str(reason)}
-        _missed_event(conn, schedule, run_id=run_id, data=data, now=now)
+    for reason in MissReason:
+        instants = [sched for sched, _, why in missed if why is reason]
+        if instants:
+            summary: dict[str, JsonScalar] = {
+                "count": len(instants),
+                "first_scheduled_for": format_scheduled_for(instants[0]),
+                "last_scheduled_for": format_scheduled_for(instants[-1]),
+                "reason": str(reason),
+            }
+            _missed_event(conn, schedule, run_id=None, data=summary, now=now)
 
 
 def _missed_event(
@@ -225,7 +228,7 @@ def _missed_event(
     schedule: Schedule,
     *,
     run_id: str | None,
-    data: dict[str, JsonScalar],
+    data: Mapping[str, JsonScalar],
     now: int,
 ) -> None:
     append_event(
@@ -239,13 +242,19 @@ def _missed_event(
     )
 
 
-def record_clock_jump(conn: Connection, *, delta_ms: int, now: int) -> None:
+def record_clock_jump(
+    conn: Connection, *, wall_delta_ms: int, monotonic_delta_ms: int, now: int
+) -> None:
     append_event(
         conn,
         tenant_id=SYSTEM_TENANT,
         type=EventType.CLOCK_JUMP_DETECTED,
         now=now,
-        data={"delta_ms": delta_ms, "detected_at": format_instant(now)},
+        data={
+            "wall_delta_ms": wall_delta_ms,
+            "monotonic_delta_ms": monotonic_delta_ms,
+            "divergence_ms": wall_delta_ms - monotonic_delta_ms,
+        },
     )
 
 
@@ -297,7 +306,14 @@ class Planner:
         previous, self._last_seen = self._last_seen, (wall, mono)
         if previous is None:
             return
-        drift = (wall - previous[0]) - round((mono - previous[1]) * 1000)
-        if abs(drift) > self._config.clock_jump_ms:
-            log.warning("wall clock jumped by %+d ms; re-planning from the cursors", drift)
-            await self._db.write(record_clock_jump, delta_ms=drift, now=wall)
+        wall_delta, mono_delta = wall - previous[0], round((mono - previous[1]) * 1000)
+        if abs(wall_delta - mono_delta) > self._config.clock_jump_ms:
+            log.warning(
+                "wall clock jumped by %+d ms; re-planning from the cursors", wall_delta - mono_delta
+            )
+            await self._db.write(
+                record_clock_jump,
+                wall_delta_ms=wall_delta,
+                monotonic_delta_ms=mono_delta,
+                now=wall,
+            )

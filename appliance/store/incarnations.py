@@ -45,6 +45,7 @@ from appliance.store.runs import (
 from appliance.store.tenants import active_secrets
 
 _RUNNING = RunState.RUNNING.value
+ABANDONED = AttemptOutcome.ABANDONED.value  # a reclaim's retrying event says why
 
 
 def register_incarnation(conn: apsw.Connection, *, pid: int, now: int) -> str:
@@ -187,6 +188,7 @@ class Completion:
     error: str | None
     latency_ms: int
     response_excerpt: str | None
+    failure_class: str | None = None  # why no response came (connect, dns, timeout, ...)
     pause_schedule: bool = False  # 410 Gone: the receiver asked us to stop
 
 
@@ -252,6 +254,10 @@ def _finish_attempt(
 def _announce(
     conn: apsw.Connection, *, run: ClaimedRun, completion: Completion, state: RunState, now: int
 ) -> None:
+    """The run event (contracts/events/schedule.run.*.json): a failure's ``reason`` is its
+    failure reason; a retry's is the transport failure class, if there was one."""
+    succeeded = state is RunState.SUCCEEDED
+    reason = completion.failure_reason if state is RunState.FAILED else completion.failure_class
     append_event(
         conn,
         tenant_id=run.tenant_id,
@@ -264,8 +270,8 @@ def _announce(
             attempt=run.attempt,
             key=run.idempotency_key,
             status=completion.http_status,
-            error=completion.error,
-            reason=completion.failure_reason,
+            error=None if succeeded else completion.error,  # the attempt row keeps it
+            reason=None if succeeded else reason,
             next_attempt_at=completion.due_at,
         ),
     )
@@ -291,12 +297,7 @@ def pause_by_receiver(
         now=now,
         schedule_id=run.schedule_id,
         run_id=run.run_id,
-        data=run_event_data(
-            scheduled_for=run.scheduled_for,
-            attempt=run.attempt,
-            key=run.idempotency_key,
-            status=status,
-        ),
+        data={"run_id": run.run_id, "status": status},
     )
     return True
 
@@ -428,7 +429,7 @@ def abandon_run(conn: apsw.Connection, *, run: RunningRun, error: str, now: int)
             attempt=run.attempt,
             key=run.idempotency_key,
             error=error,
-            reason=reason,
+            reason=reason or ABANDONED,
             next_attempt_at=decision.due_at,
         ),
     )

@@ -8,17 +8,23 @@ inline (``threaded=False``): a worker-thread hop would let virtual time race ahe
 
 from __future__ import annotations
 
+import json
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
+import apsw
 import httpx
+import jsonschema
 import pytest
+import referencing
 import trio
 from trio.testing import MockClock
 
 from appliance.clock import TrioWallClock
+from appliance.core.instants import format_instant
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher, RenewLeases
 from appliance.engine.planner import Planner, PlannerConfig
 from appliance.engine.reaper import Reaper
@@ -28,6 +34,7 @@ from appliance.store.incarnations import register_incarnation
 from appliance.store.incarnations import renew_leases as store_renew_leases
 from appliance.store.tenants import create_tenant
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
+from tests.test_event_schemas import SCHEMAS
 
 Respond = Callable[[httpx.Request, int], Awaitable[httpx.Response]]
 
@@ -38,6 +45,49 @@ def autojump_clock() -> MockClock:
 
 
 @pytest.fixture
+def events_match_the_contracts(inline_db: Database) -> Iterator[None]:
+    """After the test, every event the engine stored must validate against
+    ``contracts/events`` (the public event contract). Every test with a ``tenant`` gets it."""
+    yield
+    for wire, validator in stored_events(inline_db):
+        problems = [error.message for error in validator.iter_errors(wire)]
+        assert problems == [], wire
+
+
+def stored_events(db: Database) -> list[tuple[dict[str, Any], Any]]:
+    registry = referencing.Registry().with_resources(
+        (schema["$id"], referencing.Resource.from_contents(schema)) for schema in SCHEMAS.values()
+    )
+    validators = {
+        name: jsonschema.Draft202012Validator(schema, registry=registry)
+        for name, schema in SCHEMAS.items()
+    }
+
+    def query(conn: apsw.Connection) -> list[tuple[dict[str, Any], Any]]:
+        rows = conn.execute(
+            "SELECT seq, id, tenant_id, type, schedule_id, run_id, occurred_at, data FROM events"
+        )
+        return [
+            (
+                {
+                    "seq": seq,
+                    "id": eid,
+                    "tenant_id": tenant,
+                    "type": type_,
+                    "schedule_id": sid,
+                    "run_id": rid,
+                    "occurred_at": format_instant(at),
+                    "data": json.loads(data),
+                },
+                validators[type_],
+            )
+            for seq, eid, tenant, type_, sid, rid, at, data in rows
+        ]
+
+    return db.read_now(query)
+
+
+@pytest.fixture
 def wall() -> TrioWallClock:
     """Wall time derived from trio's clock. Async tests must request ``autojump_clock``
     themselves: pytest-trio only looks at the test function's own arguments."""
@@ -45,7 +95,7 @@ def wall() -> TrioWallClock:
 
 
 @pytest.fixture
-def tenant(inline_db: Database) -> str:
+def tenant(inline_db: Database, events_match_the_contracts: None) -> str:
     return inline_db.write_now(create_tenant, name="acme", now=T0).tenant_id
 
 

@@ -167,12 +167,20 @@ def test_catch_up_policy_after_downtime(
     assert pending[-1] == T0 + 3 * HOUR
     if policy == "latest":
         assert pending == [T0 + 3 * HOUR - 2 * MINUTE, T0 + 3 * HOUR - MINUTE, T0 + 3 * HOUR]
-    # Past 100 missed rows in one pass: one summary event.
-    (summary,) = missed_events(inline_db, tenant)
-    assert summary["count"] == 181 - delivered == result.missed
-    assert summary["scheduled_for"] == format_scheduled_for(T0)
-    missed = [sched for sched, state, _ in planned if state == "missed"]
-    assert summary["last_scheduled_for"] == format_scheduled_for(missed[-1])
+    # Past 100 missed rows in one pass: one summary event per reason.
+    summaries = {e["reason"]: e for e in missed_events(inline_db, tenant)}
+    assert sum(e["count"] for e in summaries.values()) == 181 - delivered == result.missed
+    window = summaries.pop(MissReason.OUTSIDE_WINDOW.value)
+    assert window["count"] == 120  # T0 .. T0+1h59
+    assert window["first_scheduled_for"] == format_scheduled_for(T0)
+    assert window["last_scheduled_for"] == format_scheduled_for(T0 + 2 * HOUR - MINUTE)
+    if policy == "all":
+        assert summaries == {}
+    else:
+        reason = MissReason.SKIPPED if policy == "skip" else MissReason.SUPERSEDED
+        (rest,) = summaries.values()
+        assert rest["reason"] == reason.value and rest["count"] == 61 - delivered
+        assert rest["first_scheduled_for"] == format_scheduled_for(T0 + 2 * HOUR)
 
 
 def test_few_missed_rows_get_one_event_each(
@@ -242,7 +250,7 @@ async def test_backwards_clock_jump_is_recorded_and_plans_nothing_twice(
     # cursor, so there is nothing to plan (and nothing is planned twice).
     assert [r[0] for r in rows(inline_db, sid)] == [T0 + i * 30_000 for i in range(20)]
     (jump,) = inline_db.read_now(list_events, tenant_id=SYSTEM_TENANT)
-    assert jump.type is EventType.CLOCK_JUMP_DETECTED and jump.data["delta_ms"] == -HOUR
+    assert jump.type is EventType.CLOCK_JUMP_DETECTED and jump.data["divergence_ms"] == -HOUR
 
 
 async def test_a_day_of_hourly_firings_in_virtual_time(
