@@ -301,3 +301,29 @@ async def test_replay_redelivers_with_the_same_key(
     assert len(set(endpoint.header("X-Idempotency-Key"))) == 1
     assert set(endpoint.header("X-Scheduled-For")) == {format_scheduled_for(T0)}
     assert only_run(inline_db, tenant, sid).state is RunState.SUCCEEDED
+
+
+async def test_drain_stops_claiming_and_waits_for_deliveries_in_flight(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    slow_id = make_schedule(cron=DAILY_AT_T0)
+    make_schedule(cron="* * * * * *", next_fire_at=T0 + 5_000)
+
+    async def respond(request: httpx.Request, n: int) -> httpx.Response:
+        if request.headers["X-Schedule-Id"] == slow_id:
+            await trio.sleep(20)
+        return reply(200)
+
+    endpoint = Endpoint(respond=respond)
+    async with running_engine(inline_db, wall, endpoint) as engine:
+        await trio.sleep(1)
+        await engine.dispatcher.drain()
+        drained_at, delivered = trio.current_time(), len(endpoint.requests)
+        await trio.sleep(30)
+        assert len(endpoint.requests) == delivered  # nothing claimed after the drain
+    assert drained_at >= endpoint.arrived[0] + 20  # it waited for the slow delivery
+    assert only_run(inline_db, tenant, slow_id).state is RunState.SUCCEEDED
