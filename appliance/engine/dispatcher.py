@@ -22,7 +22,8 @@ Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
   fails it without retry.
 - One boundary per delivery catches ``Exception`` (a bug, or a tenant with no signing
   secret left): it is logged with its traceback and counts as a retryable attempt, so the
-  run is never silently lost and the service goes on.
+  run is never silently lost and the service goes on. A failed *store* write (claim or
+  completion) is not caught: the appliance stops loudly, and the next boot reclaims.
 """
 
 from __future__ import annotations
