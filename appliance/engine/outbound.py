@@ -85,6 +85,8 @@ async def _read_excerpt(response: httpx.Response) -> tuple[str, str | None]:
     try:
         async for chunk in response.aiter_raw():
             received += chunk
+    except httpx.StreamConsumed:  # a response built whole (httpx.MockTransport), already read
+        return _decode(response.content[:EXCERPT_BYTES]), None
     except httpx.TransportError as exc:
         return _decode(received), f"reading the response body failed: {_describe(exc)}"
     return _decode(received), None

@@ -398,3 +398,19 @@ async def test_check_destination_applies_static_rules_first() -> None:
 async def test_system_resolver_answers_offline_for_numeric_and_hosts_file_names() -> None:
     assert await resolve_host("127.0.0.1") == [ipaddress.ip_address("127.0.0.1")]
     assert all(address.is_loopback for address in await resolve_host("localhost"))
+
+
+async def test_send_reads_a_response_built_whole() -> None:
+    """A MockTransport response made with ``content=`` is already read; send still reports it."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            503, content=b"x" * (EXCERPT_BYTES + 10), headers={"Retry-After": "7"}
+        )
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        result = await send(
+            client, DeliveryRequest(url="http://example.test/", headers=(), body=b"")
+        )
+    assert result.status == 503 and result.retry_after == "7" and result.failure is None
+    assert len(result.excerpt) == EXCERPT_BYTES
