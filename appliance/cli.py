@@ -70,6 +70,8 @@ def _serve(settings: Settings) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # One line per delivery belongs in the attempts table, not the log.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     trio.run(runtime.serve, settings)
 
 

@@ -151,6 +151,7 @@ async def _run(
         stop_http.set()
         nursery.cancel_scope.cancel()
     await db.write(end_incarnation, incarnation_id=incarnation, now=clock.now_ms())
+    log.info("stopped")
 
 
 async def _serve_http(
@@ -159,6 +160,7 @@ async def _serve_http(
     config = hypercorn.config.Config()
     config.bind = [str(settings.listen)]
     config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")  # through our handlers, once
     config.graceful_timeout = 5
     config.read_timeout = 30  # quart-trio keeps idle keep-alive connections otherwise
     await hypercorn.trio.serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)

@@ -225,9 +225,9 @@ class Dispatcher:
     def _complete(self, run: ClaimedRun, verdict: Verdict, result: SendResult) -> Completion:
         decision = decide(
             retry_policy(run.max_attempts),
-            attempt=run.attempt,
+            attempt=run.budget.attempts_used(run.attempt),
             verdict=verdict,
-            scheduled_for_ms=run.scheduled_for,
+            scheduled_for_ms=run.budget.window_start,
             now_ms=self._clock.now_ms(),
             rand=self._rand.random(),
         )

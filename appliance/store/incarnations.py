@@ -35,6 +35,7 @@ from appliance.store.events import append_event
 from appliance.store.runs import (
     CLAIMABLE_SQL,
     EVENT_FOR,
+    RetryBudget,
     earliest_due_at,
     expect_one,
     headers_from_json,
@@ -79,6 +80,7 @@ class ClaimedRun:
     scheduled_for: int
     idempotency_key: str
     attempt: int  # 1-based number of this attempt
+    budget: RetryBudget
     lease_token: str
     lease_expires_at: int
     target_url: str
@@ -107,7 +109,8 @@ _CLAIM = (
 
 _DETAILS = (
     "SELECT r.tenant_id, r.schedule_id, r.scheduled_for, r.idempotency_key, s.target_url,"
-    " s.headers, s.timeout_seconds, s.max_attempts, b.content_type, b.body"
+    " s.headers, s.timeout_seconds, s.max_attempts, b.content_type, b.body, r.attempt_base,"
+    " COALESCE(r.budget_from, r.scheduled_for)"
     " FROM job_runs r JOIN schedules s ON s.id = r.schedule_id"
     " JOIN bodies b ON b.digest = r.body_digest WHERE r.id = ?"
 )
@@ -141,9 +144,9 @@ def _claimed(
     secrets: dict[str, tuple[str, ...]],
     now: int,
 ) -> ClaimedRun:
-    ((tenant, schedule, sched_for, key, url, headers, timeout, max_attempts, ctype, body),) = (
-        conn.execute(_DETAILS, (rid,))
-    )
+    (row,) = conn.execute(_DETAILS, (rid,))
+    tenant, schedule, sched_for, key, url, headers, timeout, max_attempts, ctype, body = row[:10]
+    attempt_base, budget_from = row[10:]
     if tenant not in secrets:
         secrets[tenant] = tuple(active_secrets(conn, tenant_id=tenant, now=now))
     return ClaimedRun(
@@ -153,6 +156,7 @@ def _claimed(
         scheduled_for=sched_for,
         idempotency_key=key,
         attempt=attempt,
+        budget=RetryBudget(attempt_base=attempt_base, window_start=budget_from),
         lease_token=token,
         lease_expires_at=expires,
         target_url=url,
@@ -315,13 +319,15 @@ class RunningRun:
     scheduled_for: int
     idempotency_key: str
     attempt: int
+    budget: RetryBudget
     lease_token: str
     max_attempts: int
 
 
 _RUNNING_ROWS = (
     "SELECT r.id, r.tenant_id, r.schedule_id, r.scheduled_for, r.idempotency_key, r.attempt,"
-    " r.lease_token, s.max_attempts FROM job_runs r JOIN schedules s ON s.id = r.schedule_id"
+    " r.lease_token, s.max_attempts, r.attempt_base, COALESCE(r.budget_from, r.scheduled_for)"
+    " FROM job_runs r JOIN schedules s ON s.id = r.schedule_id"
     f" WHERE r.state = '{_RUNNING}'"
 )
 
@@ -337,12 +343,22 @@ def _running_rows(
             scheduled_for=sched_for,
             idempotency_key=key,
             attempt=attempt,
+            budget=RetryBudget(attempt_base=base, window_start=window_start),
             lease_token=token,
             max_attempts=max_attempts,
         )
-        for rid, tenant, schedule, sched_for, key, attempt, token, max_attempts in conn.execute(
-            f"{_RUNNING_ROWS} AND {condition}", params
-        )
+        for (
+            rid,
+            tenant,
+            schedule,
+            sched_for,
+            key,
+            attempt,
+            token,
+            max_attempts,
+            base,
+            window_start,
+        ) in conn.execute(f"{_RUNNING_ROWS} AND {condition}", params)
     ]
 
 
@@ -388,8 +404,8 @@ def abandon_run(conn: apsw.Connection, *, run: RunningRun, error: str, now: int)
     Returns the new state (``retry_wait`` or ``failed``)."""
     decision = decide_after_abandon(
         retry_policy(run.max_attempts),
-        attempt=max(run.attempt, 1),
-        scheduled_for_ms=run.scheduled_for,
+        attempt=run.budget.attempts_used(max(run.attempt, 1)),
+        scheduled_for_ms=run.budget.window_start,
         now_ms=now,
     )
     transition = Transition.RECLAIM if decision.transition is Transition.RETRY else Transition.FAIL

@@ -181,10 +181,23 @@ def list_runs(
     return [_run_record(row) for row in conn.execute(sql, params)]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryBudget:
+    """Where a run's attempt budget and retry window start: at materialisation, or at its
+    last replay. Attempt numbers keep counting across replays (X-Attempt, attempts rows);
+    the budget counts only the attempts since."""
+
+    attempt_base: int  # attempts made before the last replay
+    window_start: int  # ms: scheduled_for, or the last replay instant
+
+    def attempts_used(self, attempt: int) -> int:
+        return attempt - self.attempt_base
+
+
 def replay_run(conn: apsw.Connection, *, tenant_id: str, run_id: str, now: int) -> RunRecord:
-    """Reopen a finished run as ``pending``, due now: same id, same key, attempts keep
-    counting (a replay gets at least one attempt; retries follow while the schedule's
-    attempt budget and retry window allow). NotFound; Conflict if it is not finished."""
+    """Reopen a finished run as ``pending``, due now: same id, same key, attempt numbers
+    keep counting, and a fresh attempt budget and retry window start now (``RetryBudget``).
+    NotFound; Conflict if it is not finished."""
     run = get_run(conn, tenant_id=tenant_id, run_id=run_id)
     if run is None:
         raise NotFound(f"no run {run_id}")
@@ -196,8 +209,8 @@ def replay_run(conn: apsw.Connection, *, tenant_id: str, run_id: str, now: int) 
     target = check_transition(run.state, Transition.REPLAY)
     conn.execute(
         "UPDATE job_runs SET state = ?, due_at = ?, failure_reason = NULL, finished_at = NULL,"
-        " updated_at = ? WHERE id = ? AND state = ?",
-        (target.value, now, now, run_id, run.state.value),
+        " attempt_base = attempt, budget_from = ?, updated_at = ? WHERE id = ? AND state = ?",
+        (target.value, now, now, now, run_id, run.state.value),
     )
     expect_one(conn, f"replay of {run_id}")
     return _must_get(conn, tenant_id=tenant_id, run_id=run_id)

@@ -303,6 +303,40 @@ async def test_replay_redelivers_with_the_same_key(
     assert only_run(inline_db, tenant, sid).state is RunState.SUCCEEDED
 
 
+async def test_a_replay_gets_a_fresh_attempt_budget_and_retry_window(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    """Replaying an exhausted run eight days later (past the 7-day retry window) retries
+    it up to max_attempts again; attempt numbers keep counting, the key never changes."""
+    sid = make_schedule(cron=DAILY_AT_T0, max_attempts=2)
+
+    async def broken(request: httpx.Request, n: int) -> httpx.Response:
+        return reply(500)
+
+    endpoint = Endpoint(respond=broken)
+    async with running_engine(inline_db, wall, endpoint):
+        await trio.sleep(3600)
+        run = only_run(inline_db, tenant, sid)
+        assert run.state is RunState.FAILED and run.attempt == 2
+        await inline_db.write(handle_pause, schedule_id=sid)
+        wall.jump(8 * 86_400_000)
+        await inline_db.write(replay_run, tenant_id=tenant, run_id=run.id, now=wall.now_ms())
+        await trio.sleep(3600)
+    assert endpoint.header("X-Attempt") == ["1", "2", "3", "4"]
+    assert len(set(endpoint.header("X-Idempotency-Key"))) == 1
+    replayed = only_run(inline_db, tenant, sid)
+    assert replayed.state is RunState.FAILED and replayed.failure_reason == "exhausted"
+
+
+def handle_pause(conn: apsw.Connection, *, schedule_id: str) -> None:
+    """Stop planning new occurrences, so the only run is the replayed one."""
+    conn.execute("UPDATE schedules SET paused = 1 WHERE id = ?", (schedule_id,))
+
+
 async def test_drain_stops_claiming_and_waits_for_deliveries_in_flight(
     autojump_clock: MockClock,
     inline_db: Database,
