@@ -3,6 +3,7 @@ methods, and POST /v1/cron/preview."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -52,8 +53,6 @@ async def test_a_json_suffix_media_type_is_accepted(api: Api) -> None:
 
 @pytest.mark.parametrize("document", [[], "text", 5, None, True])
 async def test_a_json_value_that_is_not_an_object_is_422(api: Api, document: object) -> None:
-    import json
-
     reply = await api.call(
         "POST",
         "/v1/schedules",

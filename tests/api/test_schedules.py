@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import referencing
+from jsonschema import Draft202012Validator
 
 from appliance.core.addresses import AddressPolicy
-from appliance.core.instants import parse_instant
+from appliance.core.instants import format_instant, parse_instant
 from appliance.core.schedules import PayloadKind
 from appliance.store.events import list_events
 from appliance.store.runs import list_runs
@@ -23,6 +25,7 @@ from tests.api.conftest import (
     plan_runs,
     schedule_json,
 )
+from tests.test_event_schemas import SCHEMAS
 
 
 async def test_create_returns_the_schedule_with_location_etag_and_next_runs(
@@ -503,3 +506,38 @@ async def test_a_patch_that_changes_nothing_keeps_the_version(api: Api, db: Any)
     assert [e.type.value for e in db.read_now(list_events, tenant_id=api.tenant_id)] == [
         "schedule.created"
     ]
+
+
+async def test_schedule_events_match_the_event_contract(api: Api, db: Any) -> None:
+    registry = referencing.Registry().with_resources(
+        (schema["$id"], referencing.Resource.from_contents(schema)) for schema in SCHEMAS.values()
+    )
+    created = await api.create()
+    path = f"/v1/schedules/{created['id']}"
+    await api.call("PATCH", path, json_body={"cron": "0 * * * *"})
+    await api.call("PATCH", path, json_body={"paused": True})
+    await api.call("POST", f"{path}/resume")
+    await api.call("POST", f"{path}/pause")
+    await api.call("DELETE", path)
+    events = db.read_now(list_events, tenant_id=api.tenant_id)
+    assert [(e.type.value, e.data["version"]) for e in events] == [
+        ("schedule.created", 1),
+        ("schedule.updated", 2),
+        ("schedule.updated", 3),
+        ("schedule.paused", 3),
+        ("schedule.resumed", 4),
+        ("schedule.paused", 5),
+        ("schedule.deleted", 6),
+    ]
+    for e in events:
+        wire = {
+            "seq": e.seq,
+            "id": e.id,
+            "tenant_id": e.tenant_id,
+            "type": e.type.value,
+            "schedule_id": e.schedule_id,
+            "run_id": e.run_id,
+            "occurred_at": format_instant(e.occurred_at),
+            "data": e.data,
+        }
+        Draft202012Validator(SCHEMAS[e.type.value], registry=registry).validate(wire)
