@@ -233,18 +233,23 @@ def trigger_run(conn: apsw.Connection, *, schedule: Schedule, now: int) -> tuple
     return _must_get(conn, tenant_id=schedule.tenant_id, run_id=new.id), created
 
 
-def withdraw_open_runs(conn: apsw.Connection, *, schedule_id: str, now: int) -> int:
-    """Take back a paused, deleted or edited schedule's open runs; returns rows touched.
-
-    Never-attempted rows of future occurrences are deleted, so the slot stays free for a
-    later plan (a resume or an edit re-derives the cursor). Every other open row
-    (pending or retry_wait) becomes ``cancelled``. Running rows finish their attempt."""
+def withdraw_future_runs(conn: apsw.Connection, *, schedule_id: str, now: int) -> int:
+    """An edited schedule: delete the never-attempted rows of occurrences still in the
+    future, so the new spec (re-derived cursor) can plan those slots. Occurrences already
+    due under the old spec keep their runs and are delivered. Returns rows deleted."""
     conn.execute(
         f"DELETE FROM job_runs WHERE schedule_id = ? AND state IN {OPEN_SQL}"
         " AND attempt = 0 AND scheduled_for > ?",
         (schedule_id, now),
     )
-    deleted = conn.changes()
+    return conn.changes()
+
+
+def withdraw_open_runs(conn: apsw.Connection, *, schedule_id: str, now: int) -> int:
+    """A paused or deleted schedule: future rows are withdrawn (:func:`withdraw_future_runs`)
+    and every other open row (pending or retry_wait) becomes ``cancelled``. Running rows
+    finish their attempt. Returns rows touched."""
+    deleted = withdraw_future_runs(conn, schedule_id=schedule_id, now=now)
     cancelled = {check_transition(s, Transition.CANCEL) for s in sources(Transition.CANCEL)}
     (target,) = cancelled
     conn.execute(

@@ -8,8 +8,10 @@ Rules this module guards (ADR 0033, DESIGN §3 and §7):
 - ``next_fire_at`` is the planner's forward-only cursor: the ``scheduled_for`` of the next
   occurrence not yet materialised. Here it is only ever *re-derived from now* — on create,
   on resume (time spent paused is not a misfire), and when a change makes already planned
-  rows wrong (cron, timezone, jitter, body, content type). Then the open rows planned from
-  the old spec are withdrawn first (:func:`appliance.store.runs.withdraw_open_runs`).
+  rows wrong (cron, timezone, jitter, body, content type). Then the rows of future
+  occurrences planned from the old spec are withdrawn first
+  (:func:`appliance.store.runs.withdraw_future_runs`); occurrences already due keep their
+  runs (retries included) and are delivered with the edited target and headers.
 - Every change bumps ``version`` (the API's ETag) with a compare-and-set when the caller
   gives ``expected_version``, and appends one ``schedule.*`` event in the same transaction.
 - An ``Idempotency-Key`` on a create is remembered for :data:`REQUEST_KEY_TTL_MS` with a
@@ -35,7 +37,14 @@ from appliance.core.jitter import planned_occurrences
 from appliance.core.schedules import CatchupPolicy, PayloadKind, Schedule, ScheduleSpec
 from appliance.errors import Conflict, NotFound
 from appliance.store.events import append_event
-from appliance.store.runs import RunRecord, get_run, replay_run, trigger_run, withdraw_open_runs
+from appliance.store.runs import (
+    RunRecord,
+    get_run,
+    replay_run,
+    trigger_run,
+    withdraw_future_runs,
+    withdraw_open_runs,
+)
 
 REQUEST_KEY_TTL_MS: Final = 24 * 3600 * 1000
 
@@ -108,14 +117,11 @@ def create_schedule_once(
 ) -> tuple[StoredResponse, bool]:
     """Create under an ``Idempotency-Key``: ``(response, created)``. A live key with the
     same ``request_hash`` returns the remembered response and creates nothing."""
-    remembered = _recall(conn, tenant_id=tenant_id, key=request_key, now=now)
+    remembered = recall_request(
+        conn, tenant_id=tenant_id, request_key=request_key, request_hash=request_hash, now=now
+    )
     if remembered is not None:
-        stored_hash, response = remembered
-        if stored_hash != request_hash:
-            raise RequestKeyReused(
-                "this Idempotency-Key was already used with a different request body"
-            )
-        return response, False
+        return remembered, False
     response = render(create_schedule(conn, tenant_id=tenant_id, spec=spec, now=now))
     conn.execute(
         "INSERT OR REPLACE INTO request_keys"
@@ -125,17 +131,23 @@ def create_schedule_once(
     return response, True
 
 
-def _recall(
-    conn: apsw.Connection, *, tenant_id: str, key: str, now: int
-) -> tuple[str, StoredResponse] | None:
+def recall_request(
+    conn: apsw.Connection, *, tenant_id: str, request_key: str, request_hash: str, now: int
+) -> StoredResponse | None:
+    """The response remembered for a live ``request_key``, or None. Raises
+    :class:`RequestKeyReused` if the key was used with another request."""
     row = conn.execute(
         "SELECT request_hash, status, response FROM request_keys"
         " WHERE tenant_id = ? AND key = ? AND created_at > ?",
-        (tenant_id, key, now - REQUEST_KEY_TTL_MS),
+        (tenant_id, request_key, now - REQUEST_KEY_TTL_MS),
     ).fetchone()
     if row is None:
         return None
-    return str(row[0]), StoredResponse(status=int(row[1]), body=str(row[2]))
+    if str(row[0]) != request_hash:
+        raise RequestKeyReused(
+            "this Idempotency-Key was already used with a different request body"
+        )
+    return StoredResponse(status=_int(row[1]), body=str(row[2]))
 
 
 def prune_request_keys(conn: apsw.Connection, *, now: int) -> int:
@@ -183,8 +195,11 @@ def update_schedule(
         getattr(current.spec, field) != getattr(spec, field) for field in _REPLANNING_FIELDS
     )
     cursor = current.next_fire_at
-    if replan or spec.paused != current.spec.paused:
+    if spec.paused and not current.spec.paused:
         withdraw_open_runs(conn, schedule_id=schedule_id, now=now)
+    elif replan:  # occurrences already due under the old spec are still delivered
+        withdraw_future_runs(conn, schedule_id=schedule_id, now=now)
+    if replan or spec.paused != current.spec.paused:
         cursor = first_fire_at(spec, schedule_id=schedule_id, now=now)
     version = _write_spec(conn, current, spec, cursor=cursor, now=now)
     _event(conn, EventType.SCHEDULE_UPDATED, tenant_id, schedule_id, version=version, now=now)
