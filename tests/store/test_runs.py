@@ -37,6 +37,7 @@ from appliance.store.runs import (
     replay_run,
     store_body,
     trigger_run,
+    withdraw_future_runs,
     withdraw_open_runs,
 )
 from tests.store.conftest import T0, MakeSchedule, ScheduleRow
@@ -391,6 +392,28 @@ def test_withdraw_deletes_future_rows_and_cancels_due_ones(
         running: RunState.RUNNING,  # its attempt finishes; the outcome is still recorded
         future: None,  # deleted: the slot is free for a later plan
         done: RunState.MISSED,
+    }
+
+
+def test_an_edit_withdraws_only_future_rows(db: Database, schedule: Schedule) -> None:
+    now = T0 + 10 * MINUTE
+    jittered = db.write_now(add_run, schedule=schedule, scheduled_for=T0, due_at=now + 1)
+    retrying = db.write_now(add_run, schedule=schedule, scheduled_for=T0 + MINUTE)
+    future = db.write_now(add_run, schedule=schedule, scheduled_for=now + 1_000)
+    first, _ = claim(db, "inc_a", now - 1_000, limit=1)
+    assert first.run_id == retrying
+    db.write_now(complete_run, run=first, completion=retry(now + MINUTE), now=now - 500)
+
+    assert db.write_now(withdraw_future_runs, schedule_id=schedule.id, now=now) == 1
+    state = {
+        rid: None if run is None else run.state
+        for rid in (jittered, retrying, future)
+        for run in [db.read_now(get_run, tenant_id=schedule.tenant_id, run_id=rid)]
+    }
+    assert state == {
+        jittered: RunState.PENDING,  # already due under the old spec: still delivered
+        retrying: RunState.RETRY_WAIT,  # its retries go on, to the edited target
+        future: None,  # the new spec plans this slot
     }
 
 
