@@ -60,8 +60,29 @@ async def create_schedule() -> Response:
     ctx = context()
     obj = await read_json()
     request_key = _request_key()
+    if request_key is not None:
+        # A retry of a create that succeeded is answered as it was, even if the spec would
+        # no longer pass (say, its host stopped resolving).
+        remembered = await ctx.db.read(
+            store.recall_request,
+            tenant_id=tenant_id,
+            request_key=request_key,
+            request_hash=_request_hash(obj),
+            now=ctx.clock.now_ms(),
+        )
+        if remembered is not None:
+            return _stored(remembered, replayed=True)
     spec = parse_schedule(obj, policy=ctx.policy)
     await ctx.check_destination(spec.target_url)
+    response, created = await _create(ctx, tenant_id, spec, obj, request_key)
+    if created:
+        ctx.nudge()
+    return _stored(response, replayed=not created)
+
+
+async def _create(
+    ctx: ApiContext, tenant_id: str, spec: ScheduleSpec, obj: object, request_key: str | None
+) -> tuple[StoredResponse, bool]:
     now = ctx.clock.now_ms()
 
     def render(schedule: Schedule) -> StoredResponse:
@@ -71,20 +92,17 @@ async def create_schedule() -> Response:
         schedule = await ctx.db.write(
             store.create_schedule, tenant_id=tenant_id, spec=spec, now=now
         )
-        response, created = render(schedule), True
-    else:
-        response, created = await ctx.db.write(
-            store.create_schedule_once,
-            tenant_id=tenant_id,
-            spec=spec,
-            request_key=request_key,
-            request_hash=_request_hash(obj),
-            render=render,
-            now=now,
-        )
-    if created:
-        ctx.nudge()
-    return _stored(response, replayed=not created)
+        return render(schedule), True
+    # Looked up again inside the write: two retries racing each other create one schedule.
+    return await ctx.db.write(
+        store.create_schedule_once,
+        tenant_id=tenant_id,
+        spec=spec,
+        request_key=request_key,
+        request_hash=_request_hash(obj),
+        render=render,
+        now=now,
+    )
 
 
 def _request_key() -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,7 +16,13 @@ from quart_trio import QuartTrio
 from werkzeug.datastructures import Headers
 
 from appliance.api.app import create_app
-from appliance.core.addresses import AddressPolicy, block_reason, check_target_url, describe_block
+from appliance.core.addresses import (
+    AddressPolicy,
+    IPAddress,
+    block_reason,
+    check_target_url,
+    describe_block,
+)
 from appliance.core.cron import parse_cron
 from appliance.core.instants import parse_instant
 from appliance.core.jitter import planned_occurrences
@@ -36,7 +43,7 @@ from appliance.store.tenants import create_tenant
 START = parse_instant("2026-03-02T10:00:00.400Z")
 
 # The fake resolver: what these names would resolve to.
-FAKE_DNS = {
+FAKE_DNS: dict[str, IPAddress] = {
     "hooks.example.com": ipaddress.ip_address("93.184.216.34"),
     "intranet.example.com": ipaddress.ip_address("10.1.2.3"),
 }
@@ -63,9 +70,12 @@ class Nudges:
         self.count += 1
 
 
-def make_check_destination(policy: AddressPolicy):  # type: ignore[no-untyped-def]
+def make_check_destination(
+    policy: AddressPolicy, dns: dict[str, IPAddress] | None = None
+) -> Callable[[str], Awaitable[None]]:
     """Like ``engine.outbound.check_destination``, with a dictionary for DNS: static checks
     first, then every resolved address judged by the same policy; unknown names fail closed."""
+    names = FAKE_DNS if dns is None else dns
 
     async def check_destination(url: str) -> None:
         check_target_url(url, policy)
@@ -73,7 +83,7 @@ def make_check_destination(policy: AddressPolicy):  # type: ignore[no-untyped-de
         try:
             address = ipaddress.ip_address(host)
         except ValueError:
-            resolved = FAKE_DNS.get(host)
+            resolved = names.get(host)
             if resolved is None:
                 raise ValidationError.single(
                     "target_url", f"host {host!r} does not resolve"
@@ -181,18 +191,35 @@ def policy() -> AddressPolicy:
 
 
 @pytest.fixture
-def app(db: Database, clock: FakeClock, nudges: Nudges, policy: AddressPolicy) -> QuartTrio:
-    return build_app(db=db, clock=clock, nudges=nudges, policy=policy)
+def dns() -> dict[str, IPAddress]:
+    """The fake DNS of this test's app; a test may change it."""
+    return dict(FAKE_DNS)
+
+
+@pytest.fixture
+def app(
+    db: Database,
+    clock: FakeClock,
+    nudges: Nudges,
+    policy: AddressPolicy,
+    dns: dict[str, IPAddress],
+) -> QuartTrio:
+    return build_app(db=db, clock=clock, nudges=nudges, policy=policy, dns=dns)
 
 
 def build_app(
-    *, db: Database, clock: FakeClock, nudges: Nudges, policy: AddressPolicy
+    *,
+    db: Database,
+    clock: FakeClock,
+    nudges: Nudges,
+    policy: AddressPolicy,
+    dns: dict[str, IPAddress] | None = None,
 ) -> QuartTrio:
     return create_app(
         db=db,
         clock=clock,
         nudge=nudges,
-        check_destination=make_check_destination(policy),
+        check_destination=make_check_destination(policy, dns),
         policy=policy,
         version="9.9.9-test",
     )

@@ -541,3 +541,17 @@ async def test_schedule_events_match_the_event_contract(api: Api, db: Any) -> No
             "data": e.data,
         }
         Draft202012Validator(SCHEMAS[e.type.value], registry=registry).validate(wire)
+
+
+async def test_a_replayed_create_does_not_recheck_the_destination(
+    api: Api, dns: dict[str, Any]
+) -> None:
+    headers = {"Idempotency-Key": "dns-flake"}
+    document = schedule_json(target_url="https://hooks.example.com/x")
+    first = await api.call("POST", "/v1/schedules", json_body=document, headers=headers)
+    dns.clear()  # the host stops resolving
+    again = await api.call("POST", "/v1/schedules", json_body=document, headers=headers)
+    fresh = await api.call("POST", "/v1/schedules", json_body=document)
+    assert (first.status, again.status, fresh.status) == (201, 201, 422)
+    assert again.body == first.body
+    assert again.headers["Idempotent-Replayed"] == "true"
