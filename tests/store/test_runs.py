@@ -400,7 +400,7 @@ def test_an_edit_withdraws_only_future_rows(db: Database, schedule: Schedule) ->
     jittered = db.write_now(add_run, schedule=schedule, scheduled_for=T0, due_at=now + 1)
     retrying = db.write_now(add_run, schedule=schedule, scheduled_for=T0 + MINUTE)
     future = db.write_now(add_run, schedule=schedule, scheduled_for=now + 1_000)
-    first, _ = claim(db, "inc_a", now - 1_000, limit=1)
+    (first,) = claim(db, "inc_a", now - 1_000, limit=1)
     assert first.run_id == retrying
     db.write_now(complete_run, run=first, completion=retry(now + MINUTE), now=now - 500)
 
