@@ -5,7 +5,9 @@ each (``store.database`` and ``engine.outbound``); nothing else catches them.
      ├── ConfigError           a setting is invalid; names the setting
      ├── ValidationError       tenant input is invalid; carries per-field errors (-> 422)
      ├── NotFound              no such resource for this tenant (-> 404)
-     ├── Conflict              precondition failed / state forbids the change (-> 409/412)
+     ├── Conflict              the resource's state forbids the change (-> 409)
+     │    ├── VersionMismatch  If-Match named another version (-> 412; store.schedules)
+     │    └── RequestKeyReused an Idempotency-Key came back with another body (-> 422)
      ├── IllegalTransition     a run state change the transition table refuses
      ├── StoreError            the database failed (disk full, I/O, corruption)
      │    └── DatabaseLocked   another appliance holds the data directory's lock file
