@@ -35,8 +35,8 @@ Connection = apsw.Connection
 BUSY_TIMEOUT_MS = 5000
 
 
-def _connect(path: Path) -> apsw.Connection:
-    conn = apsw.Connection(str(path))
+def _connect(path: Path, vfs: str | None = None) -> apsw.Connection:
+    conn = apsw.Connection(str(path), vfs=vfs)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
@@ -83,20 +83,24 @@ def run_read(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
 class Database:
     """Steeple's database file. Build with :meth:`open`; close after the nursery exits."""
 
-    def __init__(self, path: Path, *, readers: int, threaded: bool) -> None:
+    def __init__(self, path: Path, *, readers: int, threaded: bool, vfs: str | None = None) -> None:
         self.path = path
         self.threaded = threaded
-        self._writer = _connect(path)
-        self._readers = [_connect(path) for _ in range(readers)]
+        self._writer = _connect(path, vfs)
+        self._readers = [_connect(path, vfs) for _ in range(readers)]
         self._write_limiter = trio.CapacityLimiter(1)
         self._read_limiter = trio.CapacityLimiter(readers)
 
     @classmethod
-    def open(cls, path: Path, *, readers: int = 2, threaded: bool = True) -> Database:
-        """Open (creating if needed), migrate and check the file. Blocking: call at boot."""
+    def open(
+        cls, path: Path, *, readers: int = 2, threaded: bool = True, vfs: str | None = None
+    ) -> Database:
+        """Open (creating if needed), migrate and check the file. Blocking: call at boot.
+        ``vfs`` names a registered SQLite VFS (the chaos tests' fault injector); None is
+        SQLite's default."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            db = cls(path, readers=readers, threaded=threaded)
+            db = cls(path, readers=readers, threaded=threaded, vfs=vfs)
             migrate(db._writer)
             db._quick_check()
         except apsw.Error as exc:
