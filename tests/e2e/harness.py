@@ -1,19 +1,28 @@
 """Real processes for end-to-end tests: the appliance as a subprocess, and a recording
 tenant endpoint on loopback that can hold requests open (to kill the appliance mid-delivery).
 
+The endpoint decides per delivery how to answer (:class:`Action`): answer with a status,
+answer late (past the attempt's deadline), drop the connection without answering after
+recording the effect (a lost acknowledgement), hold it open until ``release()``, and run a
+hook right after the answer was written (to kill the appliance between a delivery and the
+commit of its outcome). The chaos suite (tests/chaos) builds on this module.
+
 Waits are on conditions with generous timeouts, never sleeps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +42,26 @@ class Delivery:
     schedule_id: str
     headers: dict[str, str]
     body: bytes
+    arrived: float = 0.0  # time.monotonic() when the request was read
+
+
+@dataclass(frozen=True)
+class Action:
+    """How the endpoint answers one delivery (after recording it, always).
+
+    ``delay_s`` waits before answering (or before dropping); ``drop`` closes the connection
+    without an answer; ``hold`` keeps the request open until ``Receiver.release()``, then
+    drops it; ``after`` runs once the answer has been written."""
+
+    status: int = 200
+    delay_s: float = 0.0
+    drop: bool = False
+    hold: bool = False
+    after: Callable[[], None] | None = None
+
+
+ANSWER = Action()
+HOLD = Action(hold=True)
 
 
 def steeple(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -53,11 +82,13 @@ def create_tenant(data_dir: Path, name: str = "acme") -> dict[str, str]:
 
 
 class Appliance:
-    """``steeple serve`` in a subprocess on a free loopback port."""
+    """``steeple serve`` in a subprocess on a free loopback port. ``env`` adds environment
+    variables (libfaketime's, for instance)."""
 
-    def __init__(self, data_dir: Path, *extra: str) -> None:
+    def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.extra = extra
+        self.env = env
         self.proc: subprocess.Popen[str] | None = None
         self.base_url = ""
         self.log: list[str] = []
@@ -80,6 +111,7 @@ class Appliance:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            env={**os.environ, **(self.env or {})},
         )
         ready = threading.Event()
         self._reader = threading.Thread(target=self._read_log, args=(ready,), daemon=True)
@@ -100,6 +132,11 @@ class Appliance:
                     self.base_url = "http://" + self.base_url
                 ready.set()
         ready.set()
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
 
     def kill(self, sig: int = signal.SIGKILL, timeout: float = 30) -> int:
         assert self.proc is not None
@@ -124,10 +161,12 @@ class Appliance:
 class Receiver:
     """A tenant endpoint on 127.0.0.1 that records every delivery.
 
-    ``hold`` decides, per delivery, whether to keep the request open until ``release()``
-    (the response then never reaches a killed appliance)."""
+    ``respond`` decides, per delivery, how to answer (:class:`Action`); by default it asks
+    ``hold`` whether to keep the request open until ``release()`` (the response then never
+    reaches a killed appliance)."""
 
     hold: Callable[[Delivery], bool] = lambda _d: False
+    respond: Callable[[Delivery], Action] | None = None
     deliveries: list[Delivery] = field(default_factory=list)
     _cond: threading.Condition = field(default_factory=threading.Condition)
     _released: threading.Event = field(default_factory=threading.Event)
@@ -149,17 +188,32 @@ class Receiver:
                     schedule_id=headers["x-schedule-id"],
                     headers=headers,
                     body=body,
+                    arrived=time.monotonic(),
                 )
                 with receiver._cond:
                     receiver.deliveries.append(delivery)
                     receiver._cond.notify_all()
-                if receiver.hold(delivery):
+                action = receiver.action_for(delivery)
+                if action.delay_s:
+                    receiver._released.wait(action.delay_s)
+                if action.hold:
                     receiver._released.wait(60)
-                    return  # drop the connection without answering
-                self.send_response(200)
+                if action.hold or action.drop:
+                    self._drop()
+                    return
+                self.send_response(action.status)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")
+                self.wfile.flush()
+                if action.after is not None:
+                    action.after()
+
+            def _drop(self) -> None:
+                """Close without answering: the client sees the connection end."""
+                self.close_connection = True
+                with contextlib.suppress(OSError):  # the client may already be gone
+                    self.connection.shutdown(socket.SHUT_RDWR)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -168,6 +222,15 @@ class Receiver:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def action_for(self, delivery: Delivery) -> Action:
+        if self.respond is not None:
+            return self.respond(delivery)
+        return HOLD if self.hold(delivery) else ANSWER
+
+    def snapshot(self) -> list[Delivery]:
+        with self._cond:
+            return list(self.deliveries)
 
     def wait_for(self, predicate: Callable[[list[Delivery]], bool], timeout: float = 30) -> None:
         with self._cond:
