@@ -1,0 +1,116 @@
+"""burst: N occurrences due at the same second → time until the sink has all of them,
+lateness percentiles, losses (must be 0), appliance CPU seconds.
+
+Setup (not measured): N schedules ``S M H * * *`` (seconds-first, UTC) firing once at one
+chosen whole second T (now + ``--lead`` s), created through the store's
+``create_schedule`` in the data dir before the appliance starts. Measured from the sink:
+``all_delivered_s`` = last first-arrival − T. CPU = the appliance's user+system seconds
+from just after it reported "listening" until the sink has all (planning included).
+
+``python -m bench.burst [--size 10000] [--runs 3] [--profile]``
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from appliance.core.ids import idempotency_key
+from appliance.core.instants import format_scheduled_for
+from bench import seed
+from bench.deliveries import judge
+from bench.processes import Appliance, Sink, cpu_seconds, sink, thread_cpu
+from bench.report import Figures, base_parser, publish, repeat
+
+
+def daily_at(moment_ms: int) -> str:
+    """A six-field, seconds-first cron firing daily at ``moment_ms`` (UTC, whole second)."""
+    t = time.gmtime(moment_ms // 1000)
+    return f"{t.tm_sec} {t.tm_min} {t.tm_hour} * * *"
+
+
+def prepare(data_dir: Path, *, n: int, url: str, at_ms: int) -> dict[str, int]:
+    """N schedules firing at ``at_ms``; the expected key → scheduled_for map."""
+    db = seed.open_store(data_dir)
+    try:
+        now = int(time.time() * 1000)
+        tenant = seed.new_tenant(db, name="bench", now=now)
+        specs = [seed.spec(target_url=url, cron=daily_at(at_ms), name=f"b{i}") for i in range(n)]
+        ids = seed.create_schedules(db, tenant_id=tenant.tenant_id, specs=specs, now=now)
+    finally:
+        db.close()
+    text = format_scheduled_for(at_ms)
+    return {idempotency_key(sid, text): at_ms for sid in ids}
+
+
+def burst_once(
+    workdir: Path,
+    *,
+    n: int,
+    lead_s: float = 12.0,
+    timeout_s: float = 120.0,
+    profile_to: Path | None = None,
+    the_sink: Sink,
+) -> Figures:
+    data_dir = Path(tempfile.mkdtemp(prefix="burst-", dir=workdir))
+    the_sink.reset()
+    at_ms = (int(time.time() * 1000) // 1000 + int(lead_s) + 1) * 1000
+    expected = prepare(data_dir, n=n, url=the_sink.url, at_ms=at_ms)
+    prefix = _profiler(profile_to) if profile_to else ()
+    app = Appliance(data_dir, prefix=prefix).start()
+    try:
+        if time.time() * 1000 > at_ms - 2_500:
+            raise RuntimeError(f"setup took too long for --lead {lead_s}: raise it")
+        cpu0, threads0 = cpu_seconds(app.pid), thread_cpu(app.pid)
+        budget = at_ms / 1000 - time.time() + timeout_s
+        the_sink.wait_count(n, timeout=budget)
+        cpu = cpu_seconds(app.pid) - cpu0
+        threads = {k: v - threads0.get(k, 0.0) for k, v in thread_cpu(app.pid).items()}
+    finally:
+        app.stop()
+    verdict = judge(the_sink.records(), expected)
+    last = max(verdict.first_arrival.values(), default=0) / 1e6
+    figures: Figures = {
+        "all_delivered_s": (last - at_ms) / 1000 if verdict.lost == 0 else float("nan"),
+        **verdict.figures(expected),
+        "cpu_s": cpu,
+        "cpu_ms_per_delivery": 1000 * cpu / max(verdict.delivered, 1),
+        "cpu_main_thread_s": threads.get("python", 0.0),
+        "cpu_worker_threads_s": sum(v for k, v in threads.items() if k != "python"),
+    }
+    return figures
+
+
+def _profiler(out: Path) -> tuple[str, ...]:
+    return ("-m", "pyinstrument", "--renderer", "text", "--show-all", "-o", str(out), "-m")
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--lead", type=float, default=12.0, help="seconds until the burst")
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--profile", action="store_true", help="one extra run under pyinstrument")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp, sink() as the_sink:
+        work = Path(tmp)
+        runs = repeat(
+            args.runs,
+            lambda _i: burst_once(
+                work, n=args.size, lead_s=args.lead, timeout_s=args.timeout, the_sink=the_sink
+            ),
+        )
+        extra = {}
+        if args.profile:
+            out = Path(__file__).resolve().parent / "results" / f"burst-{args.size}-profile.txt"
+            out.parent.mkdir(exist_ok=True)
+            burst_once(work, n=args.size, lead_s=args.lead, timeout_s=args.timeout,
+                       profile_to=out, the_sink=the_sink)  # fmt: skip
+            extra["profile"] = str(out)
+    publish("burst", {"size": args.size, "lead_s": args.lead}, {f"burst {args.size}": runs},
+            extra=extra)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

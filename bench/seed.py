@@ -1,0 +1,255 @@
+"""Data for the benchmarks, written straight into a data directory's SQLite file before
+the appliance starts (setup is not what is measured).
+
+Two ways in:
+- :func:`create_schedules` goes through the store's own ``create_schedule`` (ids, first
+  cursor via croniter, a ``schedule.created`` event): exactly what the API would write.
+  Used up to ~100k schedules.
+- :func:`bulk_schedules` / :func:`bulk_runs` write plausible rows with big ``executemany``
+  transactions for the 1M/10M sizes. The cursor is computed once per distinct
+  (expression, timezone) with the appliance's own cron code; run ids have the real shape
+  (``run_`` + 26 Crockford characters) but are not derived from the occurrence (deriving
+  10M of them in Python would dominate setup). No events are written for bulk rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from appliance.core.ids import idempotency_key, new_id, run_id
+from appliance.core.instants import format_scheduled_for
+from appliance.core.runs import RunState
+from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
+from appliance.settings import DB_FILENAME
+from appliance.store.database import Database
+from appliance.store.runs import NewRun, Trigger, insert_run, store_body
+from appliance.store.schedules import create_schedule, first_fire_at
+from appliance.store.tenants import NewTenant, create_tenant
+
+BODY = b'{"bench":true}'
+CONTENT_TYPE = "application/json"
+
+# Mixed expressions and zones (planner/scale). Five fields are minutes-first; six are
+# seconds-first (Steeple's contract).
+MIXED_CRONS = (
+    "* * * * *",
+    "*/5 * * * *",
+    "0 * * * *",
+    "*/15 * * * * *",
+    "0 9 * * 1-5",
+    "30 */2 * * *",
+    "0 0 * * *",
+    "*/10 * * * * *",
+)
+MIXED_ZONES = ("UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Sydney")
+
+
+def db_path(data_dir: Path) -> Path:
+    return data_dir / DB_FILENAME
+
+
+def open_store(data_dir: Path) -> Database:
+    """The appliance's database in ``data_dir``, created and migrated."""
+    return Database.open(db_path(data_dir))
+
+
+def new_tenant(db: Database, *, name: str, now: int) -> NewTenant:
+    return db.write_now(create_tenant, name=name, now=now)
+
+
+def spec(*, target_url: str, cron: str, timezone: str = "UTC", name: str = "bench") -> ScheduleSpec:
+    return ScheduleSpec(
+        name=name,
+        cron=cron,
+        timezone=timezone,
+        target_url=target_url,
+        payload_kind=PayloadKind.JSON,
+        body=BODY,
+        content_type=CONTENT_TYPE,
+        headers=(),
+        jitter_seconds=0,
+        catchup_policy=CatchupPolicy.ALL,
+        catchup_window_seconds=3600,
+        max_attempts=3,
+        timeout_seconds=10,
+        paused=False,
+    )
+
+
+def create_schedules(
+    db: Database, *, tenant_id: str, specs: Sequence[ScheduleSpec], now: int, chunk: int = 20_000
+) -> list[str]:
+    """Create schedules through the store (one transaction per ``chunk``); their ids."""
+    ids: list[str] = []
+
+    def some(conn: apsw.Connection, part: Sequence[ScheduleSpec]) -> list[str]:
+        return [create_schedule(conn, tenant_id=tenant_id, spec=s, now=now).id for s in part]
+
+    for start in range(0, len(specs), chunk):
+        ids += db.write_now(some, specs[start : start + chunk])
+    return ids
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingRun:
+    key: str
+    scheduled_for: str
+
+
+def pending_runs(
+    db: Database, *, tenant_id: str, schedule_ids: Sequence[str], per_schedule: int, now: int
+) -> list[PendingRun]:
+    """``per_schedule`` pending runs per schedule, due in the last seconds before ``now``
+    (whole seconds ``now - 1 s`` backwards). Real ids and keys (store ``insert_run``)."""
+    digest = db.write_now(store_body, content_type=CONTENT_TYPE, body=BODY)
+    base = now - now % 1000
+    rows: list[PendingRun] = []
+
+    def insert(conn: apsw.Connection, sids: Sequence[str]) -> None:
+        for sid in sids:
+            for k in range(1, per_schedule + 1):
+                at = base - k * 1000
+                text = format_scheduled_for(at)
+                run = NewRun(
+                    id=run_id(sid, text), tenant_id=tenant_id, schedule_id=sid,
+                    schedule_version=1, scheduled_for=at,
+                    idempotency_key=idempotency_key(sid, text), due_at=at,
+                    state=RunState.PENDING, trigger=Trigger.SCHEDULE, body_digest=digest,
+                )  # fmt: skip
+                insert_run(conn, run=run, now=now)
+                rows.append(PendingRun(key=run.idempotency_key, scheduled_for=text))
+
+    for start in range(0, len(schedule_ids), 1000):
+        db.write_now(insert, schedule_ids[start : start + 1000])
+    return rows
+
+
+# --- bulk rows --------------------------------------------------------------------------
+
+
+def bulk_connection(path: Path) -> apsw.Connection:
+    """A connection for setup only: no fsync, a big page cache."""
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=OFF")
+    conn.execute("PRAGMA cache_size=-1000000")  # 1 GB
+    return conn
+
+
+_SCHEDULE_SQL = (
+    "INSERT INTO schedules (id, tenant_id, name, cron, timezone, target_url, payload_kind,"
+    " body, content_type, headers, jitter_seconds, catchup_policy, catchup_window_seconds,"
+    " max_attempts, timeout_seconds, paused, next_fire_at, version, created_at, updated_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, 'json', ?, ?, '[]', 0, 'all', 3600, 8, 30, 0, ?, 1, ?, ?)"
+)
+
+
+def bulk_schedules(
+    conn: apsw.Connection,
+    *,
+    tenant_ids: Sequence[str],
+    crons: Sequence[tuple[str, str]],
+    n: int,
+    target_url: str,
+    now: int,
+    chunk: int = 50_000,
+    seed: int = 7,
+) -> list[str]:
+    """``n`` active schedules, spread round-robin over tenants and (cron, timezone) pairs;
+    their ids in creation order."""
+    cursors = {
+        pair: first_fire_at(spec(target_url=target_url, cron=pair[0], timezone=pair[1]),
+                            schedule_id="sch_x", now=now)
+        for pair in crons
+    }  # fmt: skip
+    rng = random.Random(seed)
+    ids: list[str] = []
+    for start in range(0, n, chunk):
+        rows = []
+        for i in range(start, min(n, start + chunk)):
+            created = now - 86_400_000 + i  # distinct ms: ids sort in creation order
+            sid = new_id("sch", created, rng.randbytes)
+            cron, zone = crons[i % len(crons)]
+            rows.append((sid, tenant_ids[i % len(tenant_ids)], f"job {i}", cron, zone,
+                         target_url, BODY, CONTENT_TYPE, cursors[(cron, zone)], created,
+                         created))  # fmt: skip
+            ids.append(sid)
+        with conn:
+            conn.executemany(_SCHEDULE_SQL, rows)
+    return ids
+
+
+_CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+_RUN_SQL = (
+    "INSERT INTO job_runs (id, tenant_id, schedule_id, schedule_version, scheduled_for,"
+    " idempotency_key, due_at, state, trigger, body_digest, attempt, last_status,"
+    " created_at, updated_at, finished_at)"
+    " VALUES (?, ?, ?, 1, ?, ?, ?, 'succeeded', 'schedule', ?, 1, 200, ?, ?, ?)"
+)
+_ATTEMPT_SQL = (
+    "INSERT INTO attempts (run_id, attempt, lease_token, incarnation_id, started_at,"
+    " finished_at, outcome, http_status, latency_ms) VALUES (?, 1, ?, ?, ?, ?, 'ok', 200, ?)"
+)
+
+
+def _fast_run_id(text: str) -> str:
+    digest = hashlib.sha256(text.encode()).digest()
+    return "run_" + base64.b32encode(digest[:20]).decode().translate(_CROCKFORD)[:26]
+
+
+def bulk_runs(
+    conn: apsw.Connection,
+    *,
+    tenant_of: Sequence[str],
+    schedule_ids: Sequence[str],
+    per_schedule: int,
+    now: int,
+    chunk: int = 200_000,
+    with_attempts: bool = True,
+) -> int:
+    """``per_schedule`` succeeded runs (and their one attempt) per schedule, one a minute
+    before ``now``; returns the number of run rows."""
+    digest = hashlib.sha256(CONTENT_TYPE.encode() + b"\0" + BODY).hexdigest()
+    with conn:
+        conn.execute(
+            "INSERT OR IGNORE INTO bodies (digest, content_type, body) VALUES (?, ?, ?)",
+            (digest, CONTENT_TYPE, BODY),
+        )
+    base = now - now % 60_000
+    times = [(base - k * 60_000, format_scheduled_for(base - k * 60_000))
+             for k in range(per_schedule, 0, -1)]  # fmt: skip
+    incarnation = new_id("inc", now)
+    runs: list[tuple[object, ...]] = []
+    attempts: list[tuple[object, ...]] = []
+    total = 0
+    for index, sid in enumerate(schedule_ids):
+        tenant = tenant_of[index]
+        for at, text in times:
+            rid = _fast_run_id("run:" + sid + text)
+            runs.append((rid, tenant, sid, at, idempotency_key(sid, text), at, digest,
+                         at, at + 40, at + 40))  # fmt: skip
+            if with_attempts:
+                attempts.append((rid, os.urandom(16).hex(), incarnation, at, at + 40, 40))
+        if len(runs) >= chunk:
+            total += _flush(conn, runs, attempts)
+    return total + _flush(conn, runs, attempts)
+
+
+def _flush(
+    conn: apsw.Connection, runs: list[tuple[object, ...]], attempts: list[tuple[object, ...]]
+) -> int:
+    count = len(runs)
+    with conn:
+        conn.executemany(_RUN_SQL, runs)
+        conn.executemany(_ATTEMPT_SQL, attempts)
+    runs.clear()
+    attempts.clear()
+    return count

@@ -1,0 +1,153 @@
+"""steady: R occurrences/s for D seconds → achieved rate, lateness percentiles, CPU per
+delivery; and the highest rate sustained (``--find-max``).
+
+Setup (not measured): R schedules ``* * * * * *`` (every second) through the store. The
+window is D whole seconds starting a few seconds after the appliance listens; expected =
+every (schedule, second) in the window. After the window the sink gets ``--drain`` more
+seconds, then the appliance is stopped. Figures, all from the sink:
+- ``achieved_per_s`` = window occurrences delivered / (their last first-arrival − window
+  start), i.e. the delivery rate actually reached for the offered load;
+- ``undelivered`` = window occurrences not delivered by the end of the drain (late, not
+  necessarily lost: a backlog the appliance had not worked off);
+- lateness percentiles over delivered window occurrences; ``cpu_ms_per_delivery`` = the
+  appliance's CPU over window + drain / deliveries in that time.
+A rate counts as *sustained* when nothing is undelivered and lateness p99 ≤ 1 s.
+
+``python -m bench.steady [--rates 500,2000] [--duration 60] [--runs 3] [--find-max]``
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from appliance.core.ids import idempotency_key
+from appliance.core.instants import format_scheduled_for
+from bench import seed
+from bench.deliveries import judge
+from bench.processes import Appliance, Sink, cpu_seconds, sink
+from bench.report import Figures, base_parser, publish, repeat
+
+SUSTAINED_P99_MS = 1000.0
+
+
+def prepare(data_dir: Path, *, rate: int, url: str) -> list[str]:
+    db = seed.open_store(data_dir)
+    try:
+        now = int(time.time() * 1000)
+        tenant = seed.new_tenant(db, name="bench", now=now)
+        specs = [seed.spec(target_url=url, cron="* * * * * *", name=f"s{i}") for i in range(rate)]
+        return seed.create_schedules(db, tenant_id=tenant.tenant_id, specs=specs, now=now)
+    finally:
+        db.close()
+
+
+def _sleep_until(epoch_s: float) -> None:
+    delay = epoch_s - time.time()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def steady_once(
+    workdir: Path,
+    *,
+    rate: int,
+    duration_s: int,
+    the_sink: Sink,
+    warmup_s: int = 3,
+    drain_s: float = 10.0,
+) -> Figures:
+    data_dir = Path(tempfile.mkdtemp(prefix="steady-", dir=workdir))
+    the_sink.reset()
+    ids = prepare(data_dir, rate=rate, url=the_sink.url)
+    app = Appliance(data_dir).start()
+    try:
+        start = int(time.time()) + warmup_s
+        _sleep_until(start)
+        cpu0, count0 = cpu_seconds(app.pid), the_sink.count()
+        _sleep_until(start + duration_s)
+        expected = {}
+        for second in range(start, start + duration_s):
+            text = format_scheduled_for(second * 1000)
+            for sid in ids:
+                expected[idempotency_key(sid, text)] = second * 1000
+        deadline = start + duration_s + drain_s
+        while time.time() < deadline:
+            verdict = judge(the_sink.records(), expected)
+            if verdict.lost == 0:
+                break
+            time.sleep(0.5)
+        cpu, count1 = cpu_seconds(app.pid) - cpu0, the_sink.count()
+    finally:
+        app.stop()
+    verdict = judge(the_sink.records(), expected)
+    figures = verdict.figures(expected)
+    last_ns = max(verdict.first_arrival.values(), default=start * 10**9)
+    elapsed = max(last_ns / 1e9 - start, duration_s)
+    return {
+        "offered_per_s": rate,
+        "achieved_per_s": verdict.delivered / elapsed,
+        "undelivered": figures.pop("lost"),
+        **figures,
+        "cpu_ms_per_delivery": 1000 * cpu / max(count1 - count0, 1),
+        "cpu_share_of_2_cores": cpu / elapsed / 2,
+    }
+
+
+def sustained(figures: Figures) -> bool:
+    return figures["undelivered"] == 0 and figures["lateness_p99_ms"] <= SUSTAINED_P99_MS
+
+
+def find_max(
+    workdir: Path, *, start: int, factor: float, limit: int, duration_s: int, the_sink: Sink
+) -> tuple[int, list[Figures]]:
+    """Step the rate up by ``factor`` from ``start`` until it is not sustained (at most
+    ``limit`` steps); the highest sustained rate (0 if none) and every step's figures."""
+    best, steps, rate = 0, [], start
+    for _ in range(limit):
+        figures = steady_once(workdir, rate=rate, duration_s=duration_s, the_sink=the_sink)
+        steps.append(figures)
+        print(f"  find-max {rate}/s: sustained={sustained(figures)} "
+              f"achieved={figures['achieved_per_s']:.0f}/s p99={figures['lateness_p99_ms']:.0f} ms",
+              flush=True)  # fmt: skip
+        if not sustained(figures):
+            break
+        best, rate = rate, int(rate * factor)
+    return best, steps
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--rates", default="500,2000", help="comma-separated occurrences/s")
+    parser.add_argument("--duration", type=int, default=60, help="window seconds")
+    parser.add_argument("--find-max", action="store_true")
+    parser.add_argument("--max-from", type=int, default=50)
+    parser.add_argument("--max-factor", type=float, default=1.5)
+    parser.add_argument("--max-steps", type=int, default=8)
+    parser.add_argument("--max-duration", type=int, default=20, help="window s per step")
+    args = parser.parse_args()
+    rates = [int(r) for r in args.rates.split(",") if r]
+    groups: dict[str, list[Figures]] = {}
+    extra: dict[str, object] = {}
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp, sink() as the_sink:
+        work = Path(tmp)
+        for rate in rates:
+            print(f"rate {rate}/s", flush=True)
+            groups[f"steady {rate}/s for {args.duration} s"] = repeat(
+                args.runs,
+                lambda _i, r=rate: steady_once(  # type: ignore[misc]
+                    work, rate=r, duration_s=args.duration, the_sink=the_sink
+                ),
+            )
+        if args.find_max:
+            best, steps = find_max(work, start=args.max_from, factor=args.max_factor,
+                                   limit=args.max_steps, duration_s=args.max_duration,
+                                   the_sink=the_sink)  # fmt: skip
+            extra = {"highest_sustained_per_s": best, "find_max_steps": steps}
+            print(f"highest sustained rate: {best}/s")
+    publish("steady", {"rates": args.rates, "duration_s": args.duration}, groups, extra=extra)
+
+
+if __name__ == "__main__":
+    main()
