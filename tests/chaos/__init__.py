@@ -1,0 +1,1 @@
+"""Steeple's reliability proof suite (issue 4): see docs/reliability.md."""

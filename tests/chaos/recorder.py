@@ -1,0 +1,336 @@
+"""The chaos suite's books: what the tenant saw, what the database holds, one line of figures.
+
+**What the tenant saw.** Every request the recording endpoint received (a
+:class:`tests.e2e.harness.Delivery`, from the loopback receiver or built from an
+``httpx.Request`` in process) is one *copy* of one occurrence ``(schedule_id,
+scheduled_for)``. Against the occurrences a scenario *expects* — computed from the cron
+expression with ``appliance.core.cron``/``jitter`` over the observed window — each
+occurrence is classified:
+
+- **delivered** — at least one copy arrived;
+- **lost** — expected, no copy arrived (ADR 0034 promises 0);
+- **duplicated, same key** — more than one copy, every copy carrying the contract's key
+  ``sha256(schedule_id ‖ scheduled_for)`` (allowed: at-least-once, dedupe on the key);
+- **duplicated, different key** — copies whose keys differ, or a key that is not the
+  contract's (never allowed, counted whether or not it was duplicated);
+- **unexpected** — a copy of an occurrence the schedule should not have delivered (a
+  ``missed`` one, say), inside the window.
+
+``effects`` is what a tenant deduplicating on the key applies: distinct keys received.
+
+**What the database holds** (read with a separate read-only connection, also while the
+appliance runs): duplicate rows per occurrence, open runs, rows materialised out of order,
+and overlapping leases (defined at :func:`lease_violations`).
+
+Every scenario ends with :func:`publish`: one line ``[chaos] <scenario> k=v …``, printed
+and repeated in the run's summary.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
+import httpx
+
+from appliance.core.cron import parse_cron
+from appliance.core.ids import idempotency_key
+from appliance.core.instants import format_scheduled_for, parse_instant
+from appliance.core.jitter import planned_occurrences
+from tests.e2e.harness import Delivery
+
+FIGURES: list[str] = []  # every line published in this pytest session
+
+Occurrence = tuple[str, int]  # (schedule_id, scheduled_for epoch ms)
+
+
+def publish(scenario: str, **figures: object) -> str:
+    """Print one line of figures and keep it for the run's summary."""
+    line = f"[chaos] {scenario} " + " ".join(f"{k}={v}" for k, v in figures.items())
+    print(line)
+    FIGURES.append(line)
+    return line
+
+
+def expected_occurrences(
+    schedule_id: str,
+    cron: str,
+    *,
+    after_ms: int,
+    until_ms: int,
+    jitter_seconds: int = 0,
+    timezone: str = "UTC",
+) -> list[Occurrence]:
+    """Every occurrence with ``after_ms < scheduled_for <= until_ms``."""
+    found: list[Occurrence] = []
+    for occurrence in planned_occurrences(
+        parse_cron(cron, timezone),
+        schedule_id=schedule_id,
+        jitter_seconds=jitter_seconds,
+        after_ms=after_ms,
+    ):
+        if occurrence.scheduled_for > until_ms:
+            return found
+        found.append((schedule_id, occurrence.scheduled_for))
+    return found
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Figures:
+    occurrences: int  # expected
+    copies: int  # requests received for occurrences inside the window
+    delivered: int
+    lost: int
+    dup_same_key: int
+    dup_diff_key: int
+    unexpected: int
+    effects: int  # distinct keys received: what a deduplicating tenant applies
+    lost_list: tuple[Occurrence, ...] = field(default=())
+    bad_keys: tuple[Occurrence, ...] = field(default=())
+    unexpected_list: tuple[Occurrence, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "occurrences": self.occurrences,
+            "copies": self.copies,
+            "delivered": self.delivered,
+            "lost": self.lost,
+            "dup_same_key": self.dup_same_key,
+            "dup_diff_key": self.dup_diff_key,
+            "unexpected": self.unexpected,
+            "effects": self.effects,
+        }
+
+
+def classify(
+    deliveries: Iterable[Delivery],
+    expected: Iterable[Occurrence],
+    *,
+    schedules: Iterable[str] | None = None,
+    until_ms: int | None = None,
+) -> Figures:
+    """Classify every copy of the given ``schedules`` (default: those in ``expected``)
+    with ``scheduled_for <= until_ms`` (default: no bound) against ``expected``."""
+    wanted = set(expected)
+    watched = set(schedules) if schedules is not None else {sid for sid, _ in wanted}
+    copies: dict[Occurrence, list[Delivery]] = {}
+    for d in deliveries:
+        occurrence = (d.schedule_id, parse_instant(d.scheduled_for))
+        if d.schedule_id in watched and (until_ms is None or occurrence[1] <= until_ms):
+            copies.setdefault(occurrence, []).append(d)
+    bad_keys = tuple(sorted(o for o, ds in copies.items() if not _keys_agree(o, ds)))
+    duplicated = [o for o, ds in copies.items() if len(ds) > 1]
+    lost = tuple(sorted(wanted - copies.keys()))
+    unexpected = tuple(sorted(copies.keys() - wanted))
+    return Figures(
+        occurrences=len(wanted),
+        copies=sum(len(ds) for ds in copies.values()),
+        delivered=len(wanted & copies.keys()),
+        lost=len(lost),
+        dup_same_key=sum(1 for o in duplicated if o not in bad_keys),
+        dup_diff_key=len(bad_keys),
+        unexpected=len(unexpected),
+        effects=len({d.key for ds in copies.values() for d in ds}),
+        lost_list=lost,
+        bad_keys=bad_keys,
+        unexpected_list=unexpected,
+    )
+
+
+def _keys_agree(occurrence: Occurrence, copies: Sequence[Delivery]) -> bool:
+    schedule_id, scheduled_for = occurrence
+    key = idempotency_key(schedule_id, format_scheduled_for(scheduled_for))
+    return all(d.key == key for d in copies)
+
+
+# --- the database ------------------------------------------------------------------------
+
+
+def open_readonly(path: Path) -> apsw.Connection:
+    """A read-only connection beside a running appliance (WAL: it never blocks it)."""
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.set_busy_timeout(5000)
+    return conn
+
+
+def query(path: Path, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+    conn = open_readonly(path)
+    try:
+        return [tuple(row) for row in conn.execute(sql, params)]
+    finally:
+        conn.close()
+
+
+def duplicate_rows(path: Path) -> int:
+    """Rows beyond the first for any occurrence (the unique index should make this 0)."""
+    ((extra,),) = query(
+        path,
+        "SELECT COUNT(*) - (SELECT COUNT(*) FROM"
+        " (SELECT DISTINCT schedule_id, scheduled_for FROM job_runs)) FROM job_runs",
+    )
+    assert isinstance(extra, int)
+    return extra
+
+
+def open_runs(path: Path) -> int:
+    """Runs not finished yet (pending, running, retry_wait)."""
+    ((count,),) = query(
+        path, "SELECT COUNT(*) FROM job_runs WHERE state IN ('pending','running','retry_wait')"
+    )
+    assert isinstance(count, int)
+    return count
+
+
+def run_states(path: Path) -> dict[Occurrence, str]:
+    rows = query(path, "SELECT schedule_id, scheduled_for, state FROM job_runs")
+    return {(str(sid), int(str(sched))): str(state) for sid, sched, state in rows}
+
+
+def out_of_order_rows(path: Path) -> list[str]:
+    """Schedule-triggered rows of one schedule must be inserted (rowid order) in strictly
+    increasing ``scheduled_for``: the cursor never moves back, whatever the wall clock
+    did. Returns the run ids that break it."""
+    rows = query(
+        path,
+        "SELECT id, schedule_id, scheduled_for FROM job_runs WHERE trigger = 'schedule'"
+        " ORDER BY rowid",
+    )
+    last: dict[object, int] = {}
+    broken: list[str] = []
+    for rid, sid, sched in rows:
+        instant = int(str(sched))
+        if sid in last and instant <= last[sid]:
+            broken.append(str(rid))
+        last[sid] = max(instant, last.get(sid, instant))
+    return broken
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attempt:
+    run_id: str
+    attempt: int
+    lease_token: str
+    incarnation_id: str
+    started_at: int
+    finished_at: int | None
+    outcome: str | None
+
+
+def attempts(path: Path) -> dict[str, list[Attempt]]:
+    rows = query(
+        path,
+        "SELECT run_id, attempt, lease_token, incarnation_id, started_at, finished_at, outcome"
+        " FROM attempts ORDER BY run_id, attempt",
+    )
+    found: dict[str, list[Attempt]] = {}
+    for rid, n, token, inc, started, finished, outcome in rows:
+        found.setdefault(str(rid), []).append(
+            Attempt(
+                run_id=str(rid),
+                attempt=int(str(n)),
+                lease_token=str(token),
+                incarnation_id=str(inc),
+                started_at=int(str(started)),
+                finished_at=None if finished is None else int(str(finished)),
+                outcome=None if outcome is None else str(outcome),
+            )
+        )
+    return found
+
+
+def _reclaim_instants(path: Path) -> dict[tuple[str, int], int]:
+    """When each attempt's lease was taken back: the run event a reclaim wrote for it."""
+    rows = query(
+        path,
+        "SELECT run_id, occurred_at, data FROM events WHERE run_id IS NOT NULL"
+        " AND type IN ('schedule.run.retrying', 'schedule.run.failed')",
+    )
+    found: dict[tuple[str, int], int] = {}
+    for rid, at, data in rows:
+        attempt = json.loads(str(data)).get("attempt")
+        if isinstance(attempt, int):
+            found.setdefault((str(rid), attempt), int(str(at)))
+    return found
+
+
+FENCED = frozenset({"ok", "retryable", "permanent", "abandoned"})
+TERMINAL_OUTCOMES = frozenset({"ok", "permanent"})
+
+
+def lease_violations(path: Path) -> list[str]:
+    """Overlapping leases and reopened runs, from the attempts table. Empty is good.
+
+    Each attempt (one claim, one lease token) holds the run's lease from ``started_at``
+    until its *release*:
+
+    - ``ok``/``retryable``/``permanent`` — its fenced completion (``finished_at``): the
+      fence proves the token was still the run's when it committed;
+    - ``abandoned`` — the reclaim that took it back (``finished_at``);
+    - ``stale`` — its completion was refused because a reclaim had already taken the lease
+      back; the release is that reclaim's instant (its run event for this attempt number),
+      not the late completion;
+    - open (no outcome) — still held: it must be the run's last attempt.
+
+    Two leases of one run overlap when attempt *k+1* started before attempt *k* was
+    released. A run is *reopened* when an attempt follows one that ended it (``ok`` or
+    ``permanent``): the chaos scenarios never replay, so that must not happen. Instants are
+    wall-clock ms of one machine: not meaningful across wall-clock jumps.
+    """
+    reclaimed = _reclaim_instants(path)
+    problems: list[str] = []
+    for rid, chain in attempts(path).items():
+        for before, after in itertools.pairwise(chain):
+            if before.outcome is None:
+                problems.append(f"{rid}: attempt {before.attempt} still open under a later one")
+                continue
+            if before.outcome in TERMINAL_OUTCOMES:
+                problems.append(f"{rid}: attempt {after.attempt} reopened a finished run")
+            released = _release(before, reclaimed)
+            if released is None:
+                problems.append(f"{rid}: stale attempt {before.attempt} has no reclaim")
+            elif after.started_at < released:
+                problems.append(
+                    f"{rid}: attempt {after.attempt} started at {after.started_at}, before"
+                    f" attempt {before.attempt} was released at {released}"
+                )
+        problems += [
+            f"{rid}: attempt {a.attempt} released before it started"
+            for a in chain
+            if a.outcome in FENCED and a.finished_at is not None and a.finished_at < a.started_at
+        ]
+    return problems
+
+
+def _release(attempt: Attempt, reclaimed: dict[tuple[str, int], int]) -> int | None:
+    if attempt.outcome == "stale":
+        return reclaimed.get((attempt.run_id, attempt.attempt))
+    return attempt.finished_at
+
+
+def outcome_counts(path: Path) -> dict[str, int]:
+    rows = query(path, "SELECT COALESCE(outcome, 'open'), COUNT(*) FROM attempts GROUP BY 1")
+    return {str(outcome): int(str(n)) for outcome, n in rows}
+
+
+def event_types(path: Path) -> dict[str, int]:
+    rows = query(path, "SELECT type, COUNT(*) FROM events GROUP BY type")
+    return {str(t): int(str(n)) for t, n in rows}
+
+
+def delivery_from_request(request: httpx.Request, *, arrived: float) -> Delivery:
+    """A copy as the recorder books it, from an ``httpx.Request`` seen in process."""
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    return Delivery(
+        key=headers["x-idempotency-key"],
+        attempt=int(headers["x-attempt"]),
+        scheduled_for=headers["x-scheduled-for"],
+        run_id=headers["x-run-id"],
+        schedule_id=headers["x-schedule-id"],
+        headers=headers,
+        body=request.content,
+        arrived=arrived,
+    )
