@@ -47,6 +47,7 @@ from appliance.core.instants import parse_instant
 from appliance.store.database import Database
 from appliance.store.incarnations import reclaim_previous, register_incarnation
 from appliance.store.tenants import create_tenant
+from tests.chaos.recorder import publish
 from tests.engine.conftest import Endpoint, reply, running_engine, stored_events
 from tests.store.conftest import ScheduleRow, insert_schedule
 
@@ -319,10 +320,14 @@ async def test_downtime_matrix(autojump_clock: MockClock, tmp_path: Path) -> Non
         totals["late"] += got.late
         totals["missed_rows"] += got.missed_rows
         totals["missed_events"] += got.missed_events
-    print(
-        f"FIGURES downtime-matrix: cells={len(cells)} equal={totals['equal']}"
-        f" delivered={totals['delivered']} late={totals['late']}"
-        f" missed_rows={totals['missed_rows']} missed_events={totals['missed_events']}"
+    publish(
+        "downtime-matrix",
+        cells=len(cells),
+        equal=totals["equal"],
+        delivered=totals["delivered"],
+        late=totals["late"],
+        missed_rows=totals["missed_rows"],
+        missed_events=totals["missed_events"],
     )
     assert {cell: want for cell, (want, _) in cells.items()} == {
         cell: got for cell, (_, got) in cells.items()
