@@ -24,17 +24,23 @@ Each image is laid down as a fresh data directory and opened the way the applian
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import apsw
+import httpx
 import pytest
+import trio
+from trio.testing import MockClock
 
+from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
 from appliance.core.runs import AttemptOutcome, Transition
 from appliance.engine.planner import PlannerConfig, plan_once
@@ -53,6 +59,7 @@ from appliance.store.incarnations import (
 from appliance.store.tenants import create_tenant
 from tests.chaos.faultvfs import FaultVFS, write_image
 from tests.chaos.recorder import publish
+from tests.engine.conftest import Endpoint, reply, running_engine, stored_events
 from tests.store.conftest import ScheduleRow, insert_schedule
 
 if TYPE_CHECKING:
@@ -326,3 +333,162 @@ def test_the_crash_check_catches_unsynced_commits(crash_vfs: FaultVFS, tmp_path:
         for n, crash in enumerate(cuts)
     ]
     assert any(result.lost_acknowledged or not result.integrity_ok for result in lost)
+
+
+# --- scenario 8: disk full, read-only disk ----------------------------------------------
+
+MINUTE = 60_000
+FILL_AT = T0 + 10 * MINUTE + 1_000  # a delivery of the 03:10 occurrences is in flight
+OUTAGE_S = 5 * 60  # until space returns: inside the 1 h catch-up window
+RESPONSE_S = 5.0  # the endpoint answers after 5 s, so a delivery is in flight at FILL_AT
+
+
+@dataclass
+class SlowEndpoint:
+    """Records (schedule id, scheduled_for, key, wall ms at arrival); answers 200 late."""
+
+    wall: TrioWallClock
+    seen: list[tuple[str, str, str, int]] = field(default_factory=list)
+
+    async def respond(self, request: httpx.Request, n: int) -> httpx.Response:
+        h = request.headers
+        self.seen.append(
+            (h["X-Schedule-Id"], h["X-Scheduled-For"], h["X-Idempotency-Key"], self.wall.now_ms())
+        )
+        await trio.sleep(RESPONSE_S)
+        return reply(200)
+
+
+@pytest.fixture
+def autojump_clock() -> MockClock:
+    return MockClock(autojump_threshold=0)
+
+
+def leaves(group: BaseException) -> list[BaseException]:
+    if isinstance(group, BaseExceptionGroup):
+        return [leaf for inner in group.exceptions for leaf in leaves(inner)]
+    return [group]
+
+
+def close(db: Database) -> None:
+    """Close while writes may be failing. The last connection's close checkpoints the WAL;
+    SQLite ignores a checkpoint that fails there (the WAL stays and is recovered at the
+    next open), but apsw re-raises the exception our VFS raised inside it — an artifact of
+    a Python VFS, not something a real full disk does."""
+    with contextlib.suppress(apsw.FullError, apsw.IOError):
+        db.close()
+
+
+def boot(path: Path, vfs: FaultVFS, now: int) -> tuple[Database, str]:
+    """What ``runtime`` does first: open (migrate, quick_check), register, reclaim."""
+    db = Database.open(path, threaded=False, vfs=vfs.name)
+    try:
+        incarnation = db.write_now(register_incarnation, pid=os.getpid(), now=now)
+        db.write_now(reclaim_previous, incarnation_id=incarnation, now=now)
+    except StoreError:
+        close(db)
+        raise
+    return db, incarnation
+
+
+def finished(conn: apsw.Connection) -> dict[str, str]:
+    """Acknowledged outcomes: every run in a terminal state, and its state."""
+    return {
+        str(rid): str(state)
+        for rid, state in conn.execute(
+            "SELECT id, state FROM job_runs WHERE state IN ('succeeded','failed','missed')"
+        )
+    }
+
+
+@pytest.mark.parametrize(
+    ("failure", "says"),
+    [(apsw.FullError, "the disk is full"), (apsw.IOError, "a disk I/O error occurred")],
+    ids=["disk-full", "read-only-disk"],
+)
+async def test_disk_full_then_space_returns(
+    autojump_clock: MockClock, tmp_path: Path, failure: type[apsw.Error], says: str
+) -> None:
+    """Writes start failing while a delivery is in flight. The decided behaviour (DESIGN
+    §2, the dispatcher's docstring): the first failed write — here the completion of the
+    in-flight delivery — stops the engine loudly with a :class:`StoreError` naming the
+    cause; nothing is claimed or delivered after the failure; a restart while the disk is
+    still full refuses at its first write with the same message; nothing acknowledged is
+    lost; when space returns a restart reclaims the interrupted run (redelivered with the
+    same key) and catches up the outage per the policy."""
+    vfs = FaultVFS(f"chaos-{failure.__name__}")
+    path = tmp_path / "steeple.db"
+    wall = TrioWallClock(T0)
+    wall.now_ms()
+    endpoint = SlowEndpoint(wall)
+    try:
+        db = Database.open(path, threaded=False, vfs=vfs.name)
+        tenant = db.write_now(create_tenant, name="full", now=T0).tenant_id
+        schedules = [
+            db.write_now(insert_schedule, tenant_id=tenant, row=ScheduleRow(cron=cron), now=T0)
+            for cron in ("* * * * *", "*/15 * * * * *")
+        ]
+        errors: list[BaseException] = []
+        try:
+            async with running_engine(db, wall, Endpoint(respond=endpoint.respond)):
+                await trio.sleep((FILL_AT - T0) / 1000)
+                acknowledged = db.read_now(content)
+                before = db.read_now(finished)
+                vfs.failing = failure
+                await trio.sleep(OUTAGE_S)  # the engine stops itself long before
+        except* StoreError as group:
+            errors = leaves(group)
+        assert errors and all(says in str(error) for error in errors)
+        stopped_at = wall.now_ms()
+        assert db.read_now(content) == acknowledged  # no write got through
+        assert all(at < FILL_AT for *_, at in endpoint.seen)  # nothing new was delivered
+        close(db)
+        with pytest.raises(StoreError, match=says):  # a restart while still full
+            boot(path, vfs, wall.now_ms())
+        await trio.sleep(OUTAGE_S - (stopped_at - FILL_AT) / 1000)
+        vfs.failing = None  # space returns
+        refused = vfs.failed_writes
+        db, incarnation = boot(path, vfs, wall.now_ms())
+        try:
+            restart = wall.now_ms()
+            async with running_engine(
+                db, wall, Endpoint(respond=endpoint.respond), incarnation_id=incarnation
+            ):
+                await trio.sleep(10 * 60)
+            after = db.read_now(finished)
+            lost = [rid for rid, state in before.items() if after.get(rid) != state]
+            copies = Counter((sid, sched) for sid, sched, _, _ in endpoint.seen)
+            keys = {(sid, sched): key for sid, sched, key, _ in endpoint.seen}
+            assert all(keys[(sid, sched)] == key for sid, sched, key, _ in endpoint.seen), (
+                "a redelivery with another key"
+            )
+            for sid in schedules:
+                rows = db.read_now(
+                    lambda c, sid=sid: [
+                        (int(str(sched)), str(state))
+                        for sched, state in c.execute(
+                            "SELECT scheduled_for, state FROM job_runs WHERE schedule_id = ?"
+                            " AND scheduled_for <= ? ORDER BY scheduled_for",
+                            (sid, restart),
+                        )
+                    ]
+                )
+                assert {state for _, state in rows} == {"succeeded"}  # all caught up
+                assert rows[0][0] == T0 and len({s for s, _ in rows}) == len(rows)
+            for wire, validator in stored_events(db):
+                assert list(validator.iter_errors(wire)) == [], wire
+        finally:
+            db.close()
+    finally:
+        vfs.unregister()
+    assert lost == []
+    publish(
+        f"storage-{'full' if failure is apsw.FullError else 'readonly'}",
+        error=f'"{says}"',
+        writes_refused=refused,
+        deliveries_after_failure=0,
+        acknowledged_before=len(before),
+        acknowledged_lost=len(lost),
+        redelivered_same_key=sum(n > 1 for n in copies.values()),
+        caught_up=sum(1 for _, sched, _, at in endpoint.seen if at - parse_instant(sched) > MINUTE),
+    )
