@@ -2,8 +2,13 @@
 
 Rules this module guards (ADR 0033, DESIGN §2-3):
 - WAL, ``synchronous=FULL``: an acknowledged commit survives power loss.
-- Every write is one ``BEGIN IMMEDIATE`` transaction on the single writer connection, run
-  in a worker thread behind a ``CapacityLimiter(1)``: writers queue in trio, not in SQLite.
+- Every write runs inside a ``BEGIN IMMEDIATE`` transaction on the single writer
+  connection, in a worker thread behind a ``CapacityLimiter(1)``: writers queue in trio,
+  not in SQLite.
+- Group commit: writes that arrive while another is committing are run together, each in
+  its own savepoint, and committed by one ``COMMIT`` (one fsync). A write that raises is
+  rolled back to its savepoint alone; the others commit. Nobody's ``write`` returns before
+  the ``COMMIT`` that contains it has returned, so an acknowledged write is durable.
 - Reads use their own connections (WAL snapshots), also in worker threads.
 - apsw errors are translated to :class:`~appliance.errors.StoreError` here and only here.
 - ``threaded=False`` runs the same functions inline on the calling thread. Engine tests
@@ -17,9 +22,10 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 import apsw
 import trio
@@ -71,6 +77,45 @@ def run_write(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
     return result
 
 
+MAX_GROUP = 256  # writes per group commit
+
+
+@dataclass(slots=True, eq=False)
+class _Write(Generic[T]):
+    """One caller's write waiting for, or done by, a group commit."""
+
+    call: Callable[[apsw.Connection], T]
+    taken: bool = False
+    result: T | None = None
+    error: BaseException | None = None
+
+    def unwrap(self) -> T:
+        if self.error is not None:
+            if isinstance(self.error, apsw.Error):
+                raise _translate(self.error) from self.error
+            raise self.error
+        return self.result  # type: ignore[return-value]  # set whenever error is None
+
+
+def run_group(conn: apsw.Connection, group: Sequence[_Write[Any]]) -> None:
+    """Run every write of ``group`` in its own savepoint inside one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for item in group:
+            conn.execute("SAVEPOINT one_write")
+            try:
+                item.result = item.call(conn)
+            except Exception as exc:  # noqa: BLE001 - re-raised to its caller by unwrap()
+                conn.execute("ROLLBACK TO one_write")
+                item.error = exc
+            conn.execute("RELEASE one_write")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # a failed COMMIT may already have rolled back
+            conn.execute("ROLLBACK")
+        raise
+
+
 def run_read(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
     """Run ``fn`` in one read transaction, so it sees a single snapshot."""
     conn.execute("BEGIN")
@@ -89,6 +134,9 @@ class Database:
         self._writer = _connect(path, vfs)
         self._readers = [_connect(path, vfs) for _ in range(readers)]
         self._write_limiter = trio.CapacityLimiter(1)
+        self._pending: list[_Write[Any]] = []
+        self.group_commits = 0  # transactions committed by ``write`` (for figures, metrics)
+        self.grouped_writes = 0  # writes those transactions carried
         self._read_limiter = trio.CapacityLimiter(readers)
 
     @classmethod
@@ -139,14 +187,40 @@ class Database:
     async def write(
         self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs
     ) -> T:
-        """One write transaction, off the event loop, serialised with every other write."""
+        """Run ``fn`` in a write transaction off the event loop, serialised with every other
+        write and group-committed with those waiting beside it. Returns once committed."""
 
         def bound(conn: apsw.Connection) -> T:
             return fn(conn, *args, **kw)
 
-        call = functools.partial(run_write, self._writer, bound)
-        async with self._write_limiter:
-            return await self._run(call)
+        if not self.threaded:
+            async with self._write_limiter:
+                return await self._run(functools.partial(run_write, self._writer, bound))
+        item = _Write(call=bound)
+        self._pending.append(item)
+        try:
+            async with self._write_limiter:
+                while not item.taken:  # whoever holds the limiter commits for the queue
+                    await self._commit_group()
+        finally:
+            if not item.taken:  # cancelled while queued: it never runs
+                self._pending.remove(item)
+        return item.unwrap()
+
+    async def _commit_group(self) -> None:
+        group = self._pending[:MAX_GROUP]
+        del self._pending[:MAX_GROUP]
+        for item in group:
+            item.taken = True
+        try:
+            await trio.to_thread.run_sync(run_group, self._writer, group, abandon_on_cancel=False)
+            self.group_commits += 1
+            self.grouped_writes += len(group)
+        except BaseException as exc:  # the transaction failed as a whole: so did every write
+            for item in group:
+                item.error = exc
+            if not isinstance(exc, Exception):
+                raise
 
     async def read(
         self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs

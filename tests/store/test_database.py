@@ -100,3 +100,60 @@ def test_lock_file_is_exclusive_across_processes(tmp_path: Path) -> None:
         )
         assert done.returncode == 3 and "DatabaseLocked" in done.stdout
     LockFile(lock_path).acquire()  # released: free again
+
+
+def _add_tenant(conn: apsw.Connection, n: int) -> int:
+    conn.execute("INSERT INTO tenants (id, name, created_at) VALUES (?, 'n', 1)", (f"ten_{n}",))
+    return n
+
+
+async def test_writes_that_arrive_together_commit_together(db: Database) -> None:
+    results: list[int] = []
+
+    async def one(n: int) -> None:
+        results.append(await db.write(_add_tenant, n))
+
+    async with trio.open_nursery() as nursery:
+        for n in range(200):
+            nursery.start_soon(one, n)
+    assert sorted(results) == list(range(200))
+    assert await db.read(_count_tenants) == 200
+    assert db.grouped_writes == 200
+    assert db.group_commits < 50  # most writes shared a COMMIT (one fsync) with others
+
+
+async def test_a_failing_write_in_a_group_is_rolled_back_alone(db: Database) -> None:
+    failures: list[Exception] = []
+
+    async def failing() -> None:
+        try:
+            await db.write(_insert_then_fail)
+        except RuntimeError as exc:
+            failures.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        for n in range(20):
+            nursery.start_soon(db.write, _add_tenant, n)
+            if n == 10:
+                nursery.start_soon(failing)
+    assert [str(e) for e in failures] == ["boom"]
+    names = await db.read(lambda c: {row[0] for row in c.execute("SELECT id FROM tenants")})
+    assert names == {f"ten_{n}" for n in range(20)}  # ten_x of the failing write is gone
+
+
+async def test_a_write_cancelled_while_queued_never_runs(db: Database) -> None:
+    started = trio.Event()
+
+    def slow(conn: apsw.Connection) -> None:
+        trio.from_thread.run_sync(started.set)
+        conn.execute("INSERT INTO tenants (id, name, created_at) VALUES ('ten_slow', 's', 1)")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(db.write, slow)
+        await started.wait()  # the first group is committing; the next write queues
+        with trio.move_on_after(0) as scope:
+            await db.write(_add_tenant, 99)
+        assert scope.cancelled_caught
+    await db.write(_add_tenant, 100)  # the next group must not carry the cancelled write
+    ids = await db.read(lambda c: {row[0] for row in c.execute("SELECT id FROM tenants")})
+    assert ids == {"ten_slow", "ten_100"}
