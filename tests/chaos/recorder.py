@@ -190,6 +190,12 @@ def run_states(path: Path) -> dict[Occurrence, str]:
     return {(str(sid), int(str(sched))): str(state) for sid, sched, state in rows}
 
 
+def all_succeeded(path: Path, expected: Iterable[Occurrence]) -> bool:
+    """True once every expected occurrence has a ``succeeded`` run."""
+    states = run_states(path)
+    return all(states.get(o) == "succeeded" for o in expected)
+
+
 def out_of_order_rows(path: Path) -> list[str]:
     """Schedule-triggered rows of one schedule must be inserted (rowid order) in strictly
     increasing ``scheduled_for``: the cursor never moves back, whatever the wall clock

@@ -33,6 +33,7 @@ import pytest
 
 from tests.chaos.conftest import Profile
 from tests.chaos.recorder import (
+    all_succeeded,
     classify,
     duplicate_rows,
     expected_occurrences,
@@ -173,7 +174,7 @@ def test_sigkill_loop_loses_nothing_and_duplicates_only_with_the_same_key(
         )
     ]
     wait_until(
-        lambda: all(run_states(db_path).get(o) == "succeeded" for o in expected),
+        lambda: all_succeeded(db_path, expected),
         "every occurrence of the window to succeed",
     )
     with app.client(tenant["api_key"]) as api:
