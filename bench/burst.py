@@ -64,7 +64,7 @@ def burst_once(
             raise RuntimeError(f"setup took too long for --lead {lead_s}: raise it")
         cpu0, threads0 = cpu_seconds(app.pid), thread_cpu(app.pid)
         budget = at_ms / 1000 - time.time() + timeout_s
-        the_sink.wait_count(n, timeout=budget)
+        the_sink.wait_distinct(n, timeout=budget)
         cpu = cpu_seconds(app.pid) - cpu0
         threads = {k: v - threads0.get(k, 0.0) for k, v in thread_cpu(app.pid).items()}
     finally:

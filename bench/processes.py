@@ -95,6 +95,18 @@ class Sink:
     def count(self) -> int:
         return int(json.loads(self._get("/_count"))["count"])
 
+    def distinct(self) -> int:
+        return int(json.loads(self._get("/_count"))["distinct"])
+
+    def wait_distinct(self, target: int, *, timeout: float, poll: float = 0.05) -> int:
+        """Poll until the sink has seen ``target`` distinct keys or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        seen = self.distinct()
+        while seen < target and time.monotonic() < deadline:
+            time.sleep(poll)
+            seen = self.distinct()
+        return seen
+
     def records(self) -> list[Arrival]:
         return [
             Arrival(
@@ -132,6 +144,8 @@ def sink() -> Iterator[Sink]:
         yield Sink(proc, int(line.split()[1]))
     finally:
         _stop(proc)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 # --- the appliance ----------------------------------------------------------------------
@@ -204,6 +218,8 @@ class Appliance:
             self.proc.kill()
             self.proc.wait(timeout)
         self._reader.join(timeout)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
         self.proc = None
 
 

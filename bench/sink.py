@@ -7,7 +7,7 @@ must never be the bottleneck). Per request it records, at the moment the whole r
 has arrived: ``time.time_ns()``, ``X-Idempotency-Key``, ``X-Attempt``, ``X-Scheduled-For``.
 
 Control requests (any method, any other path is a delivery):
-- ``/_count`` → ``{"count": n}``
+- ``/_count`` → ``{"count": n, "distinct": distinct keys}``
 - ``/_records`` → every record as JSON lines (``{"t": ns, "key", "attempt", "sf"}``)
 - ``/_reset`` → forget every record
 SIGTERM/SIGINT dumps the records to ``--out`` (JSON lines) and exits.
@@ -32,6 +32,7 @@ _WANTED = {b"x-idempotency-key": 0, b"x-attempt": 1, b"x-scheduled-for": 2}
 class Recorder:
     def __init__(self) -> None:
         self.records: list[Record] = []
+        self.keys: set[str] = set()
 
     def lines(self) -> bytes:
         return "".join(
@@ -41,11 +42,12 @@ class Recorder:
 
     def control(self, path: bytes) -> bytes | None:
         if path == b"/_count":
-            return json.dumps({"count": len(self.records)}).encode()
+            return json.dumps({"count": len(self.records), "distinct": len(self.keys)}).encode()
         if path == b"/_records":
             return self.lines()
         if path == b"/_reset":
             self.records = []
+            self.keys = set()
             return b"{}"
         return None
 
@@ -89,6 +91,7 @@ class SinkProtocol(asyncio.Protocol):
         assert self.transport is not None
         if answer is None:
             self.recorder.records.append((arrived, found[0], found[1], found[2]))
+            self.recorder.keys.add(found[0])
             self.transport.write(_OK)
         else:
             header = f"HTTP/1.1 200 OK\r\nContent-Length: {len(answer)}\r\n\r\n".encode()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from appliance.core.ids import idempotency_key
@@ -63,24 +64,46 @@ def steady_once(
     ids = prepare(data_dir, rate=rate, url=the_sink.url)
     app = Appliance(data_dir).start()
     try:
-        start = int(time.time()) + warmup_s
-        _sleep_until(start)
-        cpu0, count0 = cpu_seconds(app.pid), the_sink.count()
-        _sleep_until(start + duration_s)
-        expected = {}
-        for second in range(start, start + duration_s):
-            text = format_scheduled_for(second * 1000)
-            for sid in ids:
-                expected[idempotency_key(sid, text)] = second * 1000
-        deadline = start + duration_s + drain_s
-        while time.time() < deadline:
-            verdict = judge(the_sink.records(), expected)
-            if verdict.lost == 0:
-                break
-            time.sleep(0.5)
-        cpu, count1 = cpu_seconds(app.pid) - cpu0, the_sink.count()
+        return measure_window(
+            app.pid,
+            the_sink=the_sink,
+            keys=lambda text: [idempotency_key(sid, text) for sid in ids],
+            rate=rate,
+            duration_s=duration_s,
+            warmup_s=warmup_s,
+            drain_s=drain_s,
+        )
     finally:
         app.stop()
+
+
+def measure_window(
+    pid: int,
+    *,
+    the_sink: Sink,
+    keys: Callable[[str], list[str]],
+    rate: int,
+    duration_s: int,
+    warmup_s: int,
+    drain_s: float,
+) -> Figures:
+    """Measure a started scheduler (process ``pid``) over a window of ``duration_s`` whole
+    seconds starting ``warmup_s`` from now; ``keys(scheduled_for_text)`` are the keys due
+    at one second."""
+    start = int(time.time()) + warmup_s
+    _sleep_until(start)
+    cpu0, count0 = cpu_seconds(pid), the_sink.count()
+    _sleep_until(start + duration_s)
+    expected = {}
+    for second in range(start, start + duration_s):
+        for key in keys(format_scheduled_for(second * 1000)):
+            expected[key] = second * 1000
+    deadline = start + duration_s + drain_s
+    while time.time() < deadline:
+        if judge(the_sink.records(), expected).lost == 0:
+            break
+        time.sleep(1.0)
+    cpu, count1 = cpu_seconds(pid) - cpu0, the_sink.count()
     verdict = judge(the_sink.records(), expected)
     figures = verdict.figures(expected)
     last_ns = max(verdict.first_arrival.values(), default=start * 10**9)

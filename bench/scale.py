@@ -1,0 +1,187 @@
+"""scale: S schedules and R run rows → p50/p99 of the main list/detail API calls, RSS of
+the serving process, database bytes per run row.
+
+Setup (not measured): 10 tenants, S schedules written in bulk (fixed yearly/half-yearly
+expressions in mixed zones, so nothing fires during the benchmark), R/S succeeded runs
+per schedule with one attempt each (:func:`bench.seed.bulk_runs`). Measured against a
+running appliance, one keep-alive ``http.client`` connection, sequential requests of the
+first tenant with random ids (so the page cache is exercised, not one hot row):
+``GET /v1/schedules?limit=50`` (random keyset cursor positions are not reachable without
+the opaque cursor, so the first page plus follow-up pages), ``GET /v1/schedules/{id}``,
+``GET /v1/schedules/{id}/runs``, ``GET /v1/runs/{id}``. Latency is client-observed wall
+time (the stdlib client adds ≈ 0.1 ms). RSS is VmRSS of the appliance after the requests.
+Bytes per run row: ``dbstat`` pages of ``job_runs`` (+ its indexes) and ``attempts``.
+
+``python -m bench.scale [--schedules 1000000] [--runs 10000000] [--requests 500] [--repeat 3]``
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+
+from appliance.store.database import Database
+from bench import seed
+from bench.processes import appliance, rss_bytes
+from bench.report import Figures, base_parser, percentile, publish, repeat
+
+SCALE_CRONS = ("0 0 1 1 *", "30 6 1 1 *", "0 12 1 7 *", "15 4 2 1 *")
+TENANTS = 10
+
+
+def build(data_dir: Path, *, schedules: int, runs: int) -> dict[str, object]:
+    now = int(time.time() * 1000)
+    db = seed.open_store(data_dir)
+    tenants = [seed.new_tenant(db, name=f"t{i}", now=now) for i in range(TENANTS)]
+    db.close()
+    conn = seed.bulk_connection(seed.db_path(data_dir))
+    pairs = [(c, z) for c in SCALE_CRONS for z in seed.MIXED_ZONES]
+    began = time.perf_counter()
+    ids = seed.bulk_schedules(
+        conn,
+        tenant_ids=[t.tenant_id for t in tenants],
+        crons=pairs,
+        n=schedules,
+        target_url="http://127.0.0.1:9/hook",
+        now=now,
+    )
+    soonest = conn.execute("SELECT MIN(next_fire_at) FROM schedules").fetchone()
+    assert soonest is not None and soonest[0] > now + 3_600_000, "scale schedules would fire"
+    tenant_of = [tenants[i % TENANTS].tenant_id for i in range(len(ids))]
+    per = max(1, runs // max(schedules, 1))
+    rows = seed.bulk_runs(conn, tenant_of=tenant_of, schedule_ids=ids, per_schedule=per, now=now)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("ANALYZE")
+    conn.close()
+    print(
+        f"  built {schedules} schedules, {rows} runs in {time.perf_counter() - began:.0f} s",
+        flush=True,
+    )
+    first = tenants[0]
+    mine = [sid for sid, tid in zip(ids, tenant_of, strict=True) if tid == first.tenant_id]
+    return {"api_key": first.api_key, "schedule_ids": mine, "run_rows": rows}
+
+
+def bytes_per_run(path: Path, run_rows: int) -> Figures:
+    conn = apsw.Connection(str(path))
+    try:
+        sizes = dict(conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall())
+    except apsw.SQLError:
+        sizes = {}
+    finally:
+        conn.close()
+    runs_objects = (
+        "job_runs",
+        "sqlite_autoindex_job_runs_1",
+        "sqlite_autoindex_job_runs_2",
+        "job_runs_claimable",
+        "job_runs_leases",
+        "job_runs_lease_owner",
+    )
+    run_bytes = sum(int(sizes.get(name, 0)) for name in runs_objects)
+    attempt_bytes = int(sizes.get("attempts", 0))
+    total = path.stat().st_size
+    return {
+        "db_bytes_per_run_row": run_bytes / max(run_rows, 1),
+        "db_bytes_per_attempt_row": attempt_bytes / max(run_rows, 1),
+        "db_file_bytes_per_run_row": total / max(run_rows, 1),
+        "db_file_mb": total / 2**20,
+    }
+
+
+class Client:
+    def __init__(self, base_url: str, api_key: str) -> None:
+        host, port = base_url.removeprefix("http://").rstrip("/").split(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        self.headers = {"Authorization": f"Bearer {api_key}"}
+
+    def get(self, path: str) -> tuple[float, dict[str, object]]:
+        began = time.perf_counter()
+        self.conn.request("GET", path, headers=self.headers)
+        response = self.conn.getresponse()
+        body = response.read()
+        elapsed = (time.perf_counter() - began) * 1000
+        if response.status != 200:
+            raise RuntimeError(f"GET {path}: {response.status} {body[:200]!r}")
+        return elapsed, json.loads(body)
+
+
+def measure(client: Client, make_path: Callable[[], str], n: int) -> list[float]:
+    for _ in range(min(20, n)):  # warm-up: connection, code paths
+        client.get(make_path())
+    return [client.get(make_path())[0] for _ in range(n)]
+
+
+def scale_once(data_dir: Path, built: dict[str, object], *, requests: int, seed_: int) -> Figures:
+    rng = random.Random(seed_)
+    ids = built["schedule_ids"]
+    assert isinstance(ids, list)
+    api_key = str(built["api_key"])
+    with appliance(data_dir) as app:
+        client = Client(app.base_url, api_key)
+        run_ids: list[str] = []
+        cursors: list[str] = []
+
+        def list_path() -> str:
+            cursor = rng.choice(cursors) if cursors and rng.random() < 0.8 else None
+            return "/v1/schedules?limit=50" + (f"&cursor={cursor}" if cursor else "")
+
+        for _ in range(20):  # collect cursors and run ids to sample from
+            _, page = client.get(list_path())
+            if page.get("next_cursor"):
+                cursors.append(str(page["next_cursor"]))
+            _, runs = client.get(f"/v1/schedules/{rng.choice(ids)}/runs")
+            run_ids += [str(r["id"]) for r in runs["items"]]  # type: ignore[index,union-attr]
+        timings = {
+            "list_schedules": measure(client, list_path, requests),
+            "get_schedule": measure(client, lambda: f"/v1/schedules/{rng.choice(ids)}", requests),
+            "list_runs": measure(client, lambda: f"/v1/schedules/{rng.choice(ids)}/runs", requests),
+            "get_run": measure(client, lambda: f"/v1/runs/{rng.choice(run_ids)}", requests),
+        }
+        rss = rss_bytes(app.pid)
+        client.conn.close()
+    figures: Figures = {}
+    for name, values in timings.items():
+        figures[f"{name}_p50_ms"] = percentile(values, 50)
+        figures[f"{name}_p99_ms"] = percentile(values, 99)
+    figures["rss_mb"] = rss / 2**20
+    return figures
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--schedules", type=int, default=1_000_000)
+    parser.add_argument(
+        "--run-rows",
+        "--runs-rows",
+        dest="run_rows",
+        type=int,
+        default=10_000_000,
+        help="run rows (10 per schedule by default)",
+    )
+    parser.add_argument("--requests", type=int, default=500, help="per endpoint per run")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+        data_dir = Path(tmp) / "data"
+        print(f"building {args.schedules} schedules / {args.run_rows} runs", flush=True)
+        built = build(data_dir, schedules=args.schedules, runs=args.run_rows)
+        Database.open(seed.db_path(data_dir)).close()  # the appliance's own open path works
+        runs = repeat(
+            args.runs, lambda i: scale_once(data_dir, built, requests=args.requests, seed_=i)
+        )
+        storage = bytes_per_run(seed.db_path(data_dir), int(str(built["run_rows"])))
+        for run in runs:
+            run.update(storage)
+    params = {"schedules": args.schedules, "run_rows": built["run_rows"], "requests": args.requests}
+    publish("scale", params, {f"scale {args.schedules} schedules": runs})
+
+
+if __name__ == "__main__":
+    main()

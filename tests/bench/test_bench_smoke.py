@@ -1,0 +1,125 @@
+"""Every benchmark at a tiny size, so none of them can rot (issue 3). Counts and losses are
+asserted; timings never are (benchmarks do not gate CI on a time)."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench import burst, planner, recovery, scale, steady
+from bench.deliveries import judge, parse_scheduled_for
+from bench.processes import Arrival, Sink, sink
+from bench.report import percentile, summarise
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def the_sink() -> Iterator[Sink]:
+    with sink() as running:
+        yield running
+
+
+def test_judge_counts_losses_duplicates_and_strangers() -> None:
+    expected = {"a": 1_000, "b": 2_000, "c": 3_000}
+    arrivals = [
+        Arrival(at_ns=1_500 * 10**6, key="a", attempt=1, scheduled_for=""),
+        Arrival(at_ns=1_200 * 10**6, key="a", attempt=2, scheduled_for=""),
+        Arrival(at_ns=2_100 * 10**6, key="b", attempt=1, scheduled_for=""),
+        Arrival(at_ns=9_000 * 10**6, key="zzz", attempt=1, scheduled_for=""),
+    ]
+    verdict = judge(arrivals, expected)
+    assert (verdict.delivered, verdict.lost, verdict.duplicates, verdict.unexpected) == (2, 1, 1, 1)
+    assert sorted(verdict.lateness_ms(expected)) == pytest.approx([100.0, 200.0])
+    assert parse_scheduled_for("1970-01-01T00:00:02Z") == 2_000
+
+
+def test_percentile_and_summary() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert (percentile(values, 50), percentile(values, 99), percentile(values, 100)) == (
+        50.0,
+        99.0,
+        100.0,
+    )
+    assert summarise([{"x": 1.0}, {"x": 5.0}, {"x": 2.0}]) == {
+        "x": {"median": 2.0, "min": 1.0, "max": 5.0}
+    }
+
+
+def test_sink_records_keep_alive_requests(the_sink: Sink) -> None:
+    import http.client
+
+    the_sink.reset()
+    conn = http.client.HTTPConnection("127.0.0.1", the_sink.port, timeout=10)
+    for i in range(3):
+        conn.request("POST", "/hook", body=b"{}", headers={
+            "X-Idempotency-Key": f"k{i % 2}", "X-Attempt": "1",
+            "X-Scheduled-For": "2026-11-29T00:00:00Z"})  # fmt: skip
+        response = conn.getresponse()
+        assert (response.status, response.read()) == (200, b"")
+    conn.close()
+    records = the_sink.records()
+    assert [r.key for r in records] == ["k0", "k1", "k0"]
+    assert the_sink.count() == 3 and the_sink.distinct() == 2
+    assert all(r.scheduled_for == "2026-11-29T00:00:00Z" and r.attempt == 1 for r in records)
+
+
+def test_burst_delivers_every_occurrence(tmp_path: Path, the_sink: Sink) -> None:
+    figures = burst.burst_once(tmp_path, n=50, lead_s=5, timeout_s=60, the_sink=the_sink)
+    assert (figures["delivered"], figures["lost"]) == (50, 0)
+    assert figures["cpu_s"] > 0
+
+
+def test_steady_delivers_the_window(tmp_path: Path, the_sink: Sink) -> None:
+    figures = steady.steady_once(tmp_path, rate=20, duration_s=3, the_sink=the_sink)
+    assert (figures["delivered"], figures["undelivered"]) == (60, 0)
+
+
+def test_planner_plans_a_minute(tmp_path: Path) -> None:
+    runs = planner.planner_runs(tmp_path, n=1_000, runs=1)
+    # 1,000 schedules over 40 (expression, zone) pairs: 25 per pair. Per planned minute
+    # (61 s with the 2 s lookahead, 60 s of passes), the every-minute, every-15-seconds and
+    # every-10-seconds pairs always fire; others depend on the wall clock. So at least
+    # 25 * 5 * (1 + 4 + 6) occurrences.
+    assert runs[0]["occurrences"] >= 25 * 5 * 11
+    assert runs[0]["passes"] >= 60
+
+
+def test_scale_serves_the_api(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    built = scale.build(data_dir, schedules=1_000, runs=10_000)
+    assert built["run_rows"] == 10_000
+    figures = scale.scale_once(data_dir, built, requests=10, seed_=1)
+    assert figures["rss_mb"] > 0
+    assert figures["get_run_p99_ms"] >= figures["get_run_p50_ms"]
+    storage = scale.bytes_per_run(scale.seed.db_path(data_dir), 10_000)
+    assert storage["db_file_bytes_per_run_row"] > 0
+
+
+def test_recovery_delivers_everything_after_sigkill(tmp_path: Path, the_sink: Sink) -> None:
+    figures = recovery.recovery_once(tmp_path, size=200, kill_after=20, timeout_s=60,
+                                     the_sink=the_sink)  # fmt: skip
+    assert figures["pending"] == 200
+    assert figures["lost"] == 0
+    assert figures["first_delivery_s"] == figures["first_delivery_s"]  # not NaN: delivered
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("apscheduler") is None
+    or importlib.util.find_spec("sqlalchemy") is None,
+    reason="the peer needs apscheduler>=3.11,<4 and sqlalchemy (the bench extra)",
+)
+def test_peer_runs_both_schedulers(tmp_path: Path, the_sink: Sink) -> None:
+    from bench import peer
+
+    began = time.time()
+    burst_figures = peer.peer_burst_once(tmp_path, n=20, lead_s=4, timeout_s=60,
+                                         the_sink=the_sink)  # fmt: skip
+    assert (burst_figures["delivered"], burst_figures["lost"]) == (20, 0)
+    steady_figures = peer.peer_steady_once(tmp_path, rate=10, duration_s=2, the_sink=the_sink)
+    assert (steady_figures["delivered"], steady_figures["undelivered"]) == (20, 0)
+    assert time.time() - began < 120
