@@ -7,7 +7,9 @@ as ``appliance.runtime`` wires them — but it takes **no lock file**, so severa
 heartbeat and margin are options, so a lease can lapse in seconds rather than 30.
 
 It prints ``ready <incarnation id>`` once its services run, and stops on SIGTERM.
-Scenarios kill it (SIGKILL), freeze it (SIGSTOP/SIGCONT), or let it finish.
+Scenarios drive it through :class:`Executor`: kill it (SIGKILL), freeze it
+(:meth:`Executor.freeze` — SIGSTOP at an instant it holds no database lock, SIGCONT on
+:meth:`Executor.thaw`), or stop it (SIGTERM).
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import argparse
 import logging
 import os
 import signal
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import apsw
 import trio
 
 from appliance.clock import SystemClock
@@ -30,6 +35,64 @@ from appliance.engine.transport import build_client
 from appliance.engine.wakeup import Wakeup
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Executor:
+    """One executor process, started and waited for."""
+
+    def __init__(self, db: Path, *options: str) -> None:
+        self.db = db
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.chaos.executor", "--db", str(db), *options],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().split()
+        if line[:1] != ["ready"]:
+            self.proc.kill()
+            raise AssertionError(f"executor did not start: {line} {self.proc.stderr.read()}")
+        self.incarnation_id = line[1]
+
+    def freeze(self) -> None:
+        """SIGSTOP, at an instant it holds no SQLite lock: a process frozen inside a write
+        transaction would stall every other writer on the file — a different failure than
+        a zombie's, which this suite does not simulate."""
+        for _ in range(200):
+            os.kill(self.proc.pid, signal.SIGSTOP)
+            if not _write_locked(self.db):
+                return
+            os.kill(self.proc.pid, signal.SIGCONT)
+            threading.Event().wait(0.002)
+        raise AssertionError("could not freeze the executor outside a write transaction")
+
+    def thaw(self) -> None:
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def stop(self, timeout: float = 30) -> str:
+        """SIGTERM (after SIGCONT, in case it is frozen); returns its stderr."""
+        if self.proc.poll() is None:
+            self.thaw()
+            self.proc.terminate()
+        _, err = self.proc.communicate(timeout=timeout)
+        return err
+
+
+def _write_locked(db: Path) -> bool:
+    conn = apsw.Connection(str(db))
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+        return False
+    except apsw.BusyError:
+        return True
+    finally:
+        conn.close()
 
 
 def _arguments(argv: list[str]) -> argparse.Namespace:

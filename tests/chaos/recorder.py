@@ -340,3 +340,76 @@ def delivery_from_request(request: httpx.Request, *, arrived: float) -> Delivery
         body=request.content,
         arrived=arrived,
     )
+
+
+MISFIRE_MS = 60_000  # PlannerConfig.misfire_ms: later than this when planned is a misfire
+
+
+def catchup_violations(
+    path: Path,
+    *,
+    schedule_id: str,
+    cron: str,
+    policy: str,
+    window_ms: int,
+    jitter_seconds: int = 0,
+) -> list[str]:
+    """Each schedule-triggered row must be ``missed`` exactly when the catch-up policy says
+    so at the instant it was planned (its ``created_at``), restated here from ADR 0033:
+    on time (≤ 60 s late) → delivered; older than the window → missed; inside it: ``all``
+    delivers, ``skip`` misses, ``latest`` delivers only if the next occurrence is not a
+    misfire too. And every missed row is told by a ``schedule.run.missed`` event (one per
+    row, or summaries whose counts add up). Empty is good."""
+    rows = query(
+        path,
+        "SELECT scheduled_for, due_at, created_at, state FROM job_runs"
+        " WHERE schedule_id = ? AND trigger = 'schedule' ORDER BY scheduled_for",
+        (schedule_id,),
+    )
+    problems: list[str] = []
+    missed = 0
+    for sched, due, planned_at, state in rows:
+        following = _following_due_at(cron, schedule_id, jitter_seconds, int(str(sched)))
+        should_miss = _should_miss(
+            int(str(planned_at)) - int(str(due)),
+            None if following is None else int(str(planned_at)) - following,
+            policy=policy,
+            window_ms=window_ms,
+        )
+        missed += state == "missed"
+        if should_miss != (state == "missed"):
+            when = format_scheduled_for(int(str(sched)))
+            problems.append(f"{schedule_id} {when}: {state}, policy {policy} says otherwise")
+    told = _missed_told(path, schedule_id)
+    if told != missed:
+        problems.append(f"{schedule_id}: {missed} missed rows but events tell of {told}")
+    return problems
+
+
+def _should_miss(lateness: int, next_lateness: int | None, *, policy: str, window_ms: int) -> bool:
+    if lateness <= MISFIRE_MS:
+        return False
+    if lateness > window_ms:
+        return True
+    if policy == "all":
+        return False
+    if policy == "skip":
+        return True
+    return next_lateness is not None and next_lateness > MISFIRE_MS
+
+
+def _following_due_at(cron: str, schedule_id: str, jitter_seconds: int, after: int) -> int | None:
+    stream = planned_occurrences(
+        parse_cron(cron), schedule_id=schedule_id, jitter_seconds=jitter_seconds, after_ms=after
+    )
+    following = next(stream, None)
+    return None if following is None else following.due_at
+
+
+def _missed_told(path: Path, schedule_id: str) -> int:
+    rows = query(
+        path,
+        "SELECT run_id, data FROM events WHERE type = 'schedule.run.missed' AND schedule_id = ?",
+        (schedule_id,),
+    )
+    return sum(1 if rid is not None else int(json.loads(str(data))["count"]) for rid, data in rows)
