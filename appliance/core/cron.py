@@ -37,6 +37,7 @@ Occurrences and daylight saving time (ADR 0037):
 from __future__ import annotations
 
 import copy
+import functools
 import heapq
 import re
 from collections.abc import Iterator, Mapping
@@ -127,7 +128,13 @@ class CronSpec:
 
 def parse_cron(expression: str, timezone: str = "UTC") -> CronSpec:
     """Validate ``expression`` and ``timezone``; raise ``ValidationError`` listing every
-    problem found (fields ``"cron"`` and ``"timezone"``)."""
+    problem found (fields ``"cron"`` and ``"timezone"``). Valid specs are memoised: the
+    planner parses each stored schedule on every pass, and validation costs ~1 ms."""
+    return _parse_cron(expression, timezone)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cron(expression: str, timezone: str) -> CronSpec:
     errors: list[FieldError] = []
     fields, cron_problems = _check_expression(expression)
     errors.extend(FieldError(field="cron", message=p) for p in cron_problems)
@@ -194,6 +201,32 @@ def occurrences_after(spec: CronSpec, after_ms: int) -> Iterator[int]:
         if value > last:
             yield value
             last = value
+
+
+class SharedOccurrences:
+    """Occurrences computed once per (expression, timezone, start) and shared by every
+    consumer: many schedules share an expression, a timezone and — planned in the same
+    pass — a cursor. Lives for one planner pass (it keeps what it computed)."""
+
+    def __init__(self) -> None:
+        self._streams: dict[tuple[str, str, int], tuple[list[int], Iterator[int]]] = {}
+
+    def after(self, spec: CronSpec, after_ms: int) -> Iterator[int]:
+        """The same values as ``occurrences_after(spec, after_ms)``."""
+        key = (spec.expression, spec.timezone, after_ms)
+        entry = self._streams.get(key)
+        if entry is None:
+            entry = self._streams[key] = ([], occurrences_after(spec, after_ms))
+        values, source = entry
+        index = 0
+        while True:
+            if index == len(values):
+                value = next(source, None)
+                if value is None:
+                    return
+                values.append(value)
+            yield values[index]
+            index += 1
 
 
 # --- validation -------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 from collections.abc import Callable
@@ -19,12 +20,15 @@ CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _ULID_BODY = frozenset(CROCKFORD)
 
 
+_FROM_RFC4648 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", CROCKFORD.encode("ascii"))
+
+
 def _base32(value: int, length: int) -> str:
-    chars = []
-    for _ in range(length):
-        chars.append(CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    """``value`` (< 32**length) as ``length`` Crockford characters, most significant first.
+    Left-aligned into whole bytes, so the stdlib's C base32 encoder does the work."""
+    size = (5 * length + 7) // 8
+    aligned = (value << (8 * size - 5 * length)).to_bytes(size, "big")
+    return base64.b32encode(aligned)[:length].translate(_FROM_RFC4648).decode("ascii")
 
 
 def new_ulid(now_ms: int, randbytes: Callable[[int], bytes] = os.urandom) -> str:

@@ -18,7 +18,7 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from appliance.core.cron import CronSpec, occurrences_after
+from appliance.core.cron import CronSpec, SharedOccurrences, occurrences_after
 from appliance.core.instants import format_scheduled_for
 
 
@@ -42,10 +42,16 @@ def jitter_ms(schedule_id: str, scheduled_for_ms: int, jitter_seconds: int, gap_
 
 
 def planned_occurrences(
-    spec: CronSpec, *, schedule_id: str, jitter_seconds: int, after_ms: int
+    spec: CronSpec,
+    *,
+    schedule_id: str,
+    jitter_seconds: int,
+    after_ms: int,
+    shared: SharedOccurrences | None = None,
 ) -> Iterator[PlannedOccurrence]:
-    """Every occurrence of ``spec`` after ``after_ms`` with its ``due_at``, in order."""
-    nominal = occurrences_after(spec, after_ms)
+    """Every occurrence of ``spec`` after ``after_ms`` with its ``due_at``, in order.
+    ``shared`` lets schedules with the same expression and start reuse one computation."""
+    nominal = occurrences_after(spec, after_ms) if shared is None else shared.after(spec, after_ms)
     if jitter_seconds == 0:  # no jitter: no need to look ahead
         for scheduled_for in nominal:
             yield PlannedOccurrence(scheduled_for=scheduled_for, due_at=scheduled_for)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import trio
 
 from appliance.clock import WallClock
-from appliance.core.cron import parse_cron
+from appliance.core.cron import SharedOccurrences, parse_cron
 from appliance.core.events import EventType, JsonScalar
 from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import PlannedOccurrence, planned_occurrences
@@ -89,7 +89,11 @@ class _Pass:
 def plan_once(conn: Connection, *, now: int, config: PlannerConfig) -> PlanResult:
     """One planner pass inside the caller's write transaction (``db.write(plan_once, …)``)."""
     schedules = due_schedules(conn, horizon=now + config.lookahead_ms, limit=config.batch)
-    passes = [_plan_schedule(conn, schedule, now=now, config=config) for schedule in schedules]
+    shared = SharedOccurrences()
+    passes = [
+        _plan_schedule(conn, schedule, now=now, config=config, shared=shared)
+        for schedule in schedules
+    ]
     return PlanResult(
         schedules=len(schedules),
         materialised=sum(p.materialised for p in passes),
@@ -124,7 +128,12 @@ def judge(
 
 
 def _plan_schedule(
-    conn: Connection, schedule: Schedule, *, now: int, config: PlannerConfig
+    conn: Connection,
+    schedule: Schedule,
+    *,
+    now: int,
+    config: PlannerConfig,
+    shared: SharedOccurrences,
 ) -> _Pass:
     cursor = schedule.next_fire_at
     assert cursor is not None  # due_schedules selects set cursors only
@@ -141,6 +150,7 @@ def _plan_schedule(
         schedule_id=schedule.id,
         jitter_seconds=schedule.spec.jitter_seconds,
         after_ms=cursor - 1,
+        shared=shared,
     )
     return _materialise(conn, schedule, stream, cursor=cursor, now=now, config=config)
 

@@ -51,4 +51,6 @@ def test_run_id_is_derived_and_shaped() -> None:
     assert first == run_id("sch_01JDQ8Y5Z2M4X7K9P3R6T8V0WB", "2026-08-06T03:00:00Z")
     assert first != run_id("sch_01JDQ8Y5Z2M4X7K9P3R6T8V0WB", "2026-08-06T03:01:00Z")
     assert looks_like("run", first)
+    # Golden: the id must never change for an occurrence (a restored run keeps its id).
+    assert first == "run_CJ5K94P3SQBPP1AJ534V5DPR64"
     assert looks_like("sch", new_id("sch", 1_785_985_200_000))
