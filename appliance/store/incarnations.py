@@ -222,11 +222,31 @@ def complete_run(
     applied = conn.changes() == 1
     outcome = completion.outcome if applied else AttemptOutcome.STALE
     _finish_attempt(conn, run=run, completion=completion, outcome=outcome, now=now)
+    if applied and target is RunState.RETRY_WAIT and _cancel_if_withdrawn(conn, run=run, now=now):
+        return applied  # no retry will come, so no retrying event
     if applied:
         _announce(conn, run=run, completion=completion, state=target, now=now)
         if completion.pause_schedule:
             pause_by_receiver(conn, run=run, status=completion.http_status, now=now)
     return applied
+
+
+def _cancel_if_withdrawn(conn: apsw.Connection, *, run: ClaimedRun, now: int) -> bool:
+    """A schedule paused or deleted while this attempt was in flight gets no retry behind
+    the tenant's back: the run is cancelled, as the pause cancelled the schedule's other
+    open runs. (A run replayed on an already paused schedule keeps its retries: the tenant
+    asked for it.) True if it was cancelled."""
+    target = check_transition(RunState.RETRY_WAIT, Transition.CANCEL)
+    conn.execute(
+        "UPDATE job_runs SET state = ?, finished_at = ?, updated_at = ?"
+        f" WHERE id = ? AND state = '{RunState.RETRY_WAIT.value}' AND EXISTS"
+        " (SELECT 1 FROM schedules s WHERE s.id = job_runs.schedule_id"
+        " AND (s.paused = 1 OR s.deleted_at IS NOT NULL)"
+        " AND MAX(s.updated_at, COALESCE(s.deleted_at, 0))"
+        " >= (SELECT started_at FROM attempts WHERE run_id = ? AND attempt = ?))",
+        (target.value, now, now, run.run_id, run.run_id, run.attempt),
+    )
+    return conn.changes() == 1
 
 
 def _finish_attempt(

@@ -32,6 +32,7 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
 from appliance.store.database import Database
+from appliance.store.schedules import pause_schedule
 from appliance.store.tenants import create_tenant as store_create_tenant
 from tests.chaos.conftest import Profile
 from tests.chaos.recorder import (
@@ -257,3 +258,27 @@ def test_lost_acks_real_process_redeliver_with_the_same_key(
     assert figures.dup_same_key == figures.occurrences  # every first answer was lost
     assert duplicate_rows(db_path) == 0
     assert lease_violations(db_path) == []
+
+
+async def test_an_answer_lost_while_the_schedule_is_paused_is_not_retried(
+    autojump_clock: MockClock, inline_db: Database
+) -> None:
+    """Pausing while a delivery is in flight: the attempt finishes (ADR: "a delivery in
+    flight finishes"), but if its answer is lost the run must not be retried behind the
+    tenant's back: it ends ``cancelled`` like every other open run of the schedule."""
+    tenant = inline_db.write_now(store_create_tenant, name="acme", now=T0).tenant_id
+    row = ScheduleRow(cron="* * * * *", timeout_seconds=TIMEOUT_S, next_fire_at=T0)
+    sid = inline_db.write_now(insert_schedule, tenant_id=tenant, row=row, now=T0)
+    wall = TrioWallClock(T0)
+    copies: list[Delivery] = []
+
+    async def pause_then_drop(request: httpx.Request, n: int) -> httpx.Response:
+        copies.append(delivery_from_request(request, arrived=trio.current_time()))
+        inline_db.write_now(pause_schedule, tenant_id=tenant, schedule_id=sid, now=wall.now_ms())
+        raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+
+    async with running_engine(inline_db, wall, Endpoint(respond=pause_then_drop)):
+        await trio.sleep(3600)  # an hour: any retry (5 s, then 5 min, ...) would have come
+    states = inline_db.read_now(_states)
+    assert len(copies) == 1
+    assert list(states.values()) == ["cancelled"], states
