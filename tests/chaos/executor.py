@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -42,22 +43,34 @@ ROOT = Path(__file__).resolve().parents[2]
 class Executor:
     """One executor process, started and waited for."""
 
-    def __init__(self, db: Path, *options: str) -> None:
+    def __init__(self, db: Path, *options: str, wait: bool = True) -> None:
+        """Spawn it; with ``wait``, return once it is ready (else call :meth:`ready`)."""
         self.db = db
+        self.incarnation_id = ""
+        # A file, not a pipe: a long soak must never block on a full stderr pipe.
+        self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
+            "w+", prefix="executor-", suffix=".log", dir=db.parent
+        )
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.chaos.executor", "--db", str(db), *options],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self.log,
             text=True,
         )
+        if wait:
+            self.ready()
+
+    def ready(self) -> Executor:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().split()
         if line[:1] != ["ready"]:
             self.proc.kill()
-            raise AssertionError(f"executor did not start: {line} {self.proc.stderr.read()}")
+            self.proc.wait()
+            raise AssertionError(f"executor did not start: {line} {self.logs()}")
         self.incarnation_id = line[1]
+        return self
 
     def freeze(self) -> None:
         """SIGSTOP, at an instant it holds no SQLite lock: a process frozen inside a write
@@ -74,13 +87,22 @@ class Executor:
     def thaw(self) -> None:
         os.kill(self.proc.pid, signal.SIGCONT)
 
+    def logs(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
     def stop(self, timeout: float = 30) -> str:
-        """SIGTERM (after SIGCONT, in case it is frozen); returns its stderr."""
-        if self.proc.poll() is None:
+        """SIGTERM (after SIGCONT, in case it is frozen); returns its log. Raises if it
+        had died on its own before (a crashed service stops the process)."""
+        crashed = self.proc.poll()
+        if crashed is None:
             self.thaw()
             self.proc.terminate()
-        _, err = self.proc.communicate(timeout=timeout)
-        return err
+        self.proc.communicate(timeout=timeout)
+        text = self.logs()
+        self.log.close()
+        assert crashed is None, f"the executor died by itself ({crashed}):\n{text}"
+        return text
 
 
 def _write_locked(db: Path) -> bool:
