@@ -230,7 +230,8 @@ def resume_schedule(
     expected_version: int | None = None,
 ) -> Schedule:
     """Plan again from the first occurrence after ``now``: nothing missed while paused is
-    caught up. Resuming a running schedule is a no-op."""
+    caught up. Runs the tenant replayed or triggered while paused stay open. Resuming a
+    running schedule is a no-op."""
     return _set_paused(conn, tenant_id, schedule_id, False, now, expected_version)
 
 
@@ -246,7 +247,8 @@ def _set_paused(
     _check_version(current, expected_version)
     if current.spec.paused == paused:
         return current
-    withdraw_open_runs(conn, schedule_id=schedule_id, now=now)
+    if paused:  # open runs of a paused schedule were replayed or triggered by its tenant:
+        withdraw_open_runs(conn, schedule_id=schedule_id, now=now)  # resuming keeps them
     spec = replace(current.spec, paused=paused)
     cursor = (
         current.next_fire_at if paused else first_fire_at(spec, schedule_id=schedule_id, now=now)
