@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextvars
 import datetime
+import logging
 import signal
 import sys
 from typing import Any
@@ -96,6 +97,7 @@ async def run(args: argparse.Namespace) -> None:
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     await stop.wait()
+    logging.getLogger("apscheduler").setLevel(logging.CRITICAL)  # cancelled jobs at exit
     scheduler.shutdown(wait=False)
     await _state["client"].aclose()
 

@@ -103,7 +103,7 @@ def measure_window(
         if judge(the_sink.records(), expected).lost == 0:
             break
         time.sleep(1.0)
-    cpu, count1 = cpu_seconds(pid) - cpu0, the_sink.count()
+    cpu, count1, ended = cpu_seconds(pid) - cpu0, the_sink.count(), time.time()
     verdict = judge(the_sink.records(), expected)
     figures = verdict.figures(expected)
     last_ns = max(verdict.first_arrival.values(), default=start * 10**9)
@@ -111,6 +111,7 @@ def measure_window(
     return {
         "offered_per_s": rate,
         "achieved_per_s": verdict.delivered / elapsed,
+        "sink_rate_per_s": (count1 - count0) / (ended - start),  # any occurrence, backlog too
         "undelivered": figures.pop("lost"),
         **figures,
         "cpu_ms_per_delivery": 1000 * cpu / max(count1 - count0, 1),
