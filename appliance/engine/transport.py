@@ -1,345 +1,294 @@
-"""The guarded delivery transport (ADR 0032, "Outbound safety").
+"""The guarded delivery transport: httpx's client API over Steeple's own HTTP/1.1 pool.
+
+httpx's default transport costs ≈ 1 ms CPU per request and degrades with concurrency
+(STACK-NOTES); this one speaks h11 over trio directly (``engine.h11conn``) and is also
+where the connect-time address policy is enforced (``engine.connector``).
 
 Rules:
-- Every connection goes through :class:`GuardedBackend`: it resolves the host itself, judges
-  *every* resolved address with ``core.addresses.block_reason`` (one bad address blocks the
-  host) and then connects to a checked address — never to a name the OS resolves again.
-  This is what catches DNS rebinding: the check is on the address actually connected to.
-  TLS still verifies the URL's host name (httpcore passes it to ``start_tls``).
-- The transport also applies the static URL checks, so nothing can use a guarded client to
-  reach ``localhost`` or a metadata host name, whoever calls it.
-- ``trust_env=False`` (no proxies or CA bundles from the environment), redirects are never
-  followed, ``Accept-Encoding: identity``, at most ``max_per_host`` requests in flight per
-  (scheme, host, port).
-- Every response body is cut at 16 KiB (for the attempt log); then the connection closes.
-- httpcore's exceptions become httpx's here, in :class:`GuardedTransport`, and nowhere else.
+- Every connection is opened by :class:`~appliance.engine.connector.GuardedConnector`:
+  every resolved address is checked and only a checked address is connected to (DNS
+  rebinding is caught); TLS verifies the URL's host name. The transport also applies the
+  static URL checks, so nothing can use a guarded client to reach ``localhost`` or a
+  metadata host name, whoever calls it.
+- ``trust_env=False``, redirects are never followed, ``Accept-Encoding: identity``, no
+  cookie jar (all in :func:`build_client`).
+- At most ``max_per_host`` requests in flight per origin (scheme, host, port); at most
+  ``max_connections`` connections open in all (an idle one of another origin is closed to
+  make room). Waiting longer than the ``pool`` timeout for either is ``httpx.PoolTimeout``.
+- Keep-alive: each origin keeps a stack of idle connections (most recently used first);
+  at most ``max_idle`` idle in all; one idle for longer than ``idle_expiry_s`` is closed,
+  lazily, when the next request comes (no timer task).
+- A connection goes back to the pool only after a complete exchange that h11 calls
+  reusable. Any error, any cancellation, a body cut short: the connection is closed, so
+  no half-used connection is ever lent out again.
+- An idle connection is reused only if its socket is quiet (``Connection.is_quiet``: not
+  readable, so the server has not closed it). A request is never sent twice: if a reused
+  connection fails anyway (the server closed it in the instant between check and use), the
+  attempt fails and the run's retry policy decides. Resending a POST the receiver may
+  already have processed would be a silent duplicate.
+- Every response body is cut at 16 KiB (for the attempt log); the connection is then
+  closed unless the response ended within what had already been received.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
-import math
-import socket
 import ssl
-from collections.abc import (
-    AsyncIterable,
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-)
-from dataclasses import dataclass
-from typing import Any
+import urllib.request
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Mapping
+from http.cookiejar import CookieJar
 
-import httpcore
 import httpx
 import trio
 
-from appliance.core.addresses import (
-    AddressPolicy,
-    IPAddress,
-    block_reason,
-    check_target_url,
-    describe_block,
-    parse_ip_literal,
+from appliance.core.addresses import AddressPolicy, check_target_url
+from appliance.engine.connector import (
+    GuardedConnector,
+    NameNotResolved,
+    NameResolutionError,
+    Resolver,
+    TLSHandshakeError,
+    blocked_message,
+    default_ssl_context,
+    resolve_host,
 )
+from appliance.engine.h11conn import Connection
 from appliance.errors import DestinationBlocked, ValidationError
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "EXCERPT_BYTES",
+    "RESOLVE_TIMEOUT_S",
+    "GuardedTransport",
+    "NameNotResolved",
+    "NameResolutionError",
+    "Resolver",
+    "TLSHandshakeError",
+    "blocked_message",
+    "build_client",
+    "resolve_host",
+]
 
 EXCERPT_BYTES = 16 * 1024
 DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, write=10.0, read=15.0, pool=5.0)
 RESOLVE_TIMEOUT_S = 5.0  # write-time lookups; connect-time ones share the connect timeout
 MAX_CONNECTIONS = 100
-MAX_KEEPALIVE_CONNECTIONS = 20
+MAX_IDLE_CONNECTIONS = 20
 KEEPALIVE_EXPIRY_S = 5.0
 
-Resolver = Callable[[str], Awaitable[list[IPAddress]]]
-"""Host name -> its addresses; raises :class:`NameNotResolved`. A seam for tests."""
+Origin = tuple[str, str, int]  # scheme, host, port
+Timeouts = Mapping[str, float | None]  # httpx's request.extensions["timeout"]
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_NO_TIMEOUTS: Timeouts = {}
+_CHECKED_URLS_MAX = 4096
 
 
-class NameNotResolved(Exception):
-    """DNS gave no address for a host name."""
+class _NoCookies(CookieJar):
+    """Deliveries are stateless: a cookie set by one tenant's endpoint must never ride
+    along on another delivery to the same host. (Also skips httpx's per-response cookie
+    parsing.)"""
+
+    def extract_cookies(self, response: object, request: urllib.request.Request) -> None:
+        return None
+
+    def add_cookie_header(self, request: urllib.request.Request) -> None:
+        return None
 
 
-class NameResolutionError(httpx.ConnectError):
-    """httpx-level: the host name did not resolve (DNS failure fails closed)."""
+class _OriginState:
+    """Mutable on purpose: one origin's turn-taking and its idle connections."""
+
+    __slots__ = ("idle", "turns", "users")
+
+    def __init__(self, max_per_host: int) -> None:
+        self.turns = trio.Semaphore(max_per_host)
+        self.idle: list[Connection] = []  # a stack: the most recently used on top
+        self.users = 0  # tasks holding or waiting for a turn
 
 
-class TLSHandshakeError(httpx.ConnectError):
-    """httpx-level: the TLS handshake failed (certificate, host name, protocol)."""
-
-
-class _HostUnresolved(httpcore.ConnectError):
-    pass
-
-
-class _TLSFailed(httpcore.ConnectError):
-    pass
-
-
-async def resolve_host(host: str) -> list[IPAddress]:
-    """The host's addresses as the system resolver gives them, without duplicates."""
+async def _acquire(semaphore: trio.Semaphore, timeout_s: float | None, what: str) -> None:
     try:
-        infos = await trio.socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise NameNotResolved(f"could not resolve host {host!r} ({exc})") from exc
-    addresses: list[IPAddress] = []
-    for *_, sockaddr in infos:
-        address = ipaddress.ip_address(sockaddr[0])
-        if address not in addresses:
-            addresses.append(address)
-    if not addresses:
-        raise NameNotResolved(f"host {host!r} has no addresses")
-    return addresses
+        semaphore.acquire_nowait()  # the common case: no checkpoint, no cancel scope
+        return
+    except trio.WouldBlock:
+        pass
+    with trio.move_on_after(timeout_s if timeout_s is not None else float("inf")):
+        await semaphore.acquire()
+        return
+    raise httpx.PoolTimeout(f"waited longer than {timeout_s:g} s for {what}")
 
 
-def blocked_message(policy: AddressPolicy, host: str, addresses: list[IPAddress]) -> str | None:
-    """Why one of ``host``'s addresses is refused, or None when all are allowed."""
-    for address in addresses:
-        reason = block_reason(policy, address)
-        if reason is not None:
-            named = None if parse_ip_literal(host) == address else host
-            return describe_block(address, reason, host=named)
-    return None
-
-
-class GuardedBackend(httpcore.AsyncNetworkBackend):
-    """An httpcore network backend that connects only to addresses the policy allows."""
+class ConnectionPool:
+    """Lends connections per origin; see the module rules."""
 
     def __init__(
         self,
-        policy: AddressPolicy,
+        connector: GuardedConnector,
         *,
-        resolve: Resolver = resolve_host,
-        inner: httpcore.AsyncNetworkBackend | None = None,
+        max_per_host: int,
+        max_connections: int = MAX_CONNECTIONS,
+        max_idle: int = MAX_IDLE_CONNECTIONS,
+        idle_expiry_s: float = KEEPALIVE_EXPIRY_S,
     ) -> None:
-        self._policy = policy
-        self._resolve = resolve
-        self._inner = inner if inner is not None else httpcore.TrioBackend()
+        if max_per_host < 1 or max_connections < 1:
+            raise ValueError("max_per_host and max_connections must be at least 1")
+        self._connector = connector
+        self._max_per_host = max_per_host
+        self._max_idle = max_idle
+        self._idle_expiry_s = idle_expiry_s
+        self._max_connections = max_connections
+        # One permit per open connection; max_value turns a double release into an error.
+        self._permits = trio.Semaphore(max_connections, max_value=max_connections)
+        self._origins: dict[Origin, _OriginState] = {}
+        self._idle: OrderedDict[Connection, Origin] = OrderedDict()  # oldest first
+        self._closed = False
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109  (httpcore's interface)
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        """Resolve, check every address, connect to the first checked one that answers.
+    def open_connections(self) -> int:
+        return self._max_connections - self._permits.value
 
-        Raises DestinationBlocked (not an httpcore error: httpcore passes it through).
-        """
+    def idle_connections(self) -> int:
+        return len(self._idle)
+
+    async def acquire(self, origin: Origin, timeouts: Timeouts) -> Connection:
+        """A connection to ``origin`` for one exchange; hand it back with :meth:`release`."""
+        state = self._origins.get(origin)
+        if state is None:
+            state = self._origins[origin] = _OriginState(self._max_per_host)
+        state.users += 1
         try:
-            with trio.fail_after(math.inf if timeout is None else timeout):
-                addresses = await self._addresses(host)
-                message = blocked_message(self._policy, host, addresses)
-                if message is not None:
-                    raise DestinationBlocked(message)
-                return await self._connect_any(addresses, port, local_address, socket_options)
-        except trio.TooSlowError:
-            raise httpcore.ConnectTimeout(f"connecting to {host}:{port} timed out") from None
-
-    async def _addresses(self, host: str) -> list[IPAddress]:
-        literal = parse_ip_literal(host)
-        if literal is not None:
-            return [literal]
-        try:
-            addresses = await self._resolve(host)
-        except NameNotResolved as exc:
-            raise _HostUnresolved(str(exc)) from exc
-        if not addresses:
-            raise _HostUnresolved(f"host {host!r} has no addresses")
-        return addresses
-
-    async def _connect_any(
-        self,
-        addresses: list[IPAddress],
-        port: int,
-        local_address: str | None,
-        socket_options: Iterable[Any] | None,
-    ) -> httpcore.AsyncNetworkStream:
-        error: httpcore.ConnectError | None = None
-        for address in addresses:
-            try:
-                stream = await self._inner.connect_tcp(
-                    str(address), port, local_address=local_address, socket_options=socket_options
-                )
-            except httpcore.ConnectError as exc:
-                error = exc
-                continue
-            return _TLSAwareStream(stream)
-        assert error is not None  # _addresses never returns an empty list
-        raise error
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109  (httpcore's interface)
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise DestinationBlocked("Unix sockets are never delivery targets")
-
-    async def sleep(self, seconds: float) -> None:
-        await trio.sleep(seconds)
-
-
-class _TLSAwareStream(httpcore.AsyncNetworkStream):
-    """Delegates to the connected stream; marks handshake failures so they read as TLS."""
-
-    def __init__(self, stream: httpcore.AsyncNetworkStream) -> None:
-        self._stream = stream
-
-    # httpcore's stream interface passes timeouts as arguments.
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
-        return await self._stream.read(max_bytes, timeout)
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
-        await self._stream.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    async def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109
-    ) -> httpcore.AsyncNetworkStream:
-        try:
-            return await self._stream.start_tls(ssl_context, server_hostname, timeout)
-        except (httpcore.ConnectError, ssl.SSLError) as exc:
-            cause = exc.__cause__ or exc
-            raise _TLSFailed(f"TLS handshake with {server_hostname} failed: {cause}") from exc
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
-
-
-# Most specific first: the first matching row wins.
-_EXCEPTION_MAP: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
-    (_HostUnresolved, NameResolutionError),
-    (_TLSFailed, TLSHandshakeError),
-    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
-    (httpcore.ReadTimeout, httpx.ReadTimeout),
-    (httpcore.WriteTimeout, httpx.WriteTimeout),
-    (httpcore.PoolTimeout, httpx.PoolTimeout),
-    (httpcore.TimeoutException, httpx.TimeoutException),
-    (httpcore.ConnectError, httpx.ConnectError),
-    (httpcore.ReadError, httpx.ReadError),
-    (httpcore.WriteError, httpx.WriteError),
-    (httpcore.NetworkError, httpx.NetworkError),
-    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
-    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
-    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
-    (httpcore.ProtocolError, httpx.ProtocolError),
-)
-_HTTPCORE_ERRORS = tuple(source for source, _ in _EXCEPTION_MAP)
-
-
-@contextlib.contextmanager
-def _httpx_exceptions() -> Iterator[None]:
-    """Translate httpcore exceptions into httpx's; anything else passes unchanged."""
-    try:
-        yield
-    except _HTTPCORE_ERRORS as exc:
-        for source, target in _EXCEPTION_MAP:
-            if isinstance(exc, source):
-                raise target(str(exc)) from exc
-        raise
-
-
-@dataclass(slots=True)
-class _HostSlot:
-    """Mutable on purpose: the number of tasks using or waiting for this host's semaphore."""
-
-    semaphore: trio.Semaphore
-    users: int = 0
-
-
-class _HostLimiter:
-    """At most ``limit`` requests in flight per origin; idle origins are forgotten."""
-
-    def __init__(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError("max_per_host must be at least 1")
-        self._limit = limit
-        self._slots: dict[tuple[str, str, int | None], _HostSlot] = {}
-
-    async def acquire(self, origin: tuple[str, str, int | None]) -> None:
-        slot = self._slots.setdefault(origin, _HostSlot(semaphore=trio.Semaphore(self._limit)))
-        slot.users += 1
-        try:
-            await slot.semaphore.acquire()
+            what = f"one of the {self._max_per_host} requests in flight to {origin[1]}"
+            await _acquire(state.turns, timeouts.get("pool"), what)
         except BaseException:
-            self._leave(origin, slot)
+            self._leave(origin, state)
+            raise
+        try:
+            return self._reuse(state) or await self._open(origin, timeouts)
+        except BaseException:
+            state.turns.release()
+            self._leave(origin, state)
             raise
 
-    def release(self, origin: tuple[str, str, int | None]) -> None:
-        slot = self._slots[origin]
-        slot.semaphore.release()
-        self._leave(origin, slot)
+    def release(self, origin: Origin, conn: Connection, *, complete: bool) -> None:
+        """End the exchange; ``complete`` means the response was read to its end."""
+        if complete and not self._closed and conn.start_next_exchange():
+            self._park(origin, conn)
+        else:
+            self._discard(conn)
+        state = self._origins[origin]
+        state.turns.release()
+        self._leave(origin, state)
 
-    def in_use(self) -> int:
-        return len(self._slots)
+    def close(self) -> None:
+        """Close every idle connection; connections in use close when handed back."""
+        self._closed = True
+        while self._idle:
+            self._evict_oldest()
 
-    def _leave(self, origin: tuple[str, str, int | None], slot: _HostSlot) -> None:
-        slot.users -= 1
-        if slot.users == 0:
-            del self._slots[origin]
+    def _reuse(self, state: _OriginState) -> Connection | None:
+        self._expire()
+        while state.idle:
+            conn = state.idle.pop()
+            del self._idle[conn]
+            if conn.is_quiet():
+                return conn
+            self._discard(conn)
+        return None
+
+    async def _open(self, origin: Origin, timeouts: Timeouts) -> Connection:
+        if self._permits.value == 0 and self._idle:
+            self._evict_oldest()  # another origin's idle connection makes room
+        await _acquire(self._permits, timeouts.get("pool"), "a free connection")
+        try:
+            stream, tcp = await self._connector.open(*origin, timeouts.get("connect"))
+        except BaseException:
+            self._permits.release()
+            raise
+        return Connection(stream, tcp)
+
+    def _park(self, origin: Origin, conn: Connection) -> None:
+        if len(self._idle) >= self._max_idle:
+            self._evict_oldest()
+        conn.idle_since = trio.current_time()
+        self._idle[conn] = origin
+        self._origins[origin].idle.append(conn)
+
+    def _expire(self) -> None:
+        oldest_allowed = trio.current_time() - self._idle_expiry_s
+        while self._idle and next(iter(self._idle)).idle_since < oldest_allowed:
+            self._evict_oldest()
+
+    def _evict_oldest(self) -> None:
+        conn, origin = self._idle.popitem(last=False)
+        state = self._origins[origin]
+        state.idle.remove(conn)
+        self._discard(conn)
+        self._forget_if_unused(origin, state)
+
+    def _discard(self, conn: Connection) -> None:
+        conn.close()
+        self._permits.release()
+
+    def _leave(self, origin: Origin, state: _OriginState) -> None:
+        state.users -= 1
+        self._forget_if_unused(origin, state)
+
+    def _forget_if_unused(self, origin: Origin, state: _OriginState) -> None:
+        if state.users == 0 and not state.idle:
+            del self._origins[origin]
 
 
-class _ResponseStream(httpx.AsyncByteStream):
-    """The response body, cut off after ``limit`` bytes; closing it frees the origin's slot.
+class _Body(httpx.AsyncByteStream):
+    """The response body, cut at ``limit`` bytes; the end of it hands the connection back."""
 
-    The cut is made here rather than by the reader breaking out of its loop: httpx and
-    httpcore iterate bodies through nested async generators, and a reader that stops early
-    leaves the inner ones to the garbage collector (trio then warns, at some later, random
-    moment). Instead, at the limit this stream closes the connection and drains what is
-    left, so every generator in the chain finishes now.
-    """
+    __slots__ = ("_conn", "_limit", "_origin", "_pool", "_read_timeout_s")
 
     def __init__(
-        self, stream: AsyncIterable[bytes], *, limit: int, release: Callable[[], None]
-    ) -> None:
-        self._stream = stream
+        self, pool: ConnectionPool, origin: Origin, conn: Connection, *, limit: int,
+        read_timeout_s: float | None,
+    ) -> None:  # fmt: skip
+        self._pool = pool
+        self._origin = origin
+        self._conn: Connection | None = conn
         self._limit = limit
-        self._release: Callable[[], None] | None = release
+        self._read_timeout_s = read_timeout_s
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        conn = self._conn
+        if conn is None:
+            return
         remaining = self._limit
-        parts = aiter(self._stream)
-        with _httpx_exceptions():
-            while remaining > 0:
-                try:
-                    part = await anext(parts)
-                except StopAsyncIteration:
+        try:
+            while (chunk := await conn.receive_body(self._read_timeout_s)) is not None:
+                if len(chunk) >= remaining:
+                    self._hand_back(complete=conn.body_ends_in_buffer())
+                    yield chunk[:remaining]
                     return
-                part = part[:remaining]
-                remaining -= len(part)
-                yield part
-            await self._close_stream()
-            with contextlib.suppress(httpcore.NetworkError, httpcore.ProtocolError):
-                async for _ in parts:  # at most what was already buffered, then an error
-                    pass
+                remaining -= len(chunk)
+                yield chunk
+            self._hand_back(complete=True)
+        except BaseException:  # a failure, a cancellation, or the reader closing us early
+            self._hand_back(complete=False)
+            raise
 
     async def aclose(self) -> None:
-        try:
-            with _httpx_exceptions():
-                await self._close_stream()
-        finally:
-            release, self._release = self._release, None
-            if release is not None:
-                release()
+        self._hand_back(complete=False)  # a no-op after a complete read
 
-    async def _close_stream(self) -> None:
-        closer = getattr(self._stream, "aclose", None)
-        if closer is not None:
-            await closer()
+    def _hand_back(self, *, complete: bool) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._pool.release(self._origin, conn, complete=complete)
+
+
+def _body_of(request: httpx.Request) -> bytes | httpx.AsyncByteStream:
+    stream = request.stream
+    if isinstance(stream, httpx.ByteStream):
+        return request.content  # read already: head and body go out in one write
+    assert isinstance(stream, httpx.AsyncByteStream)
+    return stream
 
 
 class GuardedTransport(httpx.AsyncBaseTransport):
-    """httpx transport over an httpcore pool whose every connection is guarded."""
+    """httpx transport over a pool of h11 connections whose every connection is guarded."""
 
     def __init__(
         self,
@@ -349,74 +298,63 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         resolve: Resolver = resolve_host,
         ssl_context: ssl.SSLContext | None = None,
         max_body_bytes: int = EXCERPT_BYTES,
+        max_connections: int = MAX_CONNECTIONS,
+        max_idle: int = MAX_IDLE_CONNECTIONS,
     ) -> None:
         self._policy = policy
-        self._hosts = _HostLimiter(max_per_host)
         self._max_body_bytes = max_body_bytes
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context or httpx.create_ssl_context(trust_env=False),
-            max_connections=MAX_CONNECTIONS,
-            max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS,
-            keepalive_expiry=KEEPALIVE_EXPIRY_S,
-            network_backend=GuardedBackend(policy, resolve=resolve),
+        self._checked_urls: set[str] = set()  # passed the static checks (pure: cacheable)
+        connector = GuardedConnector(
+            policy, ssl_context=ssl_context or default_ssl_context(), resolve=resolve
+        )
+        self.pool = ConnectionPool(
+            connector,
+            max_per_host=max_per_host,
+            max_connections=max_connections,
+            max_idle=max_idle,
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        self._check_url(str(url))
+        scheme = url.scheme
+        origin = (scheme, url.host, url.port or _DEFAULT_PORTS[scheme])
+        timeouts: Timeouts = request.extensions.get("timeout") or _NO_TIMEOUTS
+        conn = await self.pool.acquire(origin, timeouts)
         try:
-            check_target_url(str(request.url), self._policy)
+            await conn.send_request(
+                request.method, url.raw_path, request.headers.raw, _body_of(request),
+                timeouts.get("write"),
+            )  # fmt: skip
+            head = await conn.receive_head(timeouts.get("read"))
+        except BaseException:
+            self.pool.release(origin, conn, complete=False)
+            raise
+        stream = _Body(
+            self.pool, origin, conn, limit=self._max_body_bytes,
+            read_timeout_s=timeouts.get("read"),
+        )  # fmt: skip
+        return httpx.Response(
+            status_code=head.status_code,
+            headers=head.headers.raw_items(),
+            stream=stream,
+            extensions={"http_version": b"HTTP/" + head.http_version,
+                        "reason_phrase": head.reason},
+        )  # fmt: skip
+
+    def _check_url(self, url: str) -> None:
+        if url in self._checked_urls:
+            return
+        try:
+            check_target_url(url, self._policy)
         except ValidationError as exc:
             raise DestinationBlocked("; ".join(e.message for e in exc.errors)) from None
-        origin = (request.url.scheme, request.url.host, request.url.port)
-        await self._wait_for_slot(origin, request)
-        try:
-            response = await self._send(request, origin)
-        except BaseException:
-            self._hosts.release(origin)
-            raise
-        return response
-
-    async def _wait_for_slot(
-        self, origin: tuple[str, str, int | None], request: httpx.Request
-    ) -> None:
-        pool_timeout = request.extensions.get("timeout", {}).get("pool")
-        try:
-            with trio.fail_after(math.inf if pool_timeout is None else pool_timeout):
-                await self._hosts.acquire(origin)
-        except trio.TooSlowError:
-            raise httpx.PoolTimeout(f"too many requests in flight to {origin[1]}") from None
-
-    async def _send(
-        self, request: httpx.Request, origin: tuple[str, str, int | None]
-    ) -> httpx.Response:
-        core_request = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=request.extensions,
-        )
-        with _httpx_exceptions():
-            response = await self._pool.handle_async_request(core_request)
-        assert isinstance(response.stream, AsyncIterable)
-        return httpx.Response(
-            status_code=response.status,
-            headers=response.headers,
-            stream=_ResponseStream(
-                response.stream,
-                limit=self._max_body_bytes,
-                release=lambda: self._hosts.release(origin),
-            ),
-            extensions=response.extensions,
-        )
+        if len(self._checked_urls) >= _CHECKED_URLS_MAX:
+            self._checked_urls.clear()
+        self._checked_urls.add(url)
 
     async def aclose(self) -> None:
-        with _httpx_exceptions():
-            await self._pool.aclose()
+        self.pool.close()
 
 
 def build_client(
@@ -441,4 +379,5 @@ def build_client(
         follow_redirects=False,
         trust_env=False,
         headers={"Accept-Encoding": "identity"},
+        cookies=_NoCookies(),
     )

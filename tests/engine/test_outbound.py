@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
+import socket
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpcore
 import httpx
 import pytest
 import trio
@@ -24,10 +25,10 @@ import trio.testing
 from appliance.core.addresses import AddressPolicy, IPAddress
 from appliance.core.delivery import DeliveryRequest
 from appliance.core.retry import TransportFailure
+from appliance.engine.connector import GuardedConnector
 from appliance.engine.outbound import check_destination, send
 from appliance.engine.transport import (
     EXCERPT_BYTES,
-    GuardedBackend,
     NameNotResolved,
     build_client,
     resolve_host,
@@ -37,6 +38,7 @@ from appliance.errors import DestinationBlocked, ValidationError
 OPEN = AddressPolicy()
 LOOPBACK_ALLOWED = AddressPolicy.parse(["127.0.0.0/8"])
 BODY = b'{"hello": "receiver"}'
+SSL = ssl.create_default_context()  # for connectors that never reach TLS
 
 Reply = Callable[[trio.SocketStream], Awaitable[None]]
 
@@ -167,53 +169,62 @@ async def test_rebinding_name_is_checked_on_the_address_actually_connected_to() 
     assert f"host: rebind.example:{rx.port}".encode() in rx.requests[0].lower().split(b"\r\n")
 
 
-class RecordingBackend(httpcore.AsyncNetworkBackend):
-    """Stands in for the socket layer: records where it was asked to connect."""
+@dataclass
+class RecordingTCP:
+    """Stands in for the socket layer: records which addresses it was asked to connect to
+    and refuses every connection after the first ``answer`` ones."""
 
-    def __init__(self) -> None:
-        self.connected: list[str] = []
+    answer: int = 0
+    connected: list[str] = field(default_factory=list)
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        self.connected.append(host)
-        return httpcore.AsyncMockStream([])
+    async def __call__(self, address: IPAddress, port: int) -> trio.SocketStream:
+        self.connected.append(str(address))
+        if len(self.connected) > self.answer:
+            raise ConnectionRefusedError(111, "Connection refused")
+        near, far = socket.socketpair()
+        far.close()
+        return trio.SocketStream(trio.socket.from_stdlib_socket(near))
+
+
+def connector(policy: AddressPolicy, tcp: RecordingTCP, **dns: list[str]) -> GuardedConnector:
+    table = {name.replace("_", "."): addresses for name, addresses in dns.items()}
+    return GuardedConnector(policy, resolve=fake_dns(table), connect=tcp, ssl_context=SSL)
 
 
 async def test_one_blocked_address_blocks_the_host_before_any_connection() -> None:
-    inner = RecordingBackend()
-    backend = GuardedBackend(
-        OPEN, resolve=fake_dns({"mixed.example": ["8.8.8.8", "10.0.0.7"]}), inner=inner
-    )
+    tcp = RecordingTCP(answer=1)
+    guarded = connector(OPEN, tcp, mixed_example=["8.8.8.8", "10.0.0.7"])
     with pytest.raises(DestinationBlocked, match=r"mixed\.example resolves to 10\.0\.0\.7"):
-        await backend.connect_tcp("mixed.example", 443)
-    assert inner.connected == []
+        await guarded.connect_tcp("mixed.example", 443)
+    assert tcp.connected == []
 
 
-async def test_backend_connects_to_the_checked_address_not_the_name() -> None:
-    inner = RecordingBackend()
-    backend = GuardedBackend(
-        OPEN, resolve=fake_dns({"public.example": ["2606:4700::1", "8.8.8.8"]}), inner=inner
-    )
-    await backend.connect_tcp("public.example", 443)
-    assert inner.connected == ["2606:4700::1"]
+async def test_connector_connects_to_the_checked_address_not_the_name() -> None:
+    tcp = RecordingTCP(answer=1)
+    guarded = connector(OPEN, tcp, public_example=["2606:4700::1", "8.8.8.8"])
+    stream = await guarded.connect_tcp("public.example", 443)
+    await stream.aclose()
+    assert tcp.connected == ["2606:4700::1"]
+
+
+async def test_connector_tries_the_next_checked_address_when_one_refuses() -> None:
+    tcp = RecordingTCP(answer=0)
+    guarded = connector(OPEN, tcp, public_example=["2606:4700::1", "8.8.8.8"])
+    with pytest.raises(httpx.ConnectError, match="Connection refused"):
+        await guarded.connect_tcp("public.example", 443)
+    assert tcp.connected == ["2606:4700::1", "8.8.8.8"]
 
 
 async def test_embedded_loopback_and_metadata_literals_are_blocked_at_connect() -> None:
-    inner = RecordingBackend()
+    tcp = RecordingTCP(answer=1)
     everything = AddressPolicy(
         allow=(ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
     )
     with pytest.raises(DestinationBlocked, match="loopback address: it embeds"):
-        await GuardedBackend(OPEN, inner=inner).connect_tcp("::ffff:127.0.0.1", 80)
+        await connector(OPEN, tcp).connect_tcp("::ffff:127.0.0.1", 80)
     with pytest.raises(DestinationBlocked, match="cloud metadata address"):
-        await GuardedBackend(everything, inner=inner).connect_tcp("169.254.169.254", 80)
-    assert inner.connected == []
+        await connector(everything, tcp).connect_tcp("169.254.169.254", 80)
+    assert tcp.connected == []
 
 
 async def test_guarded_client_refuses_localhost_names_whoever_calls_it() -> None:
