@@ -30,6 +30,7 @@ import httpx
 import trio
 
 READ_SIZE = 64 * 1024
+_NO_ANSWER = "the server closed the connection without answering"
 
 
 def _deadline(timeout_s: float | None) -> float:
@@ -78,18 +79,16 @@ class Connection:
     async def receive_head(self, timeout_s: float | None) -> h11.Response:
         """The final response head (1xx interim responses are skipped)."""
         while True:
-            event = await self._next_event(timeout_s)
-            if isinstance(event, h11.Response):
+            event = self._next_buffered_event()
+            if event is None:
+                if not await self._read(timeout_s) and not self._h11.trailing_data[0]:
+                    raise httpx.RemoteProtocolError(_NO_ANSWER)
+            elif isinstance(event, h11.Response):
                 return event
-            if isinstance(event, h11.InformationalResponse):
-                continue
-            if isinstance(event, h11.ConnectionClosed):
-                raise httpx.RemoteProtocolError(
-                    "the server closed the connection without answering"
-                )
-            raise httpx.RemoteProtocolError(
-                f"unexpected {type(event).__name__} before the response"
-            )
+            elif isinstance(event, h11.ConnectionClosed):
+                raise httpx.RemoteProtocolError(_NO_ANSWER)
+            elif not isinstance(event, h11.InformationalResponse):
+                raise httpx.RemoteProtocolError(f"unexpected {event!r} before the response")
 
     async def receive_body(self, timeout_s: float | None) -> bytes | None:
         """The next part of the response body, or None at its end."""
@@ -143,21 +142,24 @@ class Connection:
         self._tcp.socket.close()
 
     async def _next_event(self, timeout_s: float | None) -> h11.Event:
-        conn = self._h11
-        while True:
-            try:
-                event = conn.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise httpx.RemoteProtocolError(str(exc)) from exc
-            if event is h11.NEED_DATA:
-                await self._read(timeout_s)
-            elif event is h11.PAUSED:
-                raise httpx.RemoteProtocolError("the server sent more than one response")
-            else:
-                assert isinstance(event, h11.Event)
-                return event
+        while (event := self._next_buffered_event()) is None:
+            await self._read(timeout_s)
+        return event
 
-    async def _read(self, timeout_s: float | None) -> None:
+    def _next_buffered_event(self) -> h11.Event | None:
+        """The next event in what was received already; None when h11 needs more."""
+        try:
+            event = self._h11.next_event()
+        except h11.RemoteProtocolError as exc:
+            raise httpx.RemoteProtocolError(str(exc)) from exc
+        if isinstance(event, h11.Event):
+            return event
+        if event is h11.NEED_DATA:
+            return None
+        raise httpx.RemoteProtocolError("the server sent more than one response")  # PAUSED
+
+    async def _read(self, timeout_s: float | None) -> bool:
+        """Feed h11 what arrives next; False at end of file."""
         with trio.CancelScope(deadline=_deadline(timeout_s)):
             try:
                 data = await self._stream.receive_some(READ_SIZE)
@@ -165,7 +167,7 @@ class Connection:
                 raise httpx.ReadError(f"reading the response failed: {_describe(exc)}") from exc
             # b"" is end of file; h11 judges whether it came early.
             self._h11.receive_data(data if isinstance(data, bytes) else bytes(data))
-            return
+            return bool(data)
         raise httpx.ReadTimeout(f"no response data for {timeout_s:g} s")
 
     async def _write(self, data: bytes, timeout_s: float | None) -> None:

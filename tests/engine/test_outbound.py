@@ -11,10 +11,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
+import shutil
 import socket
 import ssl
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,7 +31,11 @@ from appliance.core.retry import TransportFailure
 from appliance.engine.connector import GuardedConnector
 from appliance.engine.outbound import check_destination, send
 from appliance.engine.transport import (
+    DEFAULT_TIMEOUT,
     EXCERPT_BYTES,
+    KEEPALIVE_EXPIRY_S,
+    ConnectionPool,
+    GuardedTransport,
     NameNotResolved,
     build_client,
     resolve_host,
@@ -358,6 +365,394 @@ async def test_cancellation_propagates() -> None:
         with trio.move_on_after(0.1) as scope:
             await send(client, delivery(rx.url()))
     assert scope.cancelled_caught
+
+
+# --- the connection pool: keep-alive, reuse only when safe, caps, expiry --------------
+
+Respond = Callable[[int], Awaitable[tuple[bytes, bool]]]
+"""Request number (from 1, over all connections) -> (raw reply, keep the connection open)."""
+
+
+def response(body: bytes = b"ok", *headers: str, status: str = "200 OK") -> bytes:
+    lines = [f"HTTP/1.1 {status}", f"Content-Length: {len(body)}", *headers]
+    return "\r\n".join(lines).encode() + b"\r\n\r\n" + body
+
+
+async def answer_ok(n: int) -> tuple[bytes, bool]:
+    return response(), True
+
+
+@dataclass
+class KeepAliveServer:
+    """A loopback server that serves many requests per connection and records, for each
+    request, the number of the connection (from 1) it came on."""
+
+    port: int = 0
+    on_connection: list[int] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)
+    ended: dict[int, trio.Event] = field(default_factory=dict)  # connection closed
+    arrived: trio.Event = field(default_factory=trio.Event)  # a request came in
+
+    def url(self, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}/hook"
+
+    async def wait_ended(self, connection: int) -> None:
+        """Assert the connection has ended once everything settled. Loopback delivers a
+        close at once; no timeout, so this also works under a MockClock that stands still."""
+        await trio.testing.wait_all_tasks_blocked()
+        assert self.ended[connection].is_set(), f"connection {connection} is still open"
+
+
+@contextlib.asynccontextmanager
+async def keep_alive_server(respond: Respond = answer_ok) -> AsyncIterator[KeepAliveServer]:
+    server = KeepAliveServer()
+
+    async def handle(stream: trio.SocketStream) -> None:
+        number = len(server.ended) + 1
+        server.ended[number] = trio.Event()
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while raw := await read_request(stream):
+                server.on_connection.append(number)
+                server.bodies.append(raw.partition(b"\r\n\r\n")[2])
+                server.arrived.set()
+                reply, keep = await respond(len(server.on_connection))
+                await stream.send_all(reply)
+                if not keep:
+                    break
+        await stream.aclose()
+        server.ended[number].set()
+
+    async with trio.open_nursery() as nursery:
+        listeners: list[trio.SocketListener] = await nursery.start(
+            functools.partial(trio.serve_tcp, handle, 0, host="127.0.0.1")
+        )
+        server.port = listeners[0].socket.getsockname()[1]
+        yield server
+        nursery.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def pooled_client(
+    policy: AddressPolicy = LOOPBACK_ALLOWED,
+    timeout: httpx.Timeout = DEFAULT_TIMEOUT,  # noqa: ASYNC109  (httpx.Timeout, not a deadline)
+    **options: Any,
+) -> AsyncIterator[tuple[httpx.AsyncClient, ConnectionPool]]:
+    """build_client's client, with its pool in view."""
+    transport = GuardedTransport(policy, **{"max_per_host": 8, **options})
+    client = httpx.AsyncClient(
+        transport=transport, timeout=timeout, headers={"Accept-Encoding": "identity"}
+    )
+    async with client:
+        yield client, transport.pool
+
+
+async def delivered(client: httpx.AsyncClient, url: str) -> int | None:
+    result = await send(client, delivery(url))
+    assert result.error is None, result.error
+    return result.status
+
+
+async def test_sequential_deliveries_reuse_one_keep_alive_connection() -> None:
+    async with keep_alive_server() as server, pooled_client() as (client, pool):
+        for _ in range(3):
+            assert await delivered(client, server.url()) == 200
+        assert (pool.open_connections(), pool.idle_connections()) == (1, 1)
+    assert server.on_connection == [1, 1, 1]
+    assert server.bodies == [BODY] * 3
+
+
+async def test_a_connection_the_server_closed_while_idle_is_never_reused() -> None:
+    async def close_after_first(n: int) -> tuple[bytes, bool]:
+        return response(), n > 1  # no "Connection: close": the server just hangs up
+
+    async with keep_alive_server(close_after_first) as server, pooled_client() as (client, _):
+        assert await delivered(client, server.url()) == 200
+        await server.wait_ended(1)
+        # The idle socket is readable (EOF): the pool drops it instead of sending on it,
+        # so the delivery neither fails nor is sent twice.
+        assert await delivered(client, server.url()) == 200
+    assert server.on_connection == [1, 2]
+
+
+async def test_connection_close_in_the_response_is_honoured() -> None:
+    async def say_close(n: int) -> tuple[bytes, bool]:
+        return response(b"ok", "Connection: close"), True  # but the server keeps it open
+
+    async with keep_alive_server(say_close) as server, pooled_client() as (client, pool):
+        assert await delivered(client, server.url()) == 200
+        await server.wait_ended(1)  # the client closed it
+        assert (pool.open_connections(), pool.idle_connections()) == (0, 0)
+        assert await delivered(client, server.url()) == 200
+    assert server.on_connection == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("size", "reused"),
+    [(EXCERPT_BYTES, True), (EXCERPT_BYTES * 8, False)],
+)
+async def test_a_body_cut_at_the_excerpt_closes_the_connection(size: int, reused: bool) -> None:
+    async def big(n: int) -> tuple[bytes, bool]:
+        return response(b"x" * size), True
+
+    async with keep_alive_server(big) as server, pooled_client() as (client, _):
+        for _ in range(2):
+            result = await send(client, delivery(server.url()))
+            assert (result.status, result.error, len(result.excerpt)) == (200, None, EXCERPT_BYTES)
+    assert server.on_connection == ([1, 1] if reused else [1, 2])
+
+
+async def test_idle_connections_expire(mock_clock: trio.testing.MockClock) -> None:
+    # mock_clock: virtual time stands still unless jumped, so real sockets work as usual.
+    async with keep_alive_server() as server, pooled_client() as (client, pool):
+        await delivered(client, server.url())
+        mock_clock.jump(KEEPALIVE_EXPIRY_S - 0.5)
+        await delivered(client, server.url())
+        assert server.on_connection == [1, 1]
+        mock_clock.jump(KEEPALIVE_EXPIRY_S + 0.5)
+        await delivered(client, server.url())
+        assert server.on_connection == [1, 1, 2]
+        await server.wait_ended(1)
+        assert pool.open_connections() == 1
+
+
+async def test_at_the_connection_cap_an_idle_connection_of_another_origin_is_closed() -> None:
+    async with (
+        keep_alive_server() as a,
+        keep_alive_server() as b,
+        pooled_client(max_connections=1) as (client, pool),
+    ):
+        await delivered(client, a.url())
+        await delivered(client, b.url())
+        await a.wait_ended(1)
+        assert (pool.open_connections(), pool.idle_connections()) == (1, 1)
+
+
+async def test_at_the_connection_cap_a_request_waits_for_the_pool_timeout() -> None:
+    release = trio.Event()
+
+    async def held(n: int) -> tuple[bytes, bool]:
+        await release.wait()
+        return response(), True
+
+    timeout = httpx.Timeout(5.0, pool=0.2)
+    async with (
+        keep_alive_server(held) as a,
+        keep_alive_server() as b,
+        pooled_client(timeout=timeout, max_connections=1) as (client, _),
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(delivered, client, a.url())
+        await a.arrived.wait()
+        with pytest.raises(httpx.PoolTimeout, match="a free connection"):
+            await client.post(b.url())
+        result = await send(client, delivery(b.url()))
+        assert result.failure is TransportFailure.TIMEOUT
+        release.set()
+    assert b.on_connection == []
+
+
+async def test_waiting_for_a_turn_at_one_origin_honours_the_pool_timeout() -> None:
+    release = trio.Event()
+
+    async def held(n: int) -> tuple[bytes, bool]:
+        await release.wait()
+        return response(), True
+
+    timeout = httpx.Timeout(5.0, pool=0.2)
+    async with (
+        keep_alive_server(held) as server,
+        pooled_client(timeout=timeout, max_per_host=1) as (client, _),
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(delivered, client, server.url())
+        await server.arrived.wait()
+        with pytest.raises(httpx.PoolTimeout, match=r"requests in flight to 127\.0\.0\.1"):
+            await client.post(server.url())
+        release.set()
+    assert server.on_connection == [1]
+
+
+@pytest.mark.parametrize("sent_before_hanging", [b"", response(b"x" * 100)[:-50]])
+async def test_a_cancelled_delivery_leaves_no_connection_behind(sent_before_hanging: bytes) -> None:
+    never = trio.Event()
+
+    async def first_hangs(n: int) -> tuple[bytes, bool]:
+        if n == 1:
+            await never.wait()
+        return response(), True
+
+    async def hang_after_part(n: int) -> tuple[bytes, bool]:
+        return (sent_before_hanging if n == 1 else response()), True
+
+    respond = hang_after_part if sent_before_hanging else first_hangs
+    async with keep_alive_server(respond) as server, pooled_client() as (client, pool):
+        with trio.move_on_after(0.2) as scope:
+            await send(client, delivery(server.url()))
+        assert scope.cancelled_caught
+        assert (pool.open_connections(), pool.idle_connections()) == (0, 0)
+        assert await delivered(client, server.url()) == 200
+    assert server.on_connection == [1, 2]
+
+
+async def test_server_hanging_up_without_an_answer_is_a_protocol_failure() -> None:
+    async def hang_up(n: int) -> tuple[bytes, bool]:
+        return b"", False
+
+    async with keep_alive_server(hang_up) as server, pooled_client() as (client, pool):
+        result = await send(client, delivery(server.url()))
+        assert pool.open_connections() == 0
+    assert result.failure is TransportFailure.PROTOCOL
+    assert result.error == "the server closed the connection without answering"
+
+
+async def test_a_truncated_body_is_reported_with_the_status() -> None:
+    async def truncated(n: int) -> tuple[bytes, bool]:
+        return response(b"x" * 100)[:-90], False
+
+    async with keep_alive_server(truncated) as server, pooled_client() as (client, pool):
+        result = await send(client, delivery(server.url()))
+        assert pool.open_connections() == 0
+    assert (result.status, result.failure, result.excerpt) == (200, None, "x" * 10)
+    assert result.error is not None and result.error.startswith("reading the response body")
+
+
+async def test_a_body_framed_by_the_connection_closing_is_read_whole() -> None:
+    async def until_close(n: int) -> tuple[bytes, bool]:
+        return b"HTTP/1.1 200 OK\r\n\r\nuntil the end", False
+
+    async with keep_alive_server(until_close) as server, pooled_client() as (client, pool):
+        result = await send(client, delivery(server.url()))
+        assert pool.open_connections() == 0
+    assert (result.status, result.excerpt, result.error) == (200, "until the end", None)
+
+
+async def test_interim_responses_are_skipped() -> None:
+    async def continue_first(n: int) -> tuple[bytes, bool]:
+        return b"HTTP/1.1 100 Continue\r\n\r\n" + response(b"done"), True
+
+    async with keep_alive_server(continue_first) as server, pooled_client() as (client, _):
+        result = await send(client, delivery(server.url()))
+    assert (result.status, result.excerpt) == (200, "done")
+
+
+async def test_write_timeout_maps_to_timeout() -> None:
+    never = trio.Event()
+
+    async def never_reads(stream: trio.SocketStream) -> None:
+        await never.wait()
+
+    huge = b"x" * (64 * 1024 * 1024)  # more than the loopback socket buffers hold
+    timeout = httpx.Timeout(5.0, write=0.2)
+    async with (
+        receiver(never_reads, read_first=False) as rx,
+        pooled_client(timeout=timeout) as (client, pool),
+    ):
+        with pytest.raises(httpx.WriteTimeout):
+            await client.post(rx.url(), content=huge)
+        assert pool.open_connections() == 0
+
+
+async def test_connect_timeout_covers_name_resolution(autojump_clock: Any) -> None:
+    async def stuck(host: str) -> list[IPAddress]:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with pooled_client(OPEN, resolve=stuck) as (client, pool):
+        with pytest.raises(httpx.ConnectTimeout, match=r"connecting to slow\.example:443"):
+            await client.post("https://slow.example/")
+        result = await send(client, delivery("https://slow.example/"))
+        assert (pool.open_connections(), result.failure) == (0, TransportFailure.TIMEOUT)
+
+
+async def test_a_streamed_request_body_is_sent_chunked() -> None:
+    async def chunked(stream: trio.SocketStream) -> None:
+        data = b""
+        while not data.endswith(b"0\r\n\r\n"):
+            data += await stream.receive_some()
+        await stream.send_all(response(data.partition(b"\r\n\r\n")[2]))
+
+    async def parts() -> AsyncIterator[bytes]:
+        yield b"one"
+        yield b"two"
+
+    async with receiver(chunked, read_first=False) as rx, pooled_client() as (client, _):
+        reply = await client.post(rx.url(), content=parts())
+    assert reply.content == b"3\r\none\r\n3\r\ntwo\r\n0\r\n\r\n"
+
+
+# --- TLS over the checked address --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Certificates:
+    ca: Path
+    cert: Path
+    key: Path
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    """A CA and a leaf certificate for hook.example, made with the openssl tool."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command")
+    d = tmp_path_factory.mktemp("tls")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    (d / "leaf.ext").write_text(
+        "subjectAltName=DNS:hook.example\nbasicConstraints=CA:FALSE\n"
+        "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n"
+        "authorityKeyIdentifier=keyid\nsubjectKeyIdentifier=hash\n"
+    )
+    for command in (
+        ["req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+         "-subj", "/CN=Steeple test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign"],
+        ["req", *ec, "-keyout", "leaf.key", "-out", "leaf.csr", "-subj", "/CN=hook.example"],
+        ["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+         "-CAcreateserial", "-out", "leaf.pem", "-days", "2", "-extfile", "leaf.ext"],
+    ):  # fmt: skip
+        subprocess.run(["openssl", *command], cwd=d, check=True, capture_output=True)
+    return Certificates(ca=d / "ca.pem", cert=d / "leaf.pem", key=d / "leaf.key")
+
+
+@contextlib.asynccontextmanager
+async def tls_server(certs: Certificates) -> AsyncIterator[KeepAliveServer]:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certs.cert, certs.key)
+    server = KeepAliveServer()
+
+    async def handle(stream: trio.SSLStream[trio.SocketStream]) -> None:
+        number = len(server.ended) + 1
+        server.ended[number] = trio.Event()
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while await read_request(stream):  # type: ignore[arg-type]
+                server.on_connection.append(number)
+                await stream.send_all(response(b"secure"))
+        server.ended[number].set()
+
+    async with trio.open_nursery() as nursery:
+        listeners: list[trio.SSLListener[trio.SocketStream]] = await nursery.start(
+            functools.partial(trio.serve_ssl_over_tcp, handle, 0, context, host="127.0.0.1")
+        )
+        server.port = listeners[0].transport_listener.socket.getsockname()[1]
+        yield server
+        nursery.cancel_scope.cancel()
+
+
+async def test_tls_verifies_the_url_host_over_the_checked_address(certs: Certificates) -> None:
+    trusted = ssl.create_default_context(cafile=certs.ca)
+    dns = fake_dns({"hook.example": ["127.0.0.1"], "other.example": ["127.0.0.1"]})
+    async with (
+        tls_server(certs) as server,
+        pooled_client(resolve=dns, ssl_context=trusted) as (client, pool),
+    ):
+        for _ in range(2):
+            result = await send(client, delivery(f"https://hook.example:{server.port}/"))
+            assert (result.status, result.excerpt) == (200, "secure")
+        assert server.on_connection == [1, 1]  # kept alive over TLS too
+        wrong = await send(client, delivery(f"https://other.example:{server.port}/"))
+        assert wrong.failure is TransportFailure.TLS
+        assert wrong.error is not None and "other.example" in wrong.error
+        assert pool.open_connections() == 1
 
 
 # --- write-time check ------------------------------------------------------------------
