@@ -12,7 +12,9 @@ Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
   ``timeout_seconds`` and *last confirmed renewal + lease − margin*; each confirmed
   renewal moves the live deadlines forward. So a live executor never outlives its lease:
   when renewals fail, deliveries are cancelled before their leases can lapse, and nothing
-  new is claimed until a renewal succeeds again.
+  new is claimed until a renewal succeeds again. A lease the heartbeat's UPDATE could not
+  renew because it had already expired in wall-clock terms (the wall clock stepped past
+  it) cuts its delivery short at once: the reaper may be taking the run back.
 - Each attempt is built and signed immediately before it is sent (``signed_at`` from the
   injected wall clock), classified, and decided by :mod:`appliance.core.retry` (the random
   factor comes from an injectable ``random.Random``).
@@ -75,17 +77,28 @@ class RenewLeases(Protocol):
 
 
 class _Live:
-    """One delivery in flight: its run and the cancel scope that bounds it (trio time)."""
+    """One delivery in flight: its run and the cancel scope that bounds it (trio time).
+    ``lease_expires_at`` mirrors the row's wall-clock expiry, which decides whether a
+    heartbeat's UPDATE renews it (``lease_expires_at >= now``, see ``renew_leases``)."""
 
     def __init__(self, run: ClaimedRun, *, claimed_at: float, lease_s: float) -> None:
         self.run = run
         self.own_deadline = claimed_at + run.timeout_seconds
         self.lease_deadline = claimed_at + lease_s
+        self.lease_expires_at = run.lease_expires_at
+        self.lapsed = False
         self.scope = trio.CancelScope(deadline=min(self.own_deadline, self.lease_deadline))
 
-    def renewed(self, lease_deadline: float) -> None:
+    def renewed(self, lease_deadline: float, lease_expires_at: int) -> None:
         self.lease_deadline = max(self.lease_deadline, lease_deadline)
+        self.lease_expires_at = lease_expires_at
         self.scope.deadline = min(self.own_deadline, self.lease_deadline)
+
+    def lease_lapsed(self) -> None:
+        """The heartbeat could not renew this lease (the wall clock stepped past it): the
+        reaper may take the run back at any moment, so stop delivering now."""
+        self.lapsed = True
+        self.scope.cancel()
 
 
 class Dispatcher:
@@ -111,7 +124,7 @@ class Dispatcher:
         self._config = config
         self._rand = rand or random.Random()
         self._renew = renew_leases
-        self._live: dict[str, _Live] = {}
+        self._live: dict[str, _Live] = {}  # by lease token: one run may be claimed again
         self._renewals_ok = True
         self._draining = False
         self._emptied = trio.Event()
@@ -150,7 +163,7 @@ class Dispatcher:
         )
         for run in batch.runs:
             live = _Live(run, claimed_at=claimed_at, lease_s=self._lease_budget_s())
-            self._live[run.run_id] = live
+            self._live[run.lease_token] = live
             self._nursery.start_soon(self._deliver, live)
         if len(batch.runs) >= free or batch.next_due_at is None:
             return trio.current_time() + self._config.max_sleep_s
@@ -175,7 +188,7 @@ class Dispatcher:
                     live.run.attempt,
                 )
         finally:
-            del self._live[live.run.run_id]
+            del self._live[live.run.lease_token]
             if not self._live:
                 self._emptied.set()
             self._wakeup.nudge()  # a slot is free
@@ -210,7 +223,9 @@ class Dispatcher:
         return self._complete(run, self._classify(result), result)
 
     def _cut_short(self, live: _Live, started: float) -> SendResult:
-        if live.lease_deadline < live.own_deadline:
+        if live.lapsed:
+            error = "cancelled: its lease lapsed before a heartbeat could renew it"
+        elif live.lease_deadline < live.own_deadline:
             error = "cancelled before its lease could lapse (lease renewals are failing)"
         else:
             error = f"no response within the {live.run.timeout_seconds} s deadline"
@@ -267,8 +282,11 @@ class Dispatcher:
                 log.exception("lease renewal failed: claiming nothing new until it works")
                 self._renewals_ok = False
                 return
-            for live in covered:
-                live.renewed(started + self._lease_budget_s())
+            for live in covered:  # the UPDATE renewed exactly the unexpired ones
+                if live.lease_expires_at >= now:
+                    live.renewed(started + self._lease_budget_s(), now + self._config.lease_ms)
+                else:
+                    live.lease_lapsed()
         # With nothing in flight there is nothing to lose: claiming may resume.
         if not self._renewals_ok:
             self._renewals_ok = True

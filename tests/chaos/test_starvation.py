@@ -40,9 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import pytest
 import trio
+from trio.testing import MockClock
 
-from appliance.clock import SystemClock
+from appliance.clock import SystemClock, TrioWallClock
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.store.database import Database
@@ -52,7 +54,7 @@ from appliance.store.schedules import trigger_schedule
 from appliance.store.tenants import create_tenant
 from tests.chaos.recorder import lease_violations, publish
 from tests.engine.conftest import Endpoint, reply, running_engine
-from tests.store.conftest import ScheduleRow, insert_schedule
+from tests.store.conftest import T0, ScheduleRow, insert_schedule
 
 LEASE_MS, HEARTBEAT_MS, MARGIN_MS = 1_500, 500, 100
 CONFIG = DispatchConfig(
@@ -222,3 +224,54 @@ async def test_event_loop_starvation(tmp_path: Path) -> None:
         alone_blocked_attempt=alone.outcomes[0],
         lease_violations=len(long.violations) + len(alone.violations) + len(short.violations),
     )
+
+
+# --- found by this scenario: a lease that lapses under a live delivery -------------------
+
+
+@pytest.fixture
+def autojump_clock() -> MockClock:
+    return MockClock(autojump_threshold=0)
+
+
+async def test_a_lease_lapsed_under_a_live_delivery_is_given_up(
+    autojump_clock: MockClock, tmp_path: Path
+) -> None:
+    """The loop's view of a lease (trio deadlines) and the database's (wall-clock
+    ``lease_expires_at``) part ways when the wall clock steps forward past the lease while a
+    delivery is in flight. The heartbeat's UPDATE then renews nothing, yet the dispatcher
+    used to extend the delivery's deadline anyway: the reaper reclaimed the run, the
+    dispatcher claimed it again while the first attempt was still sending (two concurrent
+    deliveries of one run from one process), and the first attempt's end crashed the
+    dispatcher (its in-flight table was keyed by run id). Now a delivery whose lease the
+    heartbeat could not renew is cut short at once."""
+    wall = TrioWallClock(T0)
+    wall.now_ms()
+    db = Database.open(tmp_path / "steeple.db", threaded=False)
+    tenant = db.write_now(create_tenant, name="jumped", now=T0).tenant_id
+    row = ScheduleRow(cron="0 3 * * *", timeout_seconds=120)  # T0 is 03:00: due at once
+    sid = db.write_now(insert_schedule, tenant_id=tenant, row=row, now=T0)
+    in_flight: list[int] = []
+    overlaps: list[tuple[int, ...]] = []
+
+    async def respond(request: httpx.Request, n: int) -> httpx.Response:
+        in_flight.append(n)
+        overlaps.extend([tuple(in_flight)] if len(in_flight) > 1 else [])
+        try:
+            if n == 1:
+                await trio.sleep(90)  # slow: still sending when the lease lapses
+            return reply(200)
+        finally:
+            in_flight.remove(n)
+
+    try:
+        async with running_engine(db, wall, Endpoint(respond=respond)):
+            await trio.sleep(5)
+            wall.jump(40_000)  # past the 30 s lease: the database now says it lapsed
+            await trio.sleep(300)
+        (run,) = db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=5)
+        outcomes = [a.outcome.value for a in db.read_now(list_attempts, run_id=run.id) if a.outcome]
+    finally:
+        db.close()
+    assert overlaps == []
+    assert outcomes == ["retryable", "ok"]  # cut short while its token still held, retried
