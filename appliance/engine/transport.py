@@ -106,16 +106,21 @@ class _OriginState:
         self.users = 0  # tasks holding or waiting for a turn
 
 
-async def _acquire(semaphore: trio.Semaphore, timeout_s: float | None, what: str) -> None:
+async def _acquire(semaphore: trio.Semaphore, timeout_s: float | None) -> bool:
+    """Take one unit; False when ``timeout_s`` passed first."""
     try:
         semaphore.acquire_nowait()  # the common case: no checkpoint, no cancel scope
-        return
+        return True
     except trio.WouldBlock:
         pass
     with trio.move_on_after(timeout_s if timeout_s is not None else float("inf")):
         await semaphore.acquire()
-        return
-    raise httpx.PoolTimeout(f"waited longer than {timeout_s:g} s for {what}")
+        return True
+    return False
+
+
+def _pool_timeout(timeout_s: float | None, what: str) -> httpx.PoolTimeout:
+    return httpx.PoolTimeout(f"waited longer than {timeout_s:g} s for {what}")
 
 
 class ConnectionPool:
@@ -156,8 +161,9 @@ class ConnectionPool:
             state = self._origins[origin] = _OriginState(self._max_per_host)
         state.users += 1
         try:
-            what = f"one of the {self._max_per_host} requests in flight to {origin[1]}"
-            await _acquire(state.turns, timeouts.get("pool"), what)
+            if not await _acquire(state.turns, timeouts.get("pool")):
+                what = f"one of the {self._max_per_host} requests in flight to {origin[1]}"
+                raise _pool_timeout(timeouts.get("pool"), what)
         except BaseException:
             self._leave(origin, state)
             raise
@@ -170,7 +176,7 @@ class ConnectionPool:
 
     def release(self, origin: Origin, conn: Connection, *, complete: bool) -> None:
         """End the exchange; ``complete`` means the response was read to its end."""
-        if complete and not self._closed and conn.start_next_exchange():
+        if complete and not self._closed and not self._room_wanted() and conn.start_next_exchange():
             self._park(origin, conn)
         else:
             self._discard(conn)
@@ -183,6 +189,11 @@ class ConnectionPool:
         self._closed = True
         while self._idle:
             self._evict_oldest()
+
+    def _room_wanted(self) -> bool:
+        """At the connection cap with requests waiting: a connection handed back closes so
+        that a waiting request can open its own (it may be for another origin)."""
+        return self._permits.value == 0 and self._permits.statistics().tasks_waiting > 0
 
     def _reuse(self, state: _OriginState) -> Connection | None:
         self._expire()
@@ -197,7 +208,8 @@ class ConnectionPool:
     async def _open(self, origin: Origin, timeouts: Timeouts) -> Connection:
         if self._permits.value == 0 and self._idle:
             self._evict_oldest()  # another origin's idle connection makes room
-        await _acquire(self._permits, timeouts.get("pool"), "a free connection")
+        if not await _acquire(self._permits, timeouts.get("pool")):
+            raise _pool_timeout(timeouts.get("pool"), "a free connection")
         try:
             stream, tcp = await self._connector.open(*origin, timeouts.get("connect"))
         except BaseException:

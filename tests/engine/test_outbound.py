@@ -551,6 +551,33 @@ async def test_at_the_connection_cap_a_request_waits_for_the_pool_timeout() -> N
     assert b.on_connection == []
 
 
+async def test_at_the_connection_cap_a_handed_back_connection_makes_room() -> None:
+    release = trio.Event()
+
+    async def held(n: int) -> tuple[bytes, bool]:
+        await release.wait()
+        return response(), True
+
+    statuses: list[int | None] = []
+
+    async def deliver_to_b(url: str) -> None:
+        statuses.append(await delivered(client, url))
+
+    async with (
+        keep_alive_server(held) as a,
+        keep_alive_server() as b,
+        pooled_client(max_connections=1) as (client, pool),
+    ):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(delivered, client, a.url())
+            await a.arrived.wait()
+            nursery.start_soon(deliver_to_b, b.url())
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()  # a's connection comes back while b waits: it closes, b connects
+        await a.wait_ended(1)
+        assert (statuses, b.on_connection, pool.open_connections()) == ([200], [1], 1)
+
+
 async def test_waiting_for_a_turn_at_one_origin_honours_the_pool_timeout() -> None:
     release = trio.Event()
 
