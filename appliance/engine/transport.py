@@ -330,7 +330,8 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         url = request.url
         self._check_url(str(url))
         scheme = url.scheme
-        origin = (scheme, url.host, url.port or _DEFAULT_PORTS[scheme])
+        # The ASCII (IDNA) form: what DNS and TLS (SNI, certificate names) must see.
+        origin = (scheme, url.raw_host.decode("ascii"), url.port or _DEFAULT_PORTS[scheme])
         timeouts: Timeouts = request.extensions.get("timeout") or _NO_TIMEOUTS
         conn = await self.pool.acquire(origin, timeouts)
         try:

@@ -176,6 +176,13 @@ async def test_rebinding_name_is_checked_on_the_address_actually_connected_to() 
     assert f"host: rebind.example:{rx.port}".encode() in rx.requests[0].lower().split(b"\r\n")
 
 
+async def test_an_internationalised_name_is_resolved_in_its_ascii_form() -> None:
+    dns = fake_dns({"xn--bcher-kva.example": ["127.0.0.1"]})
+    async with receiver(canned("200 OK")) as rx, build_client(LOOPBACK_ALLOWED, resolve=dns) as c:
+        result = await send(c, delivery(rx.url("bücher.example")))
+    assert (result.status, result.error) == (200, None)
+
+
 @dataclass
 class RecordingTCP:
     """Stands in for the socket layer: records which addresses it was asked to connect to
