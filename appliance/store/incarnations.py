@@ -231,7 +231,7 @@ def complete_run(
     return applied
 
 
-def _cancel_if_withdrawn(conn: apsw.Connection, *, run: ClaimedRun, now: int) -> bool:
+def _cancel_if_withdrawn(conn: apsw.Connection, *, run: ClaimedRun | RunningRun, now: int) -> bool:
     """A schedule paused or deleted while this attempt was in flight gets no retry behind
     the tenant's back: the run is cancelled, as the pause cancelled the schedule's other
     open runs. (A run replayed on an already paused schedule keeps its retries: the tenant
@@ -421,7 +421,8 @@ def earliest_lease_expiry(conn: apsw.Connection) -> int | None:
 
 def abandon_run(conn: apsw.Connection, *, run: RunningRun, error: str, now: int) -> RunState:
     """Return one run whose executor died or lost its lease; fenced on its token.
-    Returns the new state (``retry_wait`` or ``failed``)."""
+    Returns the new state (``retry_wait``, ``failed``, or ``cancelled`` when its schedule
+    was paused or deleted during the attempt)."""
     decision = decide_after_abandon(
         retry_policy(run.max_attempts),
         attempt=run.budget.attempts_used(max(run.attempt, 1)),
@@ -453,6 +454,8 @@ def abandon_run(conn: apsw.Connection, *, run: RunningRun, error: str, now: int)
         " WHERE run_id = ? AND attempt = ? AND outcome IS NULL",
         (AttemptOutcome.ABANDONED.value, now, error, run.run_id, run.attempt),
     )
+    if target is RunState.RETRY_WAIT and _cancel_if_withdrawn(conn, run=run, now=now):
+        return RunState.CANCELLED  # paused or deleted meanwhile: no retry, as in complete_run
     append_event(
         conn,
         tenant_id=run.tenant_id,

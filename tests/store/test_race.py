@@ -37,6 +37,7 @@ while now < end:
     # The shared wall clock: real time since "go", sped up, the same in both processes.
     now = min(start + (time.time_ns() - base_ns) * speed // 1_000_000, end)
     made += db.write_now(plan_once, now=now, config=PlannerConfig()).materialised
+    time.sleep(0.002)  # a real planner waits between passes; SQLite's lock is not fair
 db.close()
 print(made, flush=True)
 """

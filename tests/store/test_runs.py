@@ -335,6 +335,27 @@ def test_boot_reclaim_returns_earlier_incarnations_runs_due_now(
     assert db.read_now(earliest_due_at) == T0 + 6_000
 
 
+def test_a_run_reclaimed_after_its_schedule_was_paused_is_cancelled(
+    db: Database, make_schedule: MakeSchedule, tenant: str
+) -> None:
+    """The executor died mid-attempt and the tenant paused the schedule meanwhile: the
+    reclaim must not queue a retry behind the tenant's back (as complete_run does not)."""
+    paused = schedule_value(make_schedule(), tenant)
+    old = db.write_now(register_incarnation, pid=1, now=T0)
+    rid = db.write_now(add_run, schedule=paused, scheduled_for=T0)
+    claim(db, old, T0 + 1_000)
+    db.write_now(
+        lambda c: c.execute(
+            "UPDATE schedules SET paused = 1, updated_at = ? WHERE id = ?", (T0 + 2_000, paused.id)
+        )
+    )
+    new = db.write_now(register_incarnation, pid=2, now=T0 + 5_000)
+    assert db.write_now(reclaim_previous, incarnation_id=new, now=T0 + 6_000) == 1
+    assert run_of(db, paused, rid).state is RunState.CANCELLED
+    (attempt,) = db.read_now(list_attempts, run_id=rid)
+    assert attempt.outcome is AttemptOutcome.ABANDONED
+
+
 def test_reaper_ceiling_reclaims_orphans_despite_heartbeats(
     db: Database, schedule: Schedule
 ) -> None:
