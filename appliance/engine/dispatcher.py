@@ -73,30 +73,29 @@ class RenewLeases(Protocol):
     """The heartbeat's store call (:func:`appliance.store.incarnations.renew_leases`);
     a seam so tests can make renewals fail."""
 
-    def __call__(self, conn: Connection, /, *, owner: str, now: int, lease_ms: int) -> int: ...
+    def __call__(
+        self, conn: Connection, /, *, owner: str, now: int, lease_ms: int
+    ) -> frozenset[str]: ...
 
 
 class _Live:
-    """One delivery in flight: its run and the cancel scope that bounds it (trio time).
-    ``lease_expires_at`` mirrors the row's wall-clock expiry, which decides whether a
-    heartbeat's UPDATE renews it (``lease_expires_at >= now``, see ``renew_leases``)."""
+    """One delivery in flight: its run and the cancel scope that bounds it (trio time)."""
 
     def __init__(self, run: ClaimedRun, *, claimed_at: float, lease_s: float) -> None:
         self.run = run
         self.own_deadline = claimed_at + run.timeout_seconds
         self.lease_deadline = claimed_at + lease_s
-        self.lease_expires_at = run.lease_expires_at
         self.lapsed = False
         self.scope = trio.CancelScope(deadline=min(self.own_deadline, self.lease_deadline))
 
-    def renewed(self, lease_deadline: float, lease_expires_at: int) -> None:
+    def renewed(self, lease_deadline: float) -> None:
         self.lease_deadline = max(self.lease_deadline, lease_deadline)
-        self.lease_expires_at = lease_expires_at
         self.scope.deadline = min(self.own_deadline, self.lease_deadline)
 
     def lease_lapsed(self) -> None:
-        """The heartbeat could not renew this lease (the wall clock stepped past it): the
-        reaper may take the run back at any moment, so stop delivering now."""
+        """The heartbeat did not renew this lease (it expired — e.g. the wall clock stepped
+        past it — or was taken back): the run may be claimed again at any moment, so stop
+        delivering now."""
         self.lapsed = True
         self.scope.cancel()
 
@@ -275,16 +274,16 @@ class Dispatcher:
             covered = list(self._live.values())  # claimed (committed) before this renewal
             started, now = trio.current_time(), self._clock.now_ms()
             try:
-                await self._db.write(
+                renewed = await self._db.write(
                     self._renew, owner=self._owner, now=now, lease_ms=self._config.lease_ms
                 )
             except StoreError:
                 log.exception("lease renewal failed: claiming nothing new until it works")
                 self._renewals_ok = False
                 return
-            for live in covered:  # the UPDATE renewed exactly the unexpired ones
-                if live.lease_expires_at >= now:
-                    live.renewed(started + self._lease_budget_s(), now + self._config.lease_ms)
+            for live in covered:  # the rows say which leases are still ours
+                if live.run.lease_token in renewed:
+                    live.renewed(started + self._lease_budget_s())
                 else:
                     live.lease_lapsed()
         # With nothing in flight there is nothing to lose: claiming may resume.

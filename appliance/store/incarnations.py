@@ -169,15 +169,17 @@ def _claimed(
     )
 
 
-def renew_leases(conn: apsw.Connection, *, owner: str, now: int, lease_ms: int) -> int:
+def renew_leases(conn: apsw.Connection, *, owner: str, now: int, lease_ms: int) -> frozenset[str]:
     """The heartbeat: extend every unexpired lease ``owner`` holds to ``now + lease_ms``.
-    Returns how many rows were renewed."""
-    conn.execute(
+    Returns the lease tokens renewed: a delivery whose token is missing has lost its lease
+    (expired, reclaimed, or completed) and must stop."""
+    rows = conn.execute(
         "UPDATE job_runs SET lease_expires_at = ?, heartbeat_at = ?"
-        f" WHERE lease_owner = ? AND state = '{_RUNNING}' AND lease_expires_at >= ?",
+        f" WHERE lease_owner = ? AND state = '{_RUNNING}' AND lease_expires_at >= ?"
+        " RETURNING lease_token",
         (now + lease_ms, now, owner, now),
     )
-    return conn.changes()
+    return frozenset(token for (token,) in rows)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

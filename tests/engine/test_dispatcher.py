@@ -235,7 +235,9 @@ async def test_failing_renewals_cancel_a_delivery_before_its_lease_lapses(
             cancelled_at.append(trio.current_time())
         return reply(200)
 
-    def failing_renewal(conn: apsw.Connection, /, *, owner: str, now: int, lease_ms: int) -> int:
+    def failing_renewal(
+        conn: apsw.Connection, /, *, owner: str, now: int, lease_ms: int
+    ) -> frozenset[str]:
         raise StoreError("the disk is full")
 
     endpoint = Endpoint(respond=slow)
@@ -250,6 +252,45 @@ async def test_failing_renewals_cancel_a_delivery_before_its_lease_lapses(
     (attempt,) = inline_db.read_now(list_attempts, run_id=run.id)
     assert attempt.outcome is AttemptOutcome.RETRYABLE
     assert attempt.error is not None and "lease" in attempt.error
+
+
+async def test_a_lease_taken_back_stops_its_delivery_at_the_next_heartbeat(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    """Another executor took the run (its lease token changed): the heartbeat must not
+    keep our delivery alive on a lease that is no longer ours."""
+    sid = make_schedule(cron=DAILY_AT_T0, timeout_seconds=120)
+    cancelled_at: list[float] = []
+
+    async def slow(request: httpx.Request, n: int) -> httpx.Response:
+        try:
+            await trio.sleep(100)
+        finally:
+            cancelled_at.append(trio.current_time())
+        return reply(200)
+
+    def take_back(conn: apsw.Connection) -> None:
+        conn.execute(
+            "UPDATE job_runs SET lease_owner = 'inc_other', lease_token = 'theirs'"
+            " WHERE schedule_id = ?",
+            (sid,),
+        )
+
+    endpoint = Endpoint(respond=slow)
+    async with running_engine(inline_db, wall, endpoint) as engine:
+        await trio.sleep(1)
+        assert engine.dispatcher.in_flight == 1
+        taken_at = trio.current_time()
+        await inline_db.write(take_back)
+        await trio.sleep(11)  # one heartbeat (every 10 s) later
+        assert engine.dispatcher.in_flight == 0
+    assert cancelled_at and cancelled_at[0] - taken_at <= 10.0
+    (attempt,) = inline_db.read_now(list_attempts, run_id=only_run(inline_db, tenant, sid).id)
+    assert attempt.outcome is AttemptOutcome.STALE  # its completion was fenced off
 
 
 async def test_nothing_new_is_claimed_while_renewals_fail(
@@ -268,7 +309,9 @@ async def test_nothing_new_is_claimed_while_renewals_fail(
             await trio.sleep(100)
         return reply(200)
 
-    def failing_renewal(conn: apsw.Connection, /, *, owner: str, now: int, lease_ms: int) -> int:
+    def failing_renewal(
+        conn: apsw.Connection, /, *, owner: str, now: int, lease_ms: int
+    ) -> frozenset[str]:
         raise StoreError("the disk is full")
 
     endpoint = Endpoint(respond=record)

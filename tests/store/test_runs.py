@@ -226,10 +226,11 @@ def test_renewal_extends_only_the_owners_unexpired_leases(db: Database, schedule
         db.write_now(add_run, schedule=schedule, scheduled_for=T0 + second * 1000)
     mine = claim(db, "inc_a", T0 + 5_000, limit=2)
     claim(db, "inc_b", T0 + 5_000, limit=1)
-    assert db.write_now(renew_leases, owner="inc_a", now=T0 + 15_000, lease_ms=LEASE) == 2
+    renewed = db.write_now(renew_leases, owner="inc_a", now=T0 + 15_000, lease_ms=LEASE)
+    assert renewed == {run.lease_token for run in mine}
     assert db.read_now(earliest_lease_expiry) == T0 + 5_000 + LEASE  # inc_b's
     # Past expiry a lease belongs to the reaper: no silent revival.
-    assert db.write_now(renew_leases, owner="inc_b", now=T0 + 5_001 + LEASE, lease_ms=LEASE) == 0
+    assert not db.write_now(renew_leases, owner="inc_b", now=T0 + 5_001 + LEASE, lease_ms=LEASE)
     expires = db.read_now(
         lambda c: c.execute(
             "SELECT lease_expires_at FROM job_runs WHERE id = ?", (mine[0].run_id,)
