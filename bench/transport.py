@@ -2,10 +2,11 @@
 
 ``python -m bench.transport [--requests 5000] [--concurrency 1,16,64] [--runs 3]``
 
-N POSTs through ``outbound.send`` (the real delivery path: httpx client, guarded transport,
-connect-time address check) at concurrency C to the loopback sink (``bench.sink``) running
-in its own process, over keep-alive connections. Per run: requests/s (wall clock) and
-client CPU ms per request (this process's CPU, so the sink's work is not counted).
+N POSTs through ``outbound.send`` — the real delivery path: a ``DeliveryClient`` handing
+httpx requests straight to the guarded transport, with the connect-time address check — at
+concurrency C to the loopback sink (``bench.sink``) running in its own process, over
+keep-alive connections. Per run: requests/s (wall clock) and client CPU ms per request
+(this process's CPU, so the sink's work is not counted).
 
 - ``old``: the last httpcore-based ``appliance/engine/transport.py``, loaded from git
   (``--old-ref``) into a module of its own, so both run side by side in one process.
@@ -28,7 +29,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import trio
 
 from appliance.core.addresses import AddressPolicy
@@ -41,9 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 OLD_REF = "029a11e51561534fa173c2f07bf8a6b44c030ea2"  # last httpcore-based transport.py
 POLICY = AddressPolicy.parse(["127.0.0.0/8"])
 BODY = b'{"schedule": "bench", "payload": "' + b"x" * 200 + b'"}'
-HEADERS = (("Content-Type", "application/json"), ("X-Idempotency-Key", "bench"))
+HEADERS = (
+    ("Content-Type", "application/json"),
+    ("Accept-Encoding", "identity"),
+    ("X-Idempotency-Key", "bench"),
+)
 
-BuildClient = Callable[..., httpx.AsyncClient]
+BuildClient = Callable[..., new_transport.DeliveryClient]
 
 
 def load_old(ref: str) -> types.ModuleType:
@@ -60,6 +64,17 @@ def load_old(ref: str) -> types.ModuleType:
     sys.modules[module.__name__] = module  # dataclasses look their module up here
     exec(compile(source, module.__file__, "exec"), module.__dict__)
     return module
+
+
+def old_client(old: types.ModuleType) -> BuildClient:
+    """The old module's transport behind today's delivery client, so only transports differ."""
+
+    def build(policy: AddressPolicy, *, max_per_host: int) -> new_transport.DeliveryClient:
+        return new_transport.DeliveryClient(
+            transport=old.GuardedTransport(policy, max_per_host=max_per_host)
+        )
+
+    return build
 
 
 @contextmanager
@@ -94,7 +109,7 @@ async def _deliver(build: BuildClient, url: str, requests: int, concurrency: int
 
 
 async def _fire(
-    client: httpx.AsyncClient, request: DeliveryRequest, total: int, concurrency: int
+    client: new_transport.DeliveryClient, request: DeliveryRequest, total: int, concurrency: int
 ) -> None:
     left = total
 
@@ -120,7 +135,7 @@ def main() -> None:
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     clients: dict[str, BuildClient] = {
-        "old": load_old(args.old_ref).build_client,
+        "old": old_client(load_old(args.old_ref)),
         "new": new_transport.build_client,
     }
     groups: dict[str, list[report.Figures]] = {}

@@ -35,7 +35,6 @@ import random
 from dataclasses import dataclass
 from typing import Protocol
 
-import httpx
 import trio
 
 from appliance.clock import WallClock
@@ -49,6 +48,7 @@ from appliance.core.retry import (
 )
 from appliance.core.runs import AttemptOutcome
 from appliance.engine.outbound import SendResult, send
+from appliance.engine.transport import DeliveryClient
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
 from appliance.store.database import Connection, Database
@@ -108,7 +108,7 @@ class Dispatcher:
         *,
         db: Database,
         clock: WallClock,
-        client: httpx.AsyncClient,
+        client: DeliveryClient,
         incarnation_id: str,
         wakeup: Wakeup,
         config: DispatchConfig,

@@ -24,6 +24,7 @@ from appliance.core.retry import TransportFailure
 from appliance.engine.transport import (
     EXCERPT_BYTES,
     RESOLVE_TIMEOUT_S,
+    DeliveryClient,
     NameNotResolved,
     NameResolutionError,
     Resolver,
@@ -49,18 +50,22 @@ class SendResult:
     latency_ms: int
 
 
-async def send(client: httpx.AsyncClient, request: DeliveryRequest) -> SendResult:
+async def send(client: DeliveryClient, request: DeliveryRequest) -> SendResult:
     """POST ``request`` once. Never raises for transport problems; cancellation propagates."""
     started = trio.current_time()
     try:
-        async with client.stream(
+        outgoing = httpx.Request(
             "POST",
             request.url,
-            headers=list(request.headers),
+            headers=request.headers,
             content=request.body,
-            follow_redirects=False,
-        ) as response:
+            extensions={"timeout": client.timeout.as_dict()},
+        )
+        response = await client.transport.handle_async_request(outgoing)
+        try:
             excerpt, error = await _read_excerpt(response)
+        finally:
+            await response.aclose()
     except DestinationBlocked as exc:
         return _failed(TransportFailure.BLOCKED, exc.reason, started)
     except httpx.InvalidURL as exc:

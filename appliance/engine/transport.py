@@ -10,8 +10,9 @@ Rules:
   rebinding is caught); TLS verifies the URL's host name. The transport also applies the
   static URL checks, so nothing can use a guarded client to reach ``localhost`` or a
   metadata host name, whoever calls it.
-- ``trust_env=False``, redirects are never followed, ``Accept-Encoding: identity``, no
-  cookie jar (all in :func:`build_client`).
+- Nothing from the environment, no redirects, no cookies: requests go straight to the
+  transport (:class:`DeliveryClient`); ``core.delivery`` sets every header, including
+  ``Accept-Encoding: identity``.
 - At most ``max_per_host`` requests in flight per origin (scheme, host, port); at most
   ``max_connections`` connections open in all (an idle one of another origin is closed to
   make room). Waiting longer than the ``pool`` timeout for either is ``httpx.PoolTimeout``.
@@ -33,10 +34,9 @@ Rules:
 from __future__ import annotations
 
 import ssl
-import urllib.request
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
-from http.cookiejar import CookieJar
+from dataclasses import dataclass, field
 
 import httpx
 import trio
@@ -59,6 +59,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "EXCERPT_BYTES",
     "RESOLVE_TIMEOUT_S",
+    "DeliveryClient",
     "GuardedTransport",
     "NameNotResolved",
     "NameResolutionError",
@@ -81,18 +82,6 @@ Timeouts = Mapping[str, float | None]  # httpx's request.extensions["timeout"]
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _NO_TIMEOUTS: Timeouts = {}
 _CHECKED_URLS_MAX = 4096
-
-
-class _NoCookies(CookieJar):
-    """Deliveries are stateless: a cookie set by one tenant's endpoint must never ride
-    along on another delivery to the same host. (Also skips httpx's per-response cookie
-    parsing.)"""
-
-    def extract_cookies(self, response: object, request: urllib.request.Request) -> None:
-        return None
-
-    def add_cookie_header(self, request: urllib.request.Request) -> None:
-        return None
 
 
 class _OriginState:
@@ -370,6 +359,29 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         self.pool.close()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeliveryClient:
+    """What the delivery path sends with: one transport and its timeouts.
+
+    Requests and responses are httpx's types, handed straight to the transport: httpx's
+    ``AsyncClient`` adds URL merging, header merging, cookies, auth and redirect handling
+    per request — about half the CPU of a delivery (docs/performance.md) — and Steeple
+    wants none of them (no redirects, no cookies, headers fixed by ``core.delivery``).
+    """
+
+    transport: httpx.AsyncBaseTransport
+    timeout: httpx.Timeout = field(default_factory=lambda: DEFAULT_TIMEOUT)
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+    async def __aenter__(self) -> DeliveryClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 def build_client(
     policy: AddressPolicy,
     *,
@@ -377,20 +389,11 @@ def build_client(
     timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     resolve: Resolver = resolve_host,
     ssl_context: ssl.SSLContext | None = None,
-) -> httpx.AsyncClient:
-    """The delivery client: guarded transport, no redirects, nothing from the environment.
-
-    Build it once and reuse it (building costs an SSL context). ``timeout``, ``resolve`` and
-    ``ssl_context`` exist for tests.
-    """
+) -> DeliveryClient:
+    """The delivery client over the guarded transport. Build it once and reuse it
+    (building costs an SSL context). ``timeout``, ``resolve`` and ``ssl_context`` exist
+    for tests."""
     transport = GuardedTransport(
         policy, max_per_host=max_per_host, resolve=resolve, ssl_context=ssl_context
     )
-    return httpx.AsyncClient(
-        transport=transport,
-        timeout=timeout,
-        follow_redirects=False,
-        trust_env=False,
-        headers={"Accept-Encoding": "identity"},
-        cookies=_NoCookies(),
-    )
+    return DeliveryClient(transport=transport, timeout=timeout)

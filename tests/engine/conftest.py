@@ -28,6 +28,7 @@ from appliance.core.instants import format_instant
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher, RenewLeases
 from appliance.engine.planner import Planner, PlannerConfig
 from appliance.engine.reaper import Reaper
+from appliance.engine.transport import DeliveryClient
 from appliance.engine.wakeup import Wakeup
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
@@ -161,7 +162,7 @@ async def running_engine(
     """Planner, dispatcher (with heartbeat) and reaper running in one nursery, as
     ``runtime`` wires them; cancelled on exit."""
     transport = httpx.MockTransport(endpoint.handle)
-    async with httpx.AsyncClient(transport=transport) as client, trio.open_nursery() as nursery:
+    async with DeliveryClient(transport=transport) as client, trio.open_nursery() as nursery:
         if incarnation_id is None:
             incarnation_id = await db.write(register_incarnation, pid=1, now=wall.now_ms())
         planner_wakeup, dispatcher_wakeup = Wakeup(), Wakeup()

@@ -35,6 +35,7 @@ from appliance.engine.transport import (
     EXCERPT_BYTES,
     KEEPALIVE_EXPIRY_S,
     ConnectionPool,
+    DeliveryClient,
     GuardedTransport,
     NameNotResolved,
     build_client,
@@ -151,8 +152,7 @@ async def test_allow_listed_loopback_delivery_succeeds() -> None:
     assert head.startswith(b"POST /hook HTTP/1.1")
     assert body == BODY
     lines = head.lower().split(b"\r\n")
-    assert b"accept-encoding: identity" in lines
-    assert b"x-test: yes" in lines
+    assert b"x-test: yes" in lines  # the request's headers, exactly (core.delivery sets them)
     assert result.latency_ms >= 0
 
 
@@ -244,7 +244,7 @@ async def test_embedded_loopback_and_metadata_literals_are_blocked_at_connect() 
 async def test_guarded_client_refuses_localhost_names_whoever_calls_it() -> None:
     async with build_client(LOOPBACK_ALLOWED) as client:
         with pytest.raises(DestinationBlocked, match="names the appliance's own machine"):
-            await client.get("http://localhost:9/")
+            await over(client).get("http://localhost:9/")
         result = await send(client, delivery("http://metadata.google.internal/"))
     assert result.failure is TransportFailure.BLOCKED
 
@@ -443,17 +443,21 @@ async def pooled_client(
     policy: AddressPolicy = LOOPBACK_ALLOWED,
     timeout: httpx.Timeout = DEFAULT_TIMEOUT,  # noqa: ASYNC109  (httpx.Timeout, not a deadline)
     **options: Any,
-) -> AsyncIterator[tuple[httpx.AsyncClient, ConnectionPool]]:
+) -> AsyncIterator[tuple[DeliveryClient, ConnectionPool]]:
     """build_client's client, with its pool in view."""
     transport = GuardedTransport(policy, **{"max_per_host": 8, **options})
-    client = httpx.AsyncClient(
-        transport=transport, timeout=timeout, headers={"Accept-Encoding": "identity"}
-    )
-    async with client:
+    async with DeliveryClient(transport=transport, timeout=timeout) as client:
         yield client, transport.pool
 
 
-async def delivered(client: httpx.AsyncClient, url: str) -> int | None:
+def over(client: DeliveryClient) -> httpx.AsyncClient:
+    """httpx's full client over the same transport, to drive the transport with requests
+    the delivery path never makes (GET, streamed bodies). Closing the delivery client
+    closes the transport."""
+    return httpx.AsyncClient(transport=client.transport, timeout=client.timeout)
+
+
+async def delivered(client: DeliveryClient, url: str) -> int | None:
     result = await send(client, delivery(url))
     assert result.error is None, result.error
     return result.status
@@ -551,7 +555,7 @@ async def test_at_the_connection_cap_a_request_waits_for_the_pool_timeout() -> N
         nursery.start_soon(delivered, client, a.url())
         await a.arrived.wait()
         with pytest.raises(httpx.PoolTimeout, match="a free connection"):
-            await client.post(b.url())
+            await over(client).post(b.url())
         result = await send(client, delivery(b.url()))
         assert result.failure is TransportFailure.TIMEOUT
         release.set()
@@ -601,7 +605,7 @@ async def test_waiting_for_a_turn_at_one_origin_honours_the_pool_timeout() -> No
         nursery.start_soon(delivered, client, server.url())
         await server.arrived.wait()
         with pytest.raises(httpx.PoolTimeout, match=r"requests in flight to 127\.0\.0\.1"):
-            await client.post(server.url())
+            await over(client).post(server.url())
         release.set()
     assert server.on_connection == [1]
 
@@ -682,7 +686,7 @@ async def test_write_timeout_maps_to_timeout() -> None:
         pooled_client(timeout=timeout) as (client, pool),
     ):
         with pytest.raises(httpx.WriteTimeout):
-            await client.post(rx.url(), content=huge)
+            await over(client).post(rx.url(), content=huge)
         assert pool.open_connections() == 0
 
 
@@ -693,7 +697,7 @@ async def test_connect_timeout_covers_name_resolution(autojump_clock: Any) -> No
 
     async with pooled_client(OPEN, resolve=stuck) as (client, pool):
         with pytest.raises(httpx.ConnectTimeout, match=r"connecting to slow\.example:443"):
-            await client.post("https://slow.example/")
+            await over(client).post("https://slow.example/")
         result = await send(client, delivery("https://slow.example/"))
         assert (pool.open_connections(), result.failure) == (0, TransportFailure.TIMEOUT)
 
@@ -710,7 +714,7 @@ async def test_a_streamed_request_body_is_sent_chunked() -> None:
         yield b"two"
 
     async with receiver(chunked, read_first=False) as rx, pooled_client() as (client, _):
-        reply = await client.post(rx.url(), content=parts())
+        reply = await over(client).post(rx.url(), content=parts())
     assert reply.content == b"3\r\none\r\n3\r\ntwo\r\n0\r\n\r\n"
 
 
@@ -848,7 +852,7 @@ async def test_send_reads_a_response_built_whole() -> None:
             503, content=b"x" * (EXCERPT_BYTES + 10), headers={"Retry-After": "7"}
         )
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+    async with DeliveryClient(transport=httpx.MockTransport(handler)) as client:
         result = await send(
             client, DeliveryRequest(url="http://example.test/", headers=(), body=b"")
         )
