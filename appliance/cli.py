@@ -99,6 +99,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SteepleError as exc:
         print(f"steeple: error: {exc}", file=sys.stderr)  # noqa: T201
         return 1
+    except BaseExceptionGroup as group:
+        # A service that failed on purpose (disk full, database locked) reaches us wrapped
+        # by the root nursery; anything else keeps its traceback.
+        error = steeple_error_in(group)
+        if error is None:
+            raise
+        print(f"steeple: error: {error}", file=sys.stderr)  # noqa: T201
+        return 1
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def steeple_error_in(group: BaseExceptionGroup[BaseException]) -> SteepleError | None:
+    """The first SteepleError of ``group`` if every exception in it is one, else None."""
+    matched, rest = group.split(SteepleError)
+    if matched is None or rest is not None:
+        return None
+    leaf: BaseException = matched
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf if isinstance(leaf, SteepleError) else None
