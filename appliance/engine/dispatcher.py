@@ -218,7 +218,9 @@ class Dispatcher:
             log.exception("run %s attempt %d failed inside Steeple", run.run_id, run.attempt)
             verdict = Verdict(outcome=AttemptOutcome.RETRYABLE)
             error = f"internal error: {type(exc).__name__}: {exc}"
-            return self._complete(run, verdict, _failed(error, started, failure=None))
+            return self._complete(
+                run, verdict, SendResult.failed(error, started=started, failure=None)
+            )
         return self._complete(run, self._classify(result), result)
 
     def _cut_short(self, live: _Live, started: float) -> SendResult:
@@ -228,7 +230,7 @@ class Dispatcher:
             error = "cancelled before its lease could lapse (lease renewals are failing)"
         else:
             error = f"no response within the {live.run.timeout_seconds} s deadline"
-        return _failed(error, started, failure=TransportFailure.DEADLINE)
+        return SendResult.failed(error, started=started, failure=TransportFailure.DEADLINE)
 
     def _classify(self, result: SendResult) -> Verdict:
         if result.status is not None:
@@ -290,19 +292,6 @@ class Dispatcher:
         if not self._renewals_ok:
             self._renewals_ok = True
             self._wakeup.nudge()
-
-
-def _failed(error: str, started: float, *, failure: TransportFailure | None) -> SendResult:
-    """The result of an attempt Steeple cut short (deadline) or broke (internal error)."""
-    return SendResult(
-        status=None,
-        retry_after=None,
-        location=None,
-        excerpt="",
-        failure=failure,
-        error=error,
-        latency_ms=round((trio.current_time() - started) * 1000),
-    )
 
 
 def _error_text(result: SendResult) -> str | None:

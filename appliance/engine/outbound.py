@@ -49,6 +49,20 @@ class SendResult:
     error: str | None
     latency_ms: int
 
+    @classmethod
+    def failed(cls, error: str, *, started: float, failure: TransportFailure | None) -> SendResult:
+        """No response: a transport failure, or an attempt Steeple cut short or broke.
+        ``started`` is the attempt's trio start time."""
+        return cls(
+            status=None,
+            retry_after=None,
+            location=None,
+            excerpt="",
+            failure=failure,
+            error=error,
+            latency_ms=_elapsed_ms(started),
+        )
+
 
 async def send(client: DeliveryClient, request: DeliveryRequest) -> SendResult:
     """POST ``request`` once. Never raises for transport problems; cancellation propagates."""
@@ -67,11 +81,13 @@ async def send(client: DeliveryClient, request: DeliveryRequest) -> SendResult:
         finally:
             await response.aclose()
     except DestinationBlocked as exc:
-        return _failed(TransportFailure.BLOCKED, exc.reason, started)
+        return SendResult.failed(exc.reason, started=started, failure=TransportFailure.BLOCKED)
     except httpx.InvalidURL as exc:
-        return _failed(TransportFailure.BLOCKED, f"invalid URL: {exc}", started)
+        return SendResult.failed(
+            f"invalid URL: {exc}", started=started, failure=TransportFailure.BLOCKED
+        )
     except httpx.TransportError as exc:
-        return _failed(_failure_of(exc), _describe(exc), started)
+        return SendResult.failed(_describe(exc), started=started, failure=_failure_of(exc))
     return SendResult(
         status=response.status_code,
         retry_after=response.headers.get("Retry-After"),
@@ -115,18 +131,6 @@ def _failure_of(exc: httpx.TransportError) -> TransportFailure:
     if isinstance(exc, httpx.ProtocolError | httpx.UnsupportedProtocol):
         return TransportFailure.PROTOCOL
     return TransportFailure.CONNECT  # connect refused/reset, read/write errors
-
-
-def _failed(failure: TransportFailure, error: str, started: float) -> SendResult:
-    return SendResult(
-        status=None,
-        retry_after=None,
-        location=None,
-        excerpt="",
-        failure=failure,
-        error=error,
-        latency_ms=_elapsed_ms(started),
-    )
 
 
 def _elapsed_ms(started: float) -> int:
