@@ -26,6 +26,7 @@ from appliance.core.addresses import AddressPolicy
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher
 from appliance.engine.outbound import check_destination
 from appliance.engine.planner import Planner, PlannerConfig
+from appliance.engine.pruner import Pruner, PrunerConfig
 from appliance.engine.reaper import Reaper
 from appliance.engine.transport import build_client
 from appliance.engine.wakeup import Wakeup
@@ -121,6 +122,7 @@ async def _run(
         await nursery.start(planner.run)
         await nursery.start(dispatcher.run)
         await nursery.start(Reaper(db=db, clock=clock, on_reclaimed=dispatcher_wakeup.nudge).run)
+        await nursery.start(Pruner(db=db, clock=clock, config=_pruning(settings)).run)
         nursery.start_soon(_checkpoint, db)
 
         async def check(url: str) -> None:
@@ -152,6 +154,10 @@ async def _run(
         nursery.cancel_scope.cancel()
     await db.write(end_incarnation, incarnation_id=incarnation, now=clock.now_ms())
     log.info("stopped")
+
+
+def _pruning(settings: Settings) -> PrunerConfig:
+    return PrunerConfig(retention_ms=settings.retention_days * 86_400_000)
 
 
 async def _serve_http(

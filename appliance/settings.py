@@ -43,6 +43,7 @@ class Settings:
     allow_targets: tuple[str, ...]
     dispatch_concurrency: int
     shutdown_grace_seconds: int
+    retention_days: int
     log_level: LogLevel
 
     @property
@@ -140,6 +141,14 @@ SETTINGS: tuple[SettingDef, ...] = (
         default=lambda: "25",
         parse=_bounded_int(0, 300),
         help="On SIGTERM/SIGINT, how long in-flight deliveries may finish.",
+    ),
+    SettingDef(
+        name="retention_days",
+        env="STEEPLE_RETENTION_DAYS",
+        default=lambda: "30",
+        parse=_bounded_int(8, 3650),
+        help="Finished runs, their attempts and events older than this are deleted. At "
+        "least 8: the dedupe horizon (7-day retry span + catch-up window).",
     ),
     SettingDef(
         name="log_level",

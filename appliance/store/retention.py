@@ -1,0 +1,77 @@
+"""Retention: what is deleted when it is old, and what never is (ADR 0033 "Storage").
+
+Rules:
+- Only *finished* runs go: succeeded, failed, missed or cancelled, ``finished_at`` (or,
+  for a row that never finished, its ``updated_at``) older than the retention period —
+  with their attempts. Open runs (pending, running, retry_wait) are never deleted.
+- Events older than the retention period go too; idempotency records of API creates go
+  after their own 24 h (``store.schedules.prune_request_keys``); bodies no run refers to
+  any more go last.
+- The retention period is never shorter than the *dedupe horizon*: the catch-up window
+  plus the longest retry span (7 d) — ``MIN_RETENTION_MS``. Inside the horizon a run's row
+  is what tells a re-plan "this occurrence exists" (the unique index), so it must stay.
+  Outside it, the forward-only cursor alone keeps the planner from planning it again.
+- Work is bounded per call (``limit`` rows), so one pass never holds the writer long.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+from appliance.core.runs import TERMINAL
+
+DAY_MS = 86_400_000
+MAX_RETRY_SPAN_MS = 7 * DAY_MS  # ADR 0032: a retry window is at most 7 days
+MAX_CATCHUP_WINDOW_MS = DAY_MS  # the largest catch-up window a schedule may have
+MIN_RETENTION_MS = MAX_RETRY_SPAN_MS + MAX_CATCHUP_WINDOW_MS
+_FINISHED_SQL = "(" + ", ".join(f"'{state.value}'" for state in sorted(TERMINAL)) + ")"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pruned:
+    runs: int
+    attempts: int
+    events: int
+    bodies: int
+
+    @property
+    def rows(self) -> int:
+        return self.runs + self.attempts + self.events + self.bodies
+
+
+def prune(conn: apsw.Connection, *, now: int, retention_ms: int, limit: int) -> Pruned:
+    """Delete up to ``limit`` finished runs (and their attempts) and up to ``limit`` events
+    older than ``retention_ms``, then unreferenced bodies. Refuses a retention period
+    shorter than the dedupe horizon."""
+    if retention_ms < MIN_RETENTION_MS:
+        raise ValueError(
+            f"retention {retention_ms} ms is shorter than the dedupe horizon {MIN_RETENTION_MS} ms"
+        )
+    cutoff = now - retention_ms
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS pruned_runs (id TEXT PRIMARY KEY, body_digest TEXT)"
+        " WITHOUT ROWID"
+    )
+    conn.execute("DELETE FROM temp.pruned_runs")
+    conn.execute(
+        "INSERT INTO temp.pruned_runs SELECT id, body_digest FROM job_runs"
+        f" WHERE state IN {_FINISHED_SQL} AND COALESCE(finished_at, updated_at) < ? LIMIT ?",
+        (cutoff, limit),
+    )
+    conn.execute("DELETE FROM attempts WHERE run_id IN (SELECT id FROM temp.pruned_runs)")
+    attempts = conn.changes()
+    conn.execute("DELETE FROM job_runs WHERE id IN (SELECT id FROM temp.pruned_runs)")
+    runs = conn.changes()
+    conn.execute(
+        "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE occurred_at < ?"
+        " ORDER BY seq LIMIT ?)",
+        (cutoff, limit),
+    )
+    events = conn.changes()
+    conn.execute(  # only the pruned runs' bodies can have become orphans
+        "DELETE FROM bodies WHERE digest IN (SELECT body_digest FROM temp.pruned_runs)"
+        " AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.body_digest = bodies.digest)"
+    )
+    return Pruned(runs=runs, attempts=attempts, events=events, bodies=conn.changes())
