@@ -201,11 +201,15 @@ class Receiver:
                 if action.hold or action.drop:
                     self._drop()
                     return
-                self.send_response(action.status)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-                self.wfile.flush()
+                try:
+                    self.send_response(action.status)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"ok")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # answered too late: the client gave up
+                    return
                 if action.after is not None:
                     action.after()
 
