@@ -175,4 +175,4 @@ async def _serve_http(
 async def _checkpoint(db: Database) -> None:
     while True:
         await trio.sleep(CHECKPOINT_INTERVAL_S)
-        await trio.to_thread.run_sync(db.checkpoint)
+        await db.checkpoint_wal()

@@ -248,8 +248,15 @@ class Database:
         except SteepleError:
             raise
 
+    async def checkpoint_wal(self) -> None:
+        """:meth:`checkpoint` off the event loop, between writes: it uses the writer
+        connection, which must never be used from two threads at once."""
+        async with self._write_limiter:
+            await self._run(self.checkpoint)
+
     def checkpoint(self) -> None:
-        """A passive WAL checkpoint (never blocks readers or the writer)."""
+        """A passive WAL checkpoint (never blocks readers or the writer). Blocking, on the
+        writer connection: from the trio loop use :meth:`checkpoint_wal`."""
         try:
             self._writer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
         except apsw.Error as exc:

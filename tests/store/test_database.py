@@ -157,3 +157,14 @@ async def test_a_write_cancelled_while_queued_never_runs(db: Database) -> None:
     await db.write(_add_tenant, 100)  # the next group must not carry the cancelled write
     ids = await db.read(lambda c: {row[0] for row in c.execute("SELECT id FROM tenants")})
     assert ids == {"ten_slow", "ten_100"}
+
+
+async def test_checkpoints_wait_their_turn_behind_writes(db: Database) -> None:
+    """The checkpoint shares the writer connection: running it beside a group commit
+    would use one apsw connection from two threads (ThreadingViolationError)."""
+    async with trio.open_nursery() as nursery:
+        for n in range(100):
+            nursery.start_soon(db.write, _add_tenant, n)
+            if n % 10 == 0:
+                nursery.start_soon(db.checkpoint_wal)
+    assert await db.read(_count_tenants) == 100
