@@ -157,6 +157,16 @@ class Appliance:
         )
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    """A killed appliance resets its connections mid-request: expected here, not an error
+    to print. Anything else still is."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 @dataclass
 class Receiver:
     """A tenant endpoint on 127.0.0.1 that records every delivery.
@@ -222,7 +232,7 @@ class Receiver:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
