@@ -33,11 +33,8 @@ from appliance.engine.wakeup import Wakeup
 from appliance.errors import ValidationError
 from appliance.settings import Settings
 from appliance.store.database import Database
-from appliance.store.incarnations import (
-    end_incarnation,
-    reclaim_previous,
-    register_incarnation,
-)
+from appliance.store.incarnations import end_incarnation, register_incarnation
+from appliance.store.leases import reclaim_previous
 from appliance.store.lockfile import LockFile
 from appliance.store.tenants import NewTenant
 from appliance.store.tenants import create_tenant as store_create_tenant

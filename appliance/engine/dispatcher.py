@@ -3,7 +3,7 @@
 Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
 
 - At most ``concurrency`` deliveries in flight. Claims take only free slots, in one
-  statement (:func:`appliance.store.incarnations.claim_runs`).
+  statement (:func:`appliance.store.leases.claim_runs`).
 - The dispatcher sleeps until the earliest ``due_at`` of a claimable run, a nudge (the
   planner materialised runs, the API changed something, a delivery freed a slot) or
   ``max_sleep_s`` — never on a fixed poll.
@@ -52,8 +52,8 @@ from appliance.engine.transport import DeliveryClient
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
 from appliance.store.database import Connection, Database
-from appliance.store.incarnations import ClaimedRun, Completion, claim_runs, complete_run
-from appliance.store.incarnations import renew_leases as store_renew_leases
+from appliance.store.leases import ClaimedRun, Completion, claim_runs, complete_run
+from appliance.store.leases import renew_leases as store_renew_leases
 from appliance.store.runs import retry_policy
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class DispatchConfig:
 
 
 class RenewLeases(Protocol):
-    """The heartbeat's store call (:func:`appliance.store.incarnations.renew_leases`);
+    """The heartbeat's store call (:func:`appliance.store.leases.renew_leases`);
     a seam so tests can make renewals fail."""
 
     def __call__(

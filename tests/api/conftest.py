@@ -30,12 +30,8 @@ from appliance.core.runs import AttemptOutcome, RunState, Transition
 from appliance.core.schedules import Schedule
 from appliance.errors import ValidationError
 from appliance.store.database import Database
-from appliance.store.incarnations import (
-    Completion,
-    claim_runs,
-    complete_run,
-    register_incarnation,
-)
+from appliance.store.incarnations import register_incarnation
+from appliance.store.leases import Completion, claim_runs, complete_run
 from appliance.store.runs import Trigger, insert_run, occurrence_run, store_body
 from appliance.store.schedules import get_schedule
 from appliance.store.tenants import create_tenant

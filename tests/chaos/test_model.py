@@ -68,13 +68,13 @@ from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
 from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.store.database import Database
-from appliance.store.incarnations import (
+from appliance.store.incarnations import register_incarnation
+from appliance.store.leases import (
     ClaimedRun,
     Completion,
     claim_runs,
     complete_run,
     reclaim_previous,
-    register_incarnation,
     renew_leases,
 )
 from appliance.store.schedules import (
@@ -108,7 +108,7 @@ STEPS = (*STEPS, -2 * HOUR)
 LEGAL = {(source, target) for (source, _), target in TRANSITIONS.items()}
 OPEN = {RunState.PENDING, RunState.RETRY_WAIT}
 # Two moves in one transaction: a retry (or a reclaim) of a run whose schedule was paused
-# or deleted during the attempt is cancelled at once (store.incarnations._cancel_if_withdrawn).
+# or deleted during the attempt is cancelled at once (store.leases._cancel_if_withdrawn).
 COMPOSED = {(RunState.RUNNING, RunState.CANCELLED)}
 
 FIGURES: Counter[str] = Counter()

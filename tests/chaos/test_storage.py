@@ -47,13 +47,13 @@ from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.errors import StoreError
 from appliance.store.database import Database
-from appliance.store.incarnations import (
+from appliance.store.incarnations import register_incarnation
+from appliance.store.leases import (
     ClaimedRun,
     Completion,
     claim_runs,
     complete_run,
     reclaim_previous,
-    register_incarnation,
     renew_leases,
 )
 from appliance.store.tenants import create_tenant

@@ -13,7 +13,8 @@ from appliance.core.schedules import CatchupPolicy, PayloadKind, Schedule, Sched
 from appliance.errors import Conflict, NotFound
 from appliance.store.database import Database
 from appliance.store.events import list_events
-from appliance.store.incarnations import (
+from appliance.store.incarnations import register_incarnation
+from appliance.store.leases import (
     ClaimedRun,
     Completion,
     claim_runs,
@@ -21,7 +22,6 @@ from appliance.store.incarnations import (
     earliest_lease_expiry,
     reclaim_expired,
     reclaim_previous,
-    register_incarnation,
     renew_leases,
 )
 from appliance.store.runs import (
