@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 
-from appliance.core.cron import parse_cron
+from appliance.core.cron import SharedOccurrences, parse_cron
 from appliance.core.instants import format_instant, format_scheduled_for
 from appliance.core.jitter import planned_occurrences
 from appliance.core.schedule_input import schedule_document
@@ -19,17 +19,27 @@ from appliance.store.runs import AttemptRecord, RunRecord
 NEXT_RUNS = 5
 
 
-def render_schedule(schedule: Schedule, *, now: int) -> dict[str, object]:
+def render_schedule(
+    schedule: Schedule, *, now: int, shared: SharedOccurrences | None = None
+) -> dict[str, object]:
+    """``shared``: one per list page, so schedules with the same expression and timezone
+    compute their next runs once."""
     document: dict[str, object] = {"id": schedule.id}
     document.update(schedule_document(schedule.spec))
     document["version"] = schedule.version
     document["created_at"] = format_instant(schedule.created_at)
     document["updated_at"] = format_instant(schedule.updated_at)
-    document["next_runs"] = next_runs(schedule, now=now)
+    document["next_runs"] = next_runs(schedule, now=now, shared=shared)
     return document
 
 
-def next_runs(schedule: Schedule, *, now: int, count: int = NEXT_RUNS) -> list[dict[str, str]]:
+def next_runs(
+    schedule: Schedule,
+    *,
+    now: int,
+    count: int = NEXT_RUNS,
+    shared: SharedOccurrences | None = None,
+) -> list[dict[str, str]]:
     """The next ``count`` planned occurrences after ``now`` (none while paused), from the
     same function the planner uses, so ``due_at`` includes the same jitter."""
     if schedule.spec.paused:
@@ -40,6 +50,7 @@ def next_runs(schedule: Schedule, *, now: int, count: int = NEXT_RUNS) -> list[d
         schedule_id=schedule.id,
         jitter_seconds=spec.jitter_seconds,
         after_ms=now,
+        shared=shared,
     )
     return [
         {
