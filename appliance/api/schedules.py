@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 
 from quart import Response, request
 from quart_trio import QuartTrio
@@ -213,24 +214,19 @@ async def delete_schedule(schedule_id: str) -> Response:
 
 
 async def pause_schedule(schedule_id: str) -> Response:
-    tenant_id = await authenticate()
-    ctx = context()
-    schedule = await ctx.db.write(
-        store.pause_schedule,
-        tenant_id=tenant_id,
-        schedule_id=schedule_id,
-        now=ctx.clock.now_ms(),
-        expected_version=_if_match(),
-    )
-    ctx.nudge()
-    return _schedule_response(ctx, schedule)
+    return await _change_schedule(store.pause_schedule, schedule_id)
 
 
 async def resume_schedule(schedule_id: str) -> Response:
+    return await _change_schedule(store.resume_schedule, schedule_id)
+
+
+async def _change_schedule(change: Callable[..., Schedule], schedule_id: str) -> Response:
+    """Apply a store change (pause, resume) with If-Match, nudge the engine, answer it."""
     tenant_id = await authenticate()
     ctx = context()
     schedule = await ctx.db.write(
-        store.resume_schedule,
+        change,
         tenant_id=tenant_id,
         schedule_id=schedule_id,
         now=ctx.clock.now_ms(),
