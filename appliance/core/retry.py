@@ -14,7 +14,9 @@ Retry schedule: the delay after attempt ``n`` (1-based) is ``delays_s[n-1]`` (th
 repeats), times a factor uniform in [0.8, 1.2), then raised to the verdict's minimum and to
 ``Retry-After`` — which is honoured only upward and capped at 24 h. A run fails
 ``exhausted`` when the attempt that just finished was its last (``max_attempts``) or when the
-next attempt would be due after ``scheduled_for + window_ms``. Retrying never changes
+next attempt would be due after ``scheduled_for + window_ms``. An attempt abandoned because
+the appliance died is not charged to the budget (:func:`decide_after_restart`); one whose
+lease merely expired is (:func:`decide_after_abandon`). Retrying never changes
 ``scheduled_for`` or the idempotency key. Everything here is pure: time and randomness are
 parameters.
 """
@@ -35,6 +37,10 @@ SLOW_DOWN_MS = 60 * SECOND_MS  # 429 and timeouts: give the receiver at least a 
 RETRY_AFTER_CAP_MS = DAY_MS
 MAX_ATTEMPTS_LIMIT = 15
 MAX_WINDOW_MS = 7 * DAY_MS
+# Boot reclaims are not charged to a run's attempt budget (our crash, not the receiver's
+# answer); a run abandoned by this many restarts in a row fails anyway, so an attempt that
+# kills the process every time cannot crash-loop the appliance for the whole retry window.
+RESTART_LIMIT = 20
 DEFAULT_DELAYS_S: tuple[int, ...] = (5, 300, 1800, 7200, 18000, 36000, 36000)
 
 # Longer digit strings are far beyond the cap; checking length first also keeps a hostile
@@ -207,6 +213,21 @@ def decide_after_abandon(
     The caller applies RETRY as the RECLAIM transition."""
     _check_attempt(attempt)
     if attempt >= policy.max_attempts:
+        return _fail(FailureReason.EXHAUSTED)
+    return _retry_within_window(policy, due_at=now_ms, scheduled_for_ms=scheduled_for_ms)
+
+
+def decide_after_restart(
+    policy: RetryPolicy, *, abandoned_in_a_row: int, scheduled_for_ms: int, now_ms: int
+) -> Decision:
+    """What follows an attempt cut short because the whole appliance died (the boot
+    reclaim). The crash is ours, not the receiver's answer, so the attempt is recorded but
+    not charged to the budget: the next one is due at once whatever ``max_attempts`` says.
+    Two bounds remain: the retry window, and ``RESTART_LIMIT`` attempts abandoned in a row
+    (counting this one), after which the run fails ``exhausted``."""
+    if abandoned_in_a_row < 1:
+        raise ValueError(f"abandoned_in_a_row counts this attempt, got {abandoned_in_a_row}")
+    if abandoned_in_a_row >= RESTART_LIMIT:
         return _fail(FailureReason.EXHAUSTED)
     return _retry_within_window(policy, due_at=now_ms, scheduled_for_ms=scheduled_for_ms)
 

@@ -3,7 +3,8 @@
 A lease lapses when its executor stopped renewing it — a stuck process, a wall-clock
 jump, or (in a future multi-process deployment) a dead replica. The reaper returns such
 runs to ``retry_wait`` due now, or ``failed`` (exhausted) when that was their last attempt,
-and marks the open attempt ``abandoned`` (it counts as an attempt). Rows claimed longer
+and marks the open attempt ``abandoned`` (charged to the run's budget, unlike the boot
+reclaim's: here the process is alive and the attempt is what got stuck). Rows claimed longer
 ago than ``ceiling_ms`` are reclaimed whatever their heartbeats say: no attempt may run
 that long (the longest delivery deadline is 300 s), so such a row was orphaned.
 

@@ -16,9 +16,12 @@ Rules this module guards:
   ? AND state = 'running'``. Zero rows changed → the attempt is recorded ``stale`` and
   nothing else changes (no event, no state).
 - **Reclaim** (boot, and the reaper for expired leases or rows past the hard ceiling):
-  ``running`` → ``retry_wait`` due now, or ``failed`` (exhausted) when that was the last
-  attempt (:func:`appliance.core.retry.decide_after_abandon`); the open attempt becomes
-  ``abandoned`` and counts as an attempt.
+  ``running`` → ``retry_wait`` due now, or ``failed`` (exhausted); the open attempt becomes
+  ``abandoned`` and keeps its attempt number. The reaper charges it to the run's budget
+  (:func:`appliance.core.retry.decide_after_abandon`); the boot reclaim does not — the
+  process died, the receiver did nothing wrong — and fails a run only past its retry
+  window or after ``RESTART_LIMIT`` abandoned attempts in a row
+  (:func:`appliance.core.retry.decide_after_restart`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 import apsw
 
 from appliance.core.events import EventType
-from appliance.core.retry import decide_after_abandon
+from appliance.core.retry import decide_after_abandon, decide_after_restart
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, Transition, check_transition
 from appliance.store.events import append_event
 from appliance.store.runs import (
@@ -367,12 +370,19 @@ def _running_rows(
 
 def reclaim_previous(conn: apsw.Connection, *, incarnation_id: str, now: int) -> int:
     """Boot: every run earlier incarnations left ``running`` goes back to ``retry_wait``
-    due now (or ``failed`` exhausted), its attempt ``abandoned``, without waiting for
-    lease expiry (the lock file proves they are dead). Earlier incarnations are marked
-    ended. Returns how many runs were reclaimed."""
+    due now, its attempt ``abandoned``, without waiting for lease expiry (the lock file
+    proves they are dead). The abandoned attempt is not charged to the run's budget; the
+    run fails only past its retry window or after ``RESTART_LIMIT`` abandoned attempts in
+    a row. Earlier incarnations are marked ended. Returns how many runs were reclaimed."""
     rows = _running_rows(conn, "(r.lease_owner IS NULL OR r.lease_owner != ?)", (incarnation_id,))
     for row in rows:
-        abandon_run(conn, run=row, error="the appliance restarted during this attempt", now=now)
+        abandon_run(
+            conn,
+            run=row,
+            error="the appliance restarted during this attempt",
+            now=now,
+            restart=True,
+        )
     conn.execute(
         "UPDATE incarnations SET ended_at = ? WHERE id != ? AND ended_at IS NULL",
         (now, incarnation_id),
@@ -402,23 +412,35 @@ def earliest_lease_expiry(conn: apsw.Connection) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
-def abandon_run(conn: apsw.Connection, *, run: RunningRun, error: str, now: int) -> RunState:
+def abandon_run(
+    conn: apsw.Connection, *, run: RunningRun, error: str, now: int, restart: bool = False
+) -> RunState:
     """Return one run whose executor died or lost its lease; fenced on its token.
-    Returns the new state (``retry_wait``, ``failed``, or ``cancelled`` when its schedule
-    was paused or deleted during the attempt)."""
-    decision = decide_after_abandon(
-        retry_policy(run.max_attempts),
-        attempt=run.budget.attempts_used(max(run.attempt, 1)),
-        scheduled_for_ms=run.budget.window_start,
-        now_ms=now,
-    )
+    ``restart``: the whole appliance died (boot reclaim), so the attempt is not charged to
+    the run's budget. Returns the new state (``retry_wait``, ``failed``, or ``cancelled``
+    when its schedule was paused or deleted during the attempt)."""
+    policy = retry_policy(run.max_attempts)
+    if restart:
+        decision = decide_after_restart(
+            policy,
+            abandoned_in_a_row=_abandoned_in_a_row(conn, run),
+            scheduled_for_ms=run.budget.window_start,
+            now_ms=now,
+        )
+    else:
+        decision = decide_after_abandon(
+            policy,
+            attempt=run.budget.attempts_used(max(run.attempt, 1)),
+            scheduled_for_ms=run.budget.window_start,
+            now_ms=now,
+        )
     transition = Transition.RECLAIM if decision.transition is Transition.RETRY else Transition.FAIL
     target = check_transition(RunState.RUNNING, transition)
     reason = None if decision.failure_reason is None else decision.failure_reason.value
     conn.execute(
         "UPDATE job_runs SET state = ?, due_at = COALESCE(?, due_at), lease_token = NULL,"
         " lease_expires_at = NULL, heartbeat_at = NULL, last_status = NULL, last_error = ?,"
-        " failure_reason = ?, finished_at = ?, updated_at = ?"
+        " failure_reason = ?, finished_at = ?, updated_at = ?, attempt_base = attempt_base + ?"
         f" WHERE id = ? AND lease_token = ? AND state = '{_RUNNING}'",
         (
             target.value,
@@ -427,6 +449,7 @@ def abandon_run(conn: apsw.Connection, *, run: RunningRun, error: str, now: int)
             reason,
             now if target in TERMINAL else None,
             now,
+            int(restart),  # an uncharged attempt moves the budget's base past it
             run.run_id,
             run.lease_token,
         ),
@@ -456,3 +479,16 @@ def abandon_run(conn: apsw.Connection, *, run: RunningRun, error: str, now: int)
         ),
     )
     return target
+
+
+def _abandoned_in_a_row(conn: apsw.Connection, run: RunningRun) -> int:
+    """How many attempts of ``run``'s current budget, the open one included, ended
+    abandoned (or stale: a zombie's late answer) since its last answered attempt."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM attempts a WHERE a.run_id = ?1 AND a.started_at >= ?2"
+        " AND (a.outcome IS NULL OR a.outcome IN ('abandoned', 'stale'))"
+        " AND a.attempt > COALESCE((SELECT MAX(b.attempt) FROM attempts b WHERE b.run_id = ?1"
+        " AND b.outcome IN ('ok', 'retryable', 'permanent')), 0)",
+        (run.run_id, run.budget.window_start),
+    ).fetchone()
+    return max(int(row[0]) if row else 0, 1)

@@ -184,10 +184,10 @@ def list_runs(
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryBudget:
     """Where a run's attempt budget and retry window start: at materialisation, or at its
-    last replay. Attempt numbers keep counting across replays (X-Attempt, attempts rows);
-    the budget counts only the attempts since."""
+    last replay. Attempt numbers keep counting across replays and restarts (X-Attempt,
+    attempts rows); the budget counts only the attempts charged to it since."""
 
-    attempt_base: int  # attempts made before the last replay
+    attempt_base: int  # attempts not charged: those before the last replay, and restarts
     window_start: int  # ms: scheduled_for, or the last replay instant
 
     def attempts_used(self, attempt: int) -> int:

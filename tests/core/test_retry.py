@@ -12,6 +12,7 @@ from appliance.core.instants import parse_instant, to_datetime
 from appliance.core.retry import (
     DAY_MS,
     DEFAULT_DELAYS_S,
+    RESTART_LIMIT,
     Decision,
     FailureReason,
     RetryPolicy,
@@ -21,6 +22,7 @@ from appliance.core.retry import (
     classify_response,
     decide,
     decide_after_abandon,
+    decide_after_restart,
     parse_retry_after,
     retry_delay_ms,
 )
@@ -252,6 +254,29 @@ def test_abandoned_attempt_retries_at_once_or_exhausts() -> None:
         policy, attempt=1, scheduled_for_ms=SCHEDULED_FOR, now_ms=SCHEDULED_FOR + 8 * DAY_MS
     )
     assert late.failure_reason is FailureReason.EXHAUSTED
+
+
+def test_a_restart_is_not_charged_but_is_bounded_in_a_row_and_by_the_window() -> None:
+    policy = RetryPolicy(max_attempts=1)
+    again = decide_after_restart(
+        policy, abandoned_in_a_row=RESTART_LIMIT - 1, scheduled_for_ms=SCHEDULED_FOR, now_ms=NOW
+    )
+    assert again == Decision(transition=Transition.RETRY, due_at=NOW, failure_reason=None)
+    loop = decide_after_restart(
+        policy, abandoned_in_a_row=RESTART_LIMIT, scheduled_for_ms=SCHEDULED_FOR, now_ms=NOW
+    )
+    assert loop.failure_reason is FailureReason.EXHAUSTED
+    late = decide_after_restart(
+        policy,
+        abandoned_in_a_row=1,
+        scheduled_for_ms=SCHEDULED_FOR,
+        now_ms=SCHEDULED_FOR + 8 * DAY_MS,
+    )
+    assert late.failure_reason is FailureReason.EXHAUSTED
+    with pytest.raises(ValueError, match="counts this attempt"):
+        decide_after_restart(
+            policy, abandoned_in_a_row=0, scheduled_for_ms=SCHEDULED_FOR, now_ms=NOW
+        )
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import pytest
 from appliance.core.events import EventType
 from appliance.core.ids import idempotency_key, run_id
 from appliance.core.instants import format_scheduled_for
+from appliance.core.retry import RESTART_LIMIT
 from appliance.core.runs import AttemptOutcome, RunState, Transition
 from appliance.core.schedules import CatchupPolicy, PayloadKind, Schedule, ScheduleSpec
 from appliance.errors import Conflict, NotFound
@@ -321,10 +322,10 @@ def test_boot_reclaim_returns_earlier_incarnations_runs_due_now(
     (mine,) = claim(db, new, T0 + 5_000)
 
     assert db.write_now(reclaim_previous, incarnation_id=new, now=T0 + 6_000) == 2
-    back = run_of(db, eight, retried)
-    assert back.state is RunState.RETRY_WAIT and back.due_at == T0 + 6_000
-    failed = run_of(db, one, last_try)
-    assert failed.state is RunState.FAILED and failed.failure_reason == "exhausted"
+    for sched, rid in ((eight, retried), (one, last_try)):
+        # Not charged to the budget: even a run allowed one attempt goes back, due now.
+        back = run_of(db, sched, rid)
+        assert back.state is RunState.RETRY_WAIT and back.due_at == T0 + 6_000
     for rid in (retried, last_try):
         (attempt,) = db.read_now(list_attempts, run_id=rid)
         assert attempt.outcome is AttemptOutcome.ABANDONED and attempt.finished_at == T0 + 6_000
@@ -334,6 +335,63 @@ def test_boot_reclaim_returns_earlier_incarnations_runs_due_now(
     )
     assert ended == {old: T0 + 6_000, new: None}
     assert db.read_now(earliest_due_at) == T0 + 6_000
+
+
+def test_a_boot_reclaim_is_not_charged_to_the_budget_but_a_reaped_lease_is(
+    db: Database, make_schedule: MakeSchedule, tenant: str
+) -> None:
+    """max_attempts=2: a restart, then two real attempts; the third real one is never made.
+    Attempt numbers keep counting (1 abandoned, 2 and 3 answered) and the key is one."""
+    two = schedule_value(make_schedule(max_attempts=2), tenant)
+    rid = db.write_now(add_run, schedule=two, scheduled_for=T0)
+    (first,) = claim(db, "inc_a", T0)
+    new = db.write_now(register_incarnation, pid=2, now=T0 + 1_000)
+    db.write_now(reclaim_previous, incarnation_id=new, now=T0 + 1_000)
+    (second,) = claim(db, new, T0 + 1_000)
+    assert db.write_now(complete_run, run=second, completion=retry(T0 + 2_000), now=T0 + 1_500)
+    (third,) = claim(db, new, T0 + 2_000)
+    assert (first.attempt, second.attempt, third.attempt) == (1, 2, 3)
+    assert first.idempotency_key == second.idempotency_key == third.idempotency_key
+    # The reaper's reclaim of attempt 3 is charged: 2 of 2 used, the run fails.
+    assert db.write_now(reclaim_expired, now=T0 + 2_000 + LEASE + 1, ceiling_ms=MINUTE, limit=5)
+    failed = run_of(db, two, rid)
+    assert failed.state is RunState.FAILED and failed.failure_reason == "exhausted"
+    outcomes = [a.outcome for a in db.read_now(list_attempts, run_id=rid)]
+    assert outcomes == [
+        AttemptOutcome.ABANDONED,
+        AttemptOutcome.RETRYABLE,
+        AttemptOutcome.ABANDONED,
+    ]
+
+
+def test_restarts_in_a_row_are_bounded_so_a_poison_run_cannot_crash_loop_forever(
+    db: Database, schedule: Schedule
+) -> None:
+    """Each restart abandons the same run mid-attempt (it may be what kills the process):
+    RESTART_LIMIT - 1 restarts leave it due; the RESTART_LIMIT-th fails it, with its event.
+    An answered attempt in between starts the count again."""
+    rid = db.write_now(add_run, schedule=schedule, scheduled_for=T0)
+    owner, now = "inc_0", T0
+
+    def restart() -> RunRecord:
+        nonlocal owner, now
+        now += 1_000
+        owner = db.write_now(register_incarnation, pid=2, now=now)
+        db.write_now(reclaim_previous, incarnation_id=owner, now=now)
+        return run_of(db, schedule, rid)
+
+    (run,) = claim(db, owner, now)
+    assert db.write_now(complete_run, run=run, completion=retry(now), now=now)
+    for _ in range(RESTART_LIMIT - 1):
+        assert len(claim(db, owner, now)) == 1
+        assert restart().state is RunState.RETRY_WAIT
+    claim(db, owner, now)
+    failed = restart()
+    assert failed.state is RunState.FAILED and failed.failure_reason == "exhausted"
+    attempts = db.read_now(list_attempts, run_id=rid)
+    assert len(attempts) == RESTART_LIMIT + 1  # one answered, then the abandoned ones
+    events = [e.type for e in db.read_now(list_events, tenant_id=schedule.tenant_id)]
+    assert events[-1] is EventType.RUN_FAILED
 
 
 def test_a_run_reclaimed_after_its_schedule_was_paused_is_cancelled(
