@@ -3,7 +3,11 @@
 Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
 
 - At most ``concurrency`` deliveries in flight. Claims take only free slots, in one
-  statement (:func:`appliance.store.leases.claim_runs`).
+  statement (:func:`appliance.store.leases.claim_runs`), and only once at least
+  ``claim_batch`` slots are free (default a quarter of ``concurrency``): under load, one
+  claim per freed slot would cost a transaction per delivery (≈ 6× the CPU of a claim
+  of 32, docs/performance.md). Work that is due still waits at most for that many of the
+  deliveries in flight to finish.
 - The dispatcher sleeps until the earliest ``due_at`` of a claimable run, a nudge (the
   planner materialised runs, the API changed something, a delivery freed a slot) or
   ``max_sleep_s`` — never on a fixed poll.
@@ -62,11 +66,26 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DispatchConfig:
     concurrency: int = 32  # deliveries in flight
+    claim_batch: int | None = None  # claim only when this many slots are free (None: 1/4)
     lease_ms: int = 30_000  # a claim's lease, renewed by heartbeats
     heartbeat_ms: int = 10_000
     margin_ms: int = 2_000  # a delivery is cancelled this long before its lease could lapse
     max_sleep_s: float = 60.0  # never sleep longer: guards against wall-clock jumps
     user_agent: str = "Steeple"
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
+        if self.claim_batch is not None and not 1 <= self.claim_batch <= self.concurrency:
+            raise ValueError(
+                f"claim_batch must be 1–{self.concurrency} (the concurrency),"
+                f" not {self.claim_batch}"
+            )
+
+    @property
+    def min_claim(self) -> int:
+        """Free slots needed before a claim."""
+        return self.claim_batch if self.claim_batch is not None else max(1, self.concurrency // 4)
 
 
 class RenewLeases(Protocol):
@@ -153,7 +172,7 @@ class Dispatcher:
         """Claim due runs into free slots and start delivering them. Returns the trio
         deadline of the next claim (earliest due_at, or max sleep when slots are full)."""
         free = self._config.concurrency - len(self._live)
-        if self._draining or not self._renewals_ok or free <= 0:
+        if self._draining or not self._renewals_ok or free < self._config.min_claim:
             return trio.current_time() + self._config.max_sleep_s  # a nudge frees us
         assert self._nursery is not None, "run_once runs inside run()"
         now, claimed_at = self._clock.now_ms(), trio.current_time()

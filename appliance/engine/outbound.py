@@ -68,18 +68,7 @@ async def send(client: DeliveryClient, request: DeliveryRequest) -> SendResult:
     """POST ``request`` once. Never raises for transport problems; cancellation propagates."""
     started = trio.current_time()
     try:
-        outgoing = httpx.Request(
-            "POST",
-            request.url,
-            headers=request.headers,
-            content=request.body,
-            extensions={"timeout": client.timeout.as_dict()},
-        )
-        response = await client.transport.handle_async_request(outgoing)
-        try:
-            excerpt, error = await _read_excerpt(response)
-        finally:
-            await response.aclose()
+        answer = await client.exchange(request)
     except DestinationBlocked as exc:
         return SendResult.failed(exc.reason, started=started, failure=TransportFailure.BLOCKED)
     except httpx.InvalidURL as exc:
@@ -89,32 +78,14 @@ async def send(client: DeliveryClient, request: DeliveryRequest) -> SendResult:
     except httpx.TransportError as exc:
         return SendResult.failed(_describe(exc), started=started, failure=_failure_of(exc))
     return SendResult(
-        status=response.status_code,
-        retry_after=response.headers.get("Retry-After"),
-        location=response.headers.get("Location"),
-        excerpt=excerpt,
+        status=answer.status,
+        retry_after=answer.header(b"retry-after"),
+        location=answer.header(b"location"),
+        excerpt=answer.excerpt[:EXCERPT_BYTES].decode("utf-8", errors="replace"),
         failure=None,
-        error=error,
+        error=answer.error,
         latency_ms=_elapsed_ms(started),
     )
-
-
-async def _read_excerpt(response: httpx.Response) -> tuple[str, str | None]:
-    """The raw body, which the transport cuts off at EXCERPT_BYTES. An error while reading
-    it is reported, not raised: the status line already tells what the receiver decided."""
-    received = bytearray()
-    try:
-        async for chunk in response.aiter_raw():
-            received += chunk
-    except httpx.StreamConsumed:  # a response built whole (httpx.MockTransport), already read
-        return _decode(response.content[:EXCERPT_BYTES]), None
-    except httpx.TransportError as exc:
-        return _decode(received), f"reading the response body failed: {_describe(exc)}"
-    return _decode(received), None
-
-
-def _decode(body: bytes | bytearray) -> str:
-    return bytes(body[:EXCERPT_BYTES]).decode("utf-8", errors="replace")
 
 
 def _describe(exc: Exception) -> str:

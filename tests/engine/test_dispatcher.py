@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import apsw
 import httpx
+import pytest
 import trio
 from trio.testing import MockClock
 
@@ -193,6 +194,49 @@ async def test_concurrency_is_bounded(
     assert peak == 3 and len(endpoint.requests) == 10
     # Freed slots are refilled at once (a nudge), not on a poll: 4 waves of 5 s.
     assert max(endpoint.arrived) - min(endpoint.arrived) < 15.1
+
+
+async def test_claims_wait_for_a_batch_of_free_slots(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    """Concurrency 8, claim batch 3, 20 runs due at once, deliveries finishing one at a
+    time: after the first claim of 8, every claim takes at least 3 runs (a claim per freed
+    slot would take 1), and all 20 are delivered."""
+    for _ in range(20):
+        make_schedule(cron=DAILY_AT_T0)
+    durations = iter(range(1, 21))
+
+    async def staggered(request: httpx.Request, n: int) -> httpx.Response:
+        await trio.sleep(next(durations))  # each finishes alone
+        return reply(200)
+
+    endpoint = Endpoint(respond=staggered)
+    config = DispatchConfig(concurrency=8, claim_batch=3, user_agent="Steeple/test")
+    async with running_engine(inline_db, wall, endpoint, dispatch=config):
+        await trio.sleep(600)
+    assert len(endpoint.requests) == 20
+    sizes = inline_db.read_now(
+        lambda c: [
+            n
+            for (n,) in c.execute(
+                "SELECT COUNT(*) FROM attempts GROUP BY started_at ORDER BY started_at"
+            )
+        ]
+    )
+    assert sizes[0] == 8 and sum(sizes) == 20
+    assert all(n >= 3 for n in sizes[1:-1]), sizes  # the last claim takes what is left
+
+
+def test_claim_batch_must_fit_the_concurrency() -> None:
+    assert DispatchConfig(concurrency=32).min_claim == 8
+    assert DispatchConfig(concurrency=3).min_claim == 1
+    for bad in (0, 9):
+        with pytest.raises(ValueError, match="claim_batch must be 1–8"):
+            DispatchConfig(concurrency=8, claim_batch=bad)
 
 
 async def test_heartbeats_keep_a_long_delivery_alive(

@@ -397,6 +397,7 @@ class KeepAliveServer:
     port: int = 0
     on_connection: list[int] = field(default_factory=list)
     bodies: list[bytes] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)  # each request as received
     ended: dict[int, trio.Event] = field(default_factory=dict)  # connection closed
     arrived: trio.Event = field(default_factory=trio.Event)  # a request came in
 
@@ -421,6 +422,7 @@ async def keep_alive_server(respond: Respond = answer_ok) -> AsyncIterator[KeepA
             while raw := await read_request(stream):
                 server.on_connection.append(number)
                 server.bodies.append(raw.partition(b"\r\n\r\n")[2])
+                server.raw.append(raw)
                 server.arrived.set()
                 reply, keep = await respond(len(server.on_connection))
                 await stream.send_all(reply)
@@ -461,6 +463,24 @@ async def delivered(client: DeliveryClient, url: str) -> int | None:
     result = await send(client, delivery(url))
     assert result.error is None, result.error
     return result.status
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "hooks.example"])
+async def test_the_native_exchange_sends_the_bytes_httpx_would(host: str) -> None:
+    """The delivery path frames requests itself (no httpx models); on the wire they are
+    byte for byte what httpx's Request over the same transport sends: Host first (with
+    the port), the delivery's headers in order, Content-Length last, then the body."""
+    resolve = fake_dns({"hooks.example": ["127.0.0.1"]})
+    async with keep_alive_server() as server, pooled_client(resolve=resolve) as (client, _):
+        request = delivery(server.url(host) + "?a=1&b=%20")
+        native = await send(client, request)
+        via_httpx = await client._exchange_via_httpx(request)
+        assert native.status == via_httpx.status == 200
+    assert len(server.raw) == 2 and server.raw[0] == server.raw[1]
+    head = server.raw[0].split(b"\r\n")
+    assert head[0] == b"POST /hook?a=1&b=%20 HTTP/1.1"
+    assert head[1] == f"Host: {host}:{server.port}".encode()
+    assert head[-3] == f"Content-Length: {len(request.body)}".encode()
 
 
 async def test_sequential_deliveries_reuse_one_keep_alive_connection() -> None:
