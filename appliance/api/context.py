@@ -7,10 +7,11 @@ The API owns no tasks and reads no wall time: the clock, the database, the plann
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from quart import current_app
 
+from appliance.api.upcoming import UpcomingOccurrences
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.store.database import Database
@@ -26,6 +27,8 @@ class ApiContext:
     check_destination: Callable[[str], Awaitable[None]]  # resolve + policy; ValidationError
     policy: AddressPolicy
     version: str
+    # next_runs of every schedule response; event-loop only (not in write transactions)
+    upcoming: UpcomingOccurrences = field(default_factory=UpcomingOccurrences)
 
 
 def install(app_extensions: dict[str, object], context: ApiContext) -> None:

@@ -7,6 +7,7 @@ second-precision form that is also ``X-Scheduled-For`` (ADR 0037). A schedule ec
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 from appliance.core.cron import SharedOccurrences, parse_cron
@@ -22,8 +23,8 @@ NEXT_RUNS = 5
 def render_schedule(
     schedule: Schedule, *, now: int, shared: SharedOccurrences | None = None
 ) -> dict[str, object]:
-    """``shared``: one per list page, so schedules with the same expression and timezone
-    compute their next runs once."""
+    """``shared``: the app's :class:`~appliance.api.upcoming.UpcomingOccurrences`, so
+    schedules with the same expression and timezone compute their next runs once."""
     document: dict[str, object] = {"id": schedule.id}
     document.update(schedule_document(schedule.spec))
     document["version"] = schedule.version
@@ -54,11 +55,17 @@ def next_runs(
     )
     return [
         {
-            "scheduled_for": format_scheduled_for(occurrence.scheduled_for),
-            "due_at": format_instant(occurrence.due_at),
+            "scheduled_for": _scheduled_for_text(occurrence.scheduled_for),
+            "due_at": _due_at_text(occurrence.due_at),
         }
         for occurrence in itertools.islice(planned, count)
     ]
+
+
+# Schedules sharing an expression and timezone share their next runs: their texts are
+# formatted once, not once per schedule on every page.
+_scheduled_for_text = functools.lru_cache(maxsize=8192)(format_scheduled_for)
+_due_at_text = functools.lru_cache(maxsize=8192)(format_instant)
 
 
 def render_run(run: RunRecord) -> dict[str, object]:

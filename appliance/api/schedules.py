@@ -29,7 +29,6 @@ from appliance.api.context import ApiContext, context
 from appliance.api.pagination import encode_cursor, page_request
 from appliance.api.problems import Problem, bad_request
 from appliance.api.rendering import render_run, render_schedule
-from appliance.core.cron import SharedOccurrences
 from appliance.core.schedule_input import merge_patch, parse_schedule
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import NotFound, ValidationError
@@ -140,8 +139,7 @@ async def list_schedules() -> Response:
         store.list_schedules, tenant_id=tenant_id, limit=page.limit + 1, after_id=page.position
     )
     now = ctx.clock.now_ms()
-    shared = SharedOccurrences()
-    items = [render_schedule(s, now=now, shared=shared) for s in schedules[: page.limit]]
+    items = [render_schedule(s, now=now, shared=ctx.upcoming) for s in schedules[: page.limit]]
     more = len(schedules) > page.limit
     cursor = encode_cursor("sch", schedules[page.limit - 1].id) if more else None
     return json_response({"items": items, "next_cursor": cursor})
@@ -261,7 +259,7 @@ async def _load(ctx: ApiContext, tenant_id: str, schedule_id: str) -> Schedule:
 
 
 def _schedule_response(ctx: ApiContext, schedule: Schedule) -> Response:
-    document = render_schedule(schedule, now=ctx.clock.now_ms())
+    document = render_schedule(schedule, now=ctx.clock.now_ms(), shared=ctx.upcoming)
     return json_response(document, headers={"ETag": _etag(schedule.version)})
 
 
