@@ -12,17 +12,21 @@ the opaque cursor, so the first page plus follow-up pages), ``GET /v1/schedules/
 time (the stdlib client adds ≈ 0.1 ms). RSS is VmRSS of the appliance after the requests.
 Bytes per run row: ``dbstat`` pages of ``job_runs`` (+ its indexes) and ``attempts``.
 
-``python -m bench.scale [--schedules 1000000] [--runs 10000000] [--requests 500] [--repeat 3]``
+``python -m bench.scale [--schedules 1000000] [--run-rows 10000000] [--requests 500] [--runs 3]
+[--data-dir DIR] [--profile]``: ``--data-dir`` keeps the seeded data (``DIR/built.json``
+says what it holds) and reuses it when the sizes match, so before/after runs of one size
+meet the same file; ``--profile`` adds one run with the appliance under pyinstrument.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import random
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import apsw
@@ -119,12 +123,19 @@ def measure(client: Client, make_path: Callable[[], str], n: int) -> list[float]
     return [client.get(make_path())[0] for _ in range(n)]
 
 
-def scale_once(data_dir: Path, built: dict[str, object], *, requests: int, seed_: int) -> Figures:
+def scale_once(
+    data_dir: Path,
+    built: dict[str, object],
+    *,
+    requests: int,
+    seed_: int,
+    prefix: Sequence[str] = (),
+) -> Figures:
     rng = random.Random(seed_)
     ids = built["schedule_ids"]
     assert isinstance(ids, list)
     api_key = str(built["api_key"])
-    with appliance(data_dir) as app:
+    with appliance(data_dir, prefix=prefix) as app:
         client = Client(app.base_url, api_key)
         run_ids: list[str] = []
         cursors: list[str] = []
@@ -155,6 +166,26 @@ def scale_once(data_dir: Path, built: dict[str, object], *, requests: int, seed_
     return figures
 
 
+def prepared(data_dir: Path, *, schedules: int, runs: int) -> dict[str, object]:
+    """The data built in ``data_dir`` earlier for these sizes, or build it now."""
+    record = data_dir / "built.json"
+    wanted = {"schedules": schedules, "runs": runs}
+    if record.exists():
+        saved = json.loads(record.read_text())
+        if saved["sizes"] == wanted:
+            print(f"  reusing {data_dir}", flush=True)
+            return dict(saved["built"])
+        raise SystemExit(f"{data_dir} holds {saved['sizes']}, not {wanted}: pick another dir")
+    print(f"building {schedules} schedules / {runs} runs", flush=True)
+    built = build(data_dir / "data", schedules=schedules, runs=runs)
+    record.write_text(json.dumps({"sizes": wanted, "built": built}))
+    return built
+
+
+def _profiler(out: Path) -> tuple[str, ...]:
+    return ("-m", "pyinstrument", "--renderer", "text", "--show-all", "-o", str(out), "-m")
+
+
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--schedules", type=int, default=1_000_000)
@@ -167,11 +198,16 @@ def main() -> None:
         help="run rows (10 per schedule by default)",
     )
     parser.add_argument("--requests", type=int, default=500, help="per endpoint per run")
+    parser.add_argument("--data-dir", type=Path, help="keep the seeded data here and reuse it")
+    parser.add_argument("--profile", action="store_true", help="one extra run under pyinstrument")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-        data_dir = Path(tmp) / "data"
-        print(f"building {args.schedules} schedules / {args.run_rows} runs", flush=True)
-        built = build(data_dir, schedules=args.schedules, runs=args.run_rows)
+    with contextlib.ExitStack() as stack:
+        root = args.data_dir or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(dir=args.workdir))
+        )
+        root.mkdir(parents=True, exist_ok=True)
+        built = prepared(root, schedules=args.schedules, runs=args.run_rows)
+        data_dir = root / "data"
         Database.open(seed.db_path(data_dir)).close()  # the appliance's own open path works
         runs = repeat(
             args.runs, lambda i: scale_once(data_dir, built, requests=args.requests, seed_=i)
@@ -179,8 +215,16 @@ def main() -> None:
         storage = bytes_per_run(seed.db_path(data_dir), int(str(built["run_rows"])))
         for run in runs:
             run.update(storage)
+        extra = {}
+        if args.profile:
+            out = (
+                Path(__file__).resolve().parent / "results" / f"scale-{args.schedules}-profile.txt"
+            )
+            out.parent.mkdir(exist_ok=True)
+            scale_once(data_dir, built, requests=args.requests, seed_=99, prefix=_profiler(out))
+            extra["profile"] = str(out)
     params = {"schedules": args.schedules, "run_rows": built["run_rows"], "requests": args.requests}
-    publish("scale", params, {f"scale {args.schedules} schedules": runs})
+    publish("scale", params, {f"scale {args.schedules} schedules": runs}, extra=extra)
 
 
 if __name__ == "__main__":
