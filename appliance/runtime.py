@@ -1,8 +1,10 @@
 """The composition root: builds every part from the settings and runs them in one nursery.
 
-Start order (DESIGN §2): lock file → database (migrate, quick_check) → incarnation and
-boot-time reclaim → engine services (planner, dispatcher with heartbeats, reaper,
-checkpointer) → the HTTP server. The root nursery owns every task; the web app owns none.
+Start order (DESIGN §2): lock file → database (migrate) → incarnation and boot-time
+reclaim → engine services (planner, dispatcher with heartbeats, reaper, checkpointer) and
+the database check (``quick_check``, beside them: it reads the whole file, and a restart
+must not wait for that before delivering) → the HTTP server. A failed check stops the
+appliance like any store failure. The root nursery owns every task; the web app owns none.
 A service that crashes takes the process down loudly. SIGTERM/SIGINT: stop claiming, let
 in-flight deliveries finish within the grace period, stop the server, close the database.
 """
@@ -76,7 +78,7 @@ async def serve(
     policy = AddressPolicy.parse(settings.allow_targets)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     with LockFile(settings.lock_path):
-        db = Database.open(settings.db_path)
+        db = Database.open(settings.db_path, check=False)  # checked beside the services
         try:
             await _run(settings, clock, policy, db, task_status)
         finally:
@@ -121,6 +123,7 @@ async def _run(
         await nursery.start(Reaper(db=db, clock=clock, on_reclaimed=dispatcher_wakeup.nudge).run)
         await nursery.start(Pruner(db=db, clock=clock, config=_pruning(settings)).run)
         nursery.start_soon(_checkpoint, db)
+        nursery.start_soon(_check, db)
 
         async def check(url: str) -> None:
             await check_destination(policy, url)
@@ -167,6 +170,12 @@ async def _serve_http(
     config.graceful_timeout = 5
     config.read_timeout = 30  # quart-trio keeps idle keep-alive connections otherwise
     await hypercorn.trio.serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)
+
+
+async def _check(db: Database) -> None:
+    started = trio.current_time()
+    await db.check()
+    log.info("database check passed in %.1f s", trio.current_time() - started)
 
 
 async def _checkpoint(db: Database) -> None:

@@ -20,6 +20,7 @@ Store functions have the shape ``fn(conn, ..., now) -> value`` and never commit 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -116,13 +117,29 @@ def run_group(conn: apsw.Connection, group: Sequence[_Write[Any]]) -> None:
         raise
 
 
+def _quick_check(conn: apsw.Connection, path: Path) -> None:
+    try:
+        rows = [row[0] for row in conn.execute("PRAGMA quick_check")]
+    except apsw.Error as exc:
+        raise StoreError(f"{path}: the database check failed: {_translate(exc)}") from exc
+    if rows != ["ok"]:
+        raise StoreError(f"{path}: the database check failed: {'; '.join(map(str, rows[:5]))}")
+
+
 def run_read(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
-    """Run ``fn`` in one read transaction, so it sees a single snapshot."""
+    """Run ``fn`` in one read transaction, so it sees a single snapshot. If ``fn`` fails,
+    its error is what the caller sees (ending the transaction may fail too, e.g. on a
+    damaged file, and must not mask it)."""
     conn.execute("BEGIN")
     try:
-        return fn(conn)
-    finally:
-        conn.execute("COMMIT")
+        result = fn(conn)
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(apsw.Error):
+                conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
 
 
 class Database:
@@ -141,24 +158,34 @@ class Database:
 
     @classmethod
     def open(
-        cls, path: Path, *, readers: int = 2, threaded: bool = True, vfs: str | None = None
+        cls,
+        path: Path,
+        *,
+        readers: int = 2,
+        threaded: bool = True,
+        vfs: str | None = None,
+        check: bool = True,
     ) -> Database:
-        """Open (creating if needed), migrate and check the file. Blocking: call at boot.
-        ``vfs`` names a registered SQLite VFS (the chaos tests' fault injector); None is
-        SQLite's default."""
+        """Open (creating if needed), migrate and — unless ``check`` is False — check the
+        file (``PRAGMA quick_check``). Blocking: call at boot. ``vfs`` names a registered
+        SQLite VFS (the chaos tests' fault injector); None is SQLite's default. The
+        appliance opens with ``check=False`` and runs :meth:`check` beside its services: the
+        check reads the whole file (≈ 1 s per 100 MB), which must not delay the first
+        delivery after a restart."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             db = cls(path, readers=readers, threaded=threaded, vfs=vfs)
             migrate(db._writer)
-            db._quick_check()
+            if check:
+                _quick_check(db._writer, path)
         except apsw.Error as exc:
             raise _translate(exc) from exc
         return db
 
-    def _quick_check(self) -> None:
-        rows = [row[0] for row in self._writer.execute("PRAGMA quick_check")]
-        if rows != ["ok"]:
-            raise StoreError(f"{self.path}: quick_check failed: {'; '.join(map(str, rows[:5]))}")
+    async def check(self) -> None:
+        """``PRAGMA quick_check`` on a reader connection, off the event loop; raises
+        StoreError naming the file if it finds damage."""
+        await self.read(_quick_check, self.path)
 
     def write_now(
         self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 
 from appliance.core.ids import idempotency_key
@@ -131,6 +132,31 @@ def test_a_second_appliance_on_the_same_data_dir_refuses_to_start(tmp_path: Path
         assert len(second.stderr.strip().splitlines()) == 1
     finally:
         first.kill(signal.SIGTERM)
+
+
+def test_a_damaged_database_stops_the_appliance_with_one_clear_line(tmp_path: Path) -> None:
+    """The check runs beside the services (a restart does not wait for it); damage found
+    by it, or by whichever service reads the page first, stops the appliance like any
+    store failure: non-zero exit, one line (tests/store has the check on its own)."""
+    create_tenant(tmp_path)
+    path = tmp_path / "steeple.db"
+    conn = apsw.Connection(str(path))  # pages of event rows at the end of the file
+    for n in range(500):
+        conn.execute(
+            "INSERT INTO events (id, tenant_id, type, occurred_at, data)"
+            " SELECT 'evt_' || ?, id, 'tenant.created', ?, ? FROM tenants",
+            (n, int(time.time() * 1000), "x" * 400),  # recent: the pruner leaves them
+        )
+    conn.close()  # the last connection: the WAL is checkpointed into the file
+    pages = path.stat().st_size // 4096
+    with path.open("r+b") as raw:  # a leaf page header: garbage
+        raw.seek((pages - 20) * 4096)  # inside the events, away from its last leaf
+        raw.write(b"\x0d" + b"\xff" * 7)
+    done = steeple("serve", "--data-dir", str(tmp_path), "--listen", "127.0.0.1:0")
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("steeple: error: ") and "corrupt" in last, done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize(

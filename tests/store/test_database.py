@@ -85,6 +85,36 @@ def test_corruption_is_reported_at_open(tmp_path: Path) -> None:
         Database.open(path)
 
 
+async def test_the_check_beside_the_services_finds_a_damaged_page(tmp_path: Path) -> None:
+    """``Database.open(check=False)`` (the appliance's boot) opens a file with a damaged
+    table page; :meth:`Database.check` then reports it, naming the file."""
+    path = tmp_path / "damaged.db"
+    Database.open(path).close()
+    conn = apsw.Connection(str(path))
+    for n in range(300):
+        conn.execute(
+            "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 1)", (f"t{n}", "x" * 400)
+        )
+    conn.close()  # checkpointed into the file
+    pages = path.stat().st_size // 4096
+    with path.open("r+b") as raw:
+        raw.seek((pages - 10) * 4096)
+        raw.write(b"\x0d" + b"\xff" * 7)
+    db = Database.open(path, check=False)
+    try:
+        with pytest.raises(StoreError, match="the database check failed") as caught:
+            await db.check()
+        assert str(path) in str(caught.value)
+    finally:
+        db.close()
+    with pytest.raises(StoreError, match="the database check failed"):
+        Database.open(path)  # checked at open: the CLI's and the tests' default
+
+
+async def test_the_check_passes_on_a_sound_file(db: Database) -> None:
+    await db.check()
+
+
 def test_lock_file_is_exclusive_across_processes(tmp_path: Path) -> None:
     lock_path = tmp_path / "steeple.db.lock"
     with LockFile(lock_path):
