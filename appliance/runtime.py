@@ -15,14 +15,11 @@ import logging
 import os
 import signal
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import hypercorn.config
-import hypercorn.trio
 import trio
-from quart_trio import QuartTrio
 
 from appliance import __version__
-from appliance.api.app import create_app
 from appliance.clock import SystemClock, WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher
@@ -40,6 +37,9 @@ from appliance.store.leases import reclaim_previous
 from appliance.store.lockfile import LockFile
 from appliance.store.tenants import NewTenant
 from appliance.store.tenants import create_tenant as store_create_tenant
+
+if TYPE_CHECKING:
+    from quart_trio import QuartTrio
 
 log = logging.getLogger("steeple")
 
@@ -125,6 +125,12 @@ async def _run(
         nursery.start_soon(_checkpoint, db)
         nursery.start_soon(_check, db)
 
+        # The web stack (quart, hypercorn: most of the import time) loads in a worker
+        # thread while the engine already delivers: a restart's first redelivery does not
+        # wait for it.
+        await trio.to_thread.run_sync(_import_web_stack)
+        from appliance.api.app import create_app
+
         async def check(url: str) -> None:
             await check_destination(policy, url)
 
@@ -156,6 +162,13 @@ async def _run(
     log.info("stopped")
 
 
+def _import_web_stack() -> None:
+    import hypercorn.trio  # noqa: F401
+    import quart_trio  # noqa: F401
+
+    import appliance.api.app  # noqa: F401
+
+
 def _pruning(settings: Settings) -> PrunerConfig:
     return PrunerConfig(retention_ms=settings.retention_days * 86_400_000)
 
@@ -163,6 +176,9 @@ def _pruning(settings: Settings) -> PrunerConfig:
 async def _serve_http(
     app: QuartTrio, settings: Settings, stop: trio.Event, *, task_status: trio.TaskStatus[list[str]]
 ) -> None:
+    import hypercorn.config
+    import hypercorn.trio
+
     config = hypercorn.config.Config()
     config.bind = [str(settings.listen)]
     config.accesslog = None
