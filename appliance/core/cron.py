@@ -39,6 +39,7 @@ from __future__ import annotations
 import copy
 import functools
 import heapq
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -206,7 +207,11 @@ def occurrences_after(spec: CronSpec, after_ms: int) -> Iterator[int]:
 class SharedOccurrences:
     """Occurrences computed once per (expression, timezone, start) and shared by every
     consumer: many schedules share an expression, a timezone and — planned in the same
-    pass — a cursor. Lives for one planner pass (it keeps what it computed)."""
+    pass — a cursor. Lives for one planner pass (it keeps what it computed).
+
+    The first few occurrences after a start also come from a bounded memo that outlives
+    the pass (:func:`_leading`): the schedules sharing a cursor are spread over several
+    passes, and each would otherwise step croniter from the same start again."""
 
     def __init__(self) -> None:
         self._streams: dict[tuple[str, str, int], tuple[list[int], Iterator[int]]] = {}
@@ -216,7 +221,10 @@ class SharedOccurrences:
         key = (spec.expression, spec.timezone, after_ms)
         entry = self._streams.get(key)
         if entry is None:
-            entry = self._streams[key] = ([], occurrences_after(spec, after_ms))
+            leading = _leading(spec, after_ms)
+            # Resuming after any occurrence continues the same sequence (tested property).
+            rest = occurrences_after(spec, leading[-1]) if len(leading) == _LEADING else iter(())
+            entry = self._streams[key] = (list(leading), rest)
         values, source = entry
         index = 0
         while True:
@@ -227,6 +235,18 @@ class SharedOccurrences:
                 values.append(value)
             yield values[index]
             index += 1
+
+
+# A planner pass reads the next occurrence and the one after it (is it the last before the
+# horizon? jitter's gap); the third serves jitter's look at the following one's due time.
+_LEADING = 3
+
+
+@lru_cache(maxsize=8192)
+def _leading(spec: CronSpec, after_ms: int) -> tuple[int, ...]:
+    """The first ``_LEADING`` occurrences after ``after_ms`` (fewer only at year 9999).
+    A pure function of its arguments; ``CronSpec`` hashes as (expression, timezone)."""
+    return tuple(itertools.islice(occurrences_after(spec, after_ms), _LEADING))
 
 
 # --- validation -------------------------------------------------------------------------
