@@ -36,16 +36,25 @@ import trio
 from appliance.clock import WallClock
 from appliance.core.cron import SharedOccurrences, parse_cron
 from appliance.core.events import EventType, JsonScalar
+from appliance.core.ids import idempotency_key, run_id
 from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import PlannedOccurrence, planned_occurrences
 from appliance.core.runs import RunState
-from appliance.core.schedules import CatchupPolicy, Schedule
+from appliance.core.schedules import CatchupPolicy
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import ValidationError
 from appliance.store.database import Connection, Database
 from appliance.store.events import SYSTEM_TENANT, append_event
-from appliance.store.planning import advance_cursor, due_schedules, earliest_cursor
-from appliance.store.runs import Trigger, insert_run, occurrence_run, store_body
+from appliance.store.planning import (
+    CursorMove,
+    DueSchedule,
+    PlannedRun,
+    advance_cursors,
+    due_cursors,
+    earliest_cursor,
+    insert_planned_runs,
+)
+from appliance.store.runs import store_body
 
 log = logging.getLogger(__name__)
 
@@ -77,28 +86,34 @@ class MissReason(enum.StrEnum):
     SUPERSEDED = "catchup_latest_superseded"  # policy `latest`: a newer one was delivered
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Pass:
-    """One schedule's share of a pass."""
-
-    materialised: int = 0
-    missed: int = 0
-    more: bool = False
-
-
 def plan_once(conn: Connection, *, now: int, config: PlannerConfig) -> PlanResult:
-    """One planner pass inside the caller's write transaction (``db.write(plan_once, …)``)."""
-    schedules = due_schedules(conn, horizon=now + config.lookahead_ms, limit=config.batch)
-    shared = SharedOccurrences()
-    passes = [
-        _plan_schedule(conn, schedule, now=now, config=config, shared=shared)
-        for schedule in schedules
-    ]
+    """One planner pass inside the caller's write transaction (``db.write(plan_once, …)``).
+
+    Every due schedule's rows are worked out first; then all of them are inserted by one
+    batched statement, all cursors moved by another, and the missed events written,
+    schedule by schedule in cursor order (the order a row-by-row pass wrote them)."""
+    due = due_cursors(conn, horizon=now + config.lookahead_ms, limit=config.batch)
+    work = _PassWork(conn, now=now, config=config)
+    plans = [_plan_schedule(work, schedule) for schedule in due]
+    created = insert_planned_runs(conn, [run for plan in plans for run in plan.runs], now=now)
+    advance_cursors(conn, [plan.move for plan in plans if plan.move is not None])
+    materialised = missed = 0
+    for plan in plans:
+        missed_rows = []
+        for run, reason in zip(plan.runs, plan.reasons, strict=True):
+            if run.id not in created:
+                continue  # the occurrence already had its run: nothing new to count or tell
+            if reason is None:
+                materialised += 1
+            else:
+                missed_rows.append((run.scheduled_for, run.id, reason))
+        _record_missed(conn, plan.schedule, missed_rows, now=now, limit=config.max_missed_events)
+        missed += len(missed_rows)
     return PlanResult(
-        schedules=len(schedules),
-        materialised=sum(p.materialised for p in passes),
-        missed=sum(p.missed for p in passes),
-        more=len(schedules) >= config.batch or any(p.more for p in passes),
+        schedules=len(due),
+        materialised=materialised,
+        missed=missed,
+        more=len(due) >= config.batch or any(plan.more for plan in plans),
         next_fire_at=earliest_cursor(conn),
     )
 
@@ -127,47 +142,75 @@ def judge(
     return MissReason.SUPERSEDED if newer_misfire else None
 
 
-def _plan_schedule(
-    conn: Connection,
-    schedule: Schedule,
-    *,
-    now: int,
-    config: PlannerConfig,
-    shared: SharedOccurrences,
-) -> _Pass:
-    cursor = schedule.next_fire_at
-    assert cursor is not None  # due_schedules selects set cursors only
+class _PassWork:
+    """What one pass computes once and shares between its schedules: occurrences per
+    (expression, timezone, cursor), the canonical text of each instant, and the digest of
+    each distinct body (stored once per pass, not once per schedule)."""
+
+    def __init__(self, conn: Connection, *, now: int, config: PlannerConfig) -> None:
+        self.conn = conn
+        self.now = now
+        self.config = config
+        self.shared = SharedOccurrences()
+        self._texts: dict[int, str] = {}
+        self._digests: dict[tuple[str, bytes], str] = {}
+
+    def text(self, scheduled_for: int) -> str:
+        text = self._texts.get(scheduled_for)
+        if text is None:
+            text = self._texts[scheduled_for] = format_scheduled_for(scheduled_for)
+        return text
+
+    def digest(self, content_type: str, body: bytes) -> str:
+        digest = self._digests.get((content_type, body))
+        if digest is None:
+            digest = store_body(self.conn, content_type=content_type, body=body)
+            self._digests[content_type, body] = digest
+        return digest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _SchedulePlan:
+    """One schedule's share of a pass, before it is written."""
+
+    schedule: DueSchedule
+    runs: list[PlannedRun]  # every occurrence examined, in order
+    reasons: list[MissReason | None]  # per run: None to deliver, else why it is missed
+    move: CursorMove | None  # None: the cursor stays
+    more: bool  # a per-schedule bound was hit
+
+
+def _plan_schedule(work: _PassWork, schedule: DueSchedule) -> _SchedulePlan:
     try:
-        spec = parse_cron(schedule.spec.cron, schedule.spec.timezone)
+        spec = parse_cron(schedule.cron, schedule.timezone)
     except ValidationError as exc:
         # Stored schedules were validated on write; a library upgrade can still change
         # what is valid. Stop planning it rather than fail every pass for every schedule.
         log.error("schedule %s can no longer be planned, stopping it: %s", schedule.id, exc)
-        advance_cursor(conn, schedule_id=schedule.id, expected=cursor, new=None)
-        return _Pass()
+        stop = CursorMove(schedule.id, schedule.cursor, None)
+        return _SchedulePlan(schedule=schedule, runs=[], reasons=[], move=stop, more=False)
     stream = planned_occurrences(
         spec,
         schedule_id=schedule.id,
-        jitter_seconds=schedule.spec.jitter_seconds,
-        after_ms=cursor - 1,
-        shared=shared,
+        jitter_seconds=schedule.jitter_seconds,
+        after_ms=schedule.cursor - 1,
+        shared=work.shared,
     )
-    return _materialise(conn, schedule, stream, cursor=cursor, now=now, config=config)
+    return _materialise(work, schedule, stream)
 
 
 def _materialise(
-    conn: Connection,
-    schedule: Schedule,
-    stream: Iterator[PlannedOccurrence],
-    *,
-    cursor: int,
-    now: int,
-    config: PlannerConfig,
-) -> _Pass:
+    work: _PassWork, schedule: DueSchedule, stream: Iterator[PlannedOccurrence]
+) -> _SchedulePlan:
+    """The rows of the occurrences from the cursor up to the lookahead horizon, each judged
+    against the catch-up policy, within the per-schedule bounds."""
+    now, config = work.now, work.config
     horizon = now + config.lookahead_ms
-    digest = store_body(conn, content_type=schedule.spec.content_type, body=schedule.spec.body)
-    materialised, late, examined, more = 0, 0, 0, False
-    missed: list[tuple[int, str, MissReason]] = []
+    digest = work.digest(schedule.content_type, schedule.body)
+    window_ms = schedule.catchup_window_seconds * 1000
+    runs: list[PlannedRun] = []
+    reasons: list[MissReason | None] = []
+    late, more = 0, False
     current = next(stream, None)
     while current is not None and current.scheduled_for <= horizon:
         following = next(stream, None)
@@ -175,40 +218,52 @@ def _materialise(
             current,
             following,
             now=now,
-            policy=schedule.spec.catchup_policy,
-            window_ms=schedule.spec.catchup_window_seconds * 1000,
+            policy=schedule.catchup_policy,
+            window_ms=window_ms,
             misfire_ms=config.misfire_ms,
         )
         is_late = reason is None and now - current.due_at > config.misfire_ms
-        if examined >= config.max_occurrences or (is_late and late >= config.max_catchup):
+        if len(runs) >= config.max_occurrences or (is_late and late >= config.max_catchup):
             more = True
             break
-        run = occurrence_run(
-            schedule,
-            scheduled_for=current.scheduled_for,
-            due_at=current.due_at,
-            state=RunState.PENDING if reason is None else RunState.MISSED,
-            trigger=Trigger.SCHEDULE,
-            body_digest=digest,
-        )
-        if insert_run(conn, run=run, now=now):
-            if reason is None:
-                materialised += 1
-            else:
-                missed.append((run.scheduled_for, run.id, reason))
-        examined += 1
+        runs.append(_planned_run(work, schedule, current, reason, digest))
+        reasons.append(reason)
         late += is_late
         current = following
     new_cursor = None if current is None else current.scheduled_for
-    if new_cursor != cursor:
-        advance_cursor(conn, schedule_id=schedule.id, expected=cursor, new=new_cursor)
-    _record_missed(conn, schedule, missed, now=now, limit=config.max_missed_events)
-    return _Pass(materialised=materialised, missed=len(missed), more=more)
+    move = (
+        None
+        if new_cursor == schedule.cursor
+        else CursorMove(schedule.id, schedule.cursor, new_cursor)
+    )
+    return _SchedulePlan(schedule=schedule, runs=runs, reasons=reasons, move=move, more=more)
+
+
+def _planned_run(
+    work: _PassWork,
+    schedule: DueSchedule,
+    occurrence: PlannedOccurrence,
+    reason: MissReason | None,
+    digest: str,
+) -> PlannedRun:
+    """The row for one occurrence; id and key derive from the canonical instant (ADR 0037)."""
+    text = work.text(occurrence.scheduled_for)
+    return PlannedRun(
+        run_id(schedule.id, text),
+        schedule.tenant_id,
+        schedule.id,
+        schedule.version,
+        occurrence.scheduled_for,
+        idempotency_key(schedule.id, text),
+        occurrence.due_at,
+        RunState.PENDING if reason is None else RunState.MISSED,
+        digest,
+    )
 
 
 def _record_missed(
     conn: Connection,
-    schedule: Schedule,
+    schedule: DueSchedule,
     missed: list[tuple[int, str, MissReason]],
     *,
     now: int,
@@ -235,7 +290,7 @@ def _record_missed(
 
 def _missed_event(
     conn: Connection,
-    schedule: Schedule,
+    schedule: DueSchedule,
     *,
     run_id: str | None,
     data: Mapping[str, JsonScalar],

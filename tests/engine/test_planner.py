@@ -13,12 +13,14 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock
 from appliance.core.cron import parse_cron
 from appliance.core.events import EventType
+from appliance.core.ids import idempotency_key, run_id
 from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import planned_occurrences
 from appliance.engine.planner import MissReason, Planner, PlannerConfig, PlanResult, plan_once
 from appliance.engine.wakeup import Wakeup
 from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, list_events
+from appliance.store.runs import store_body
 from tests.engine.conftest import Endpoint, running_engine
 from tests.store.conftest import T0
 
@@ -304,3 +306,65 @@ async def test_catch_up_after_a_forward_jump_delivers_per_policy(
     events = missed_events(inline_db, tenant)  # fewer than 100: one event per missed row
     assert len(events) == states.count("missed") == 61 - len(expected)
     assert [e["reason"] for e in events].count(MissReason.OUTSIDE_WINDOW.value) == 48
+
+
+# --- one pass, many schedules -----------------------------------------------------------
+
+
+def test_rows_carry_the_derived_ids_and_bodies_are_stored_once(
+    inline_db: Database, make_schedule: Callable[..., str]
+) -> None:
+    same = [make_schedule(next_fire_at=T0, body=b'{"same":1}') for _ in range(3)]
+    other = make_schedule(next_fire_at=T0, body=b"other", content_type="text/plain")
+    assert plan(inline_db, T0).materialised == 4
+
+    def query(conn: apsw.Connection) -> tuple[list[tuple[str, ...]], int]:
+        runs = list(
+            conn.execute("SELECT id, idempotency_key, schedule_id, body_digest FROM job_runs")
+        )
+        (bodies,) = conn.execute("SELECT COUNT(*) FROM bodies").fetchone()
+        return runs, bodies
+
+    runs, bodies = inline_db.read_now(query)
+    text = format_scheduled_for(T0)
+    expected_digests = {
+        sid: inline_db.write_now(store_body, content_type="application/json", body=b'{"same":1}')
+        for sid in same
+    } | {other: inline_db.write_now(store_body, content_type="text/plain", body=b"other")}
+    assert sorted(runs) == sorted(
+        (run_id(sid, text), idempotency_key(sid, text), sid, expected_digests[sid])
+        for sid in [*same, other]
+    )
+    assert bodies == 2
+
+
+def test_a_schedule_that_no_longer_parses_stops_and_the_rest_are_planned(
+    inline_db: Database, make_schedule: Callable[..., str]
+) -> None:
+    broken = make_schedule(cron="0 0 31 2 *", next_fire_at=T0)  # stored before a stricter check
+    fine = make_schedule(cron="* * * * *", next_fire_at=T0)
+    result = plan(inline_db, T0)
+    assert (result.schedules, result.materialised) == (2, 1)
+    assert cursor(inline_db, broken) is None and rows(inline_db, broken) == []
+    assert cursor(inline_db, fine) == T0 + MINUTE
+
+
+def test_missed_events_follow_the_schedules_in_cursor_order(
+    inline_db: Database, make_schedule: Callable[..., str], tenant: str
+) -> None:
+    later = make_schedule(
+        cron="*/30 * * * *", next_fire_at=T0 + 30 * MINUTE, catchup_window_seconds=60
+    )
+    earlier = make_schedule(cron="*/20 * * * *", next_fire_at=T0, catchup_window_seconds=60)
+    result = plan(inline_db, T0 + 2 * HOUR)
+    assert result.missed == 6 + 3  # every occurrence but the one on time, outside the window
+
+    def query(conn: apsw.Connection) -> list[tuple[str, str]]:
+        return list(conn.execute("SELECT schedule_id, data FROM events ORDER BY seq"))
+
+    order = [sid for sid, _ in inline_db.read_now(query)]
+    assert order == [earlier] * 6 + [later] * 3
+    assert [e["scheduled_for"] for e in missed_events(inline_db, tenant)] == [
+        format_scheduled_for(T0 + minutes * MINUTE)
+        for minutes in (0, 20, 40, 60, 80, 100, 30, 60, 90)
+    ]

@@ -1,0 +1,130 @@
+"""The planner's batched statements: the slim due query, one insert for a pass's rows, one
+compare-and-set update for its cursors — each with the guarantees of the row-by-row form."""
+
+from __future__ import annotations
+
+import apsw
+import pytest
+
+from appliance.core.ids import idempotency_key, run_id
+from appliance.core.instants import format_scheduled_for
+from appliance.core.runs import RunState
+from appliance.errors import StoreError
+from appliance.store.database import Database
+from appliance.store.planning import (
+    CursorMove,
+    PlannedRun,
+    advance_cursors,
+    due_cursors,
+    due_schedules,
+    earliest_cursor,
+    insert_planned_runs,
+)
+from appliance.store.runs import store_body
+from tests.store.conftest import T0, MakeSchedule
+
+
+def planned(schedule_id: str, tenant: str, at: int, state: RunState, digest: str) -> PlannedRun:
+    text = format_scheduled_for(at)
+    return PlannedRun(
+        run_id(schedule_id, text),
+        tenant,
+        schedule_id,
+        1,
+        at,
+        idempotency_key(schedule_id, text),
+        at + 5,
+        state,
+        digest,
+    )
+
+
+def stored(db: Database, schedule_id: str) -> list[tuple[object, ...]]:
+    def query(conn: apsw.Connection) -> list[tuple[object, ...]]:
+        return list(
+            conn.execute(
+                "SELECT scheduled_for, due_at, state, trigger, created_at, finished_at"
+                " FROM job_runs WHERE schedule_id = ? ORDER BY scheduled_for",
+                (schedule_id,),
+            )
+        )
+
+    return db.read_now(query)
+
+
+def test_due_cursors_read_what_due_schedules_read(
+    db: Database, make_schedule: MakeSchedule
+) -> None:
+    make_schedule(next_fire_at=T0 + 5_000, catchup_policy="latest", jitter_seconds=9)
+    make_schedule(next_fire_at=T0, timezone="Europe/Berlin", catchup_window_seconds=60)
+    make_schedule(next_fire_at=T0, paused=True)
+    make_schedule(next_fire_at=T0 + 60_000)
+    full = db.read_now(due_schedules, horizon=T0 + 5_000, limit=10)
+    slim = db.read_now(due_cursors, horizon=T0 + 5_000, limit=10)
+    assert [
+        (
+            s.id,
+            s.tenant_id,
+            s.version,
+            s.spec.cron,
+            s.spec.timezone,
+            s.spec.content_type,
+            s.spec.body,
+            s.spec.jitter_seconds,
+            s.spec.catchup_policy,
+            s.spec.catchup_window_seconds,
+            s.next_fire_at,
+        )
+        for s in full
+    ] == [tuple(s) for s in slim]
+    assert len(slim) == 2 and slim[1].catchup_policy.value == "latest"
+    assert db.read_now(due_cursors, horizon=T0 + 5_000, limit=1) == slim[:1]
+
+
+def test_a_batch_inserts_each_occurrence_once_and_names_only_what_it_created(
+    db: Database, make_schedule: MakeSchedule, tenant: str
+) -> None:
+    sid = make_schedule(next_fire_at=T0)
+    digest = db.write_now(store_body, content_type="application/json", body=b"{}")
+    first = [planned(sid, tenant, T0, RunState.PENDING, digest)]
+    assert db.write_now(insert_planned_runs, first, now=T0) == {first[0].id}
+    # The same occurrence again (already planned, or a racing planner was first) is
+    # skipped by the unique index; the new ones are created, a missed one finished now.
+    second = [
+        planned(sid, tenant, T0, RunState.PENDING, digest),
+        planned(sid, tenant, T0 + 60_000, RunState.MISSED, digest),
+        planned(sid, tenant, T0 + 120_000, RunState.PENDING, digest),
+    ]
+    created = db.write_now(insert_planned_runs, second, now=T0 + 1)
+    assert created == {second[1].id, second[2].id}
+    assert stored(db, sid) == [
+        (T0, T0 + 5, "pending", "schedule", T0, None),
+        (T0 + 60_000, T0 + 60_005, "missed", "schedule", T0 + 1, T0 + 1),
+        (T0 + 120_000, T0 + 120_005, "pending", "schedule", T0 + 1, None),
+    ]
+    assert db.write_now(insert_planned_runs, [], now=T0) == set()
+
+
+def test_a_batch_of_cursor_moves_is_all_or_nothing(
+    db: Database, make_schedule: MakeSchedule
+) -> None:
+    a, b = make_schedule(next_fire_at=T0), make_schedule(next_fire_at=T0)
+    db.write_now(advance_cursors, [CursorMove(a, T0, T0 + 60_000), CursorMove(b, T0, None)])
+    assert db.read_now(earliest_cursor) == T0 + 60_000
+    # b no longer reads T0 (it never fires again): the whole batch is refused, a included.
+    with pytest.raises(StoreError, match=f"schedule {b}: cursor moved under"):
+        db.write_now(
+            advance_cursors,
+            [CursorMove(a, T0 + 60_000, T0 + 120_000), CursorMove(b, T0, T0 + 60_000)],
+        )
+    assert db.read_now(earliest_cursor) == T0 + 60_000
+    with pytest.raises(StoreError, match=f"schedule {a}: cursor may not move"):
+        db.write_now(advance_cursors, [CursorMove(a, T0 + 60_000, T0 + 60_000)])
+    # One schedule listed twice: its second move finds the cursor already moved.
+    with pytest.raises(StoreError, match=f"schedule {a}: cursor moved under"):
+        db.write_now(
+            advance_cursors,
+            [CursorMove(a, T0 + 60_000, T0 + 120_000), CursorMove(a, T0 + 60_000, T0 + 180_000)],
+        )
+    assert db.read_now(earliest_cursor) == T0 + 60_000
+    db.write_now(advance_cursors, [])
