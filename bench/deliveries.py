@@ -43,6 +43,7 @@ class Verdict:
             "lateness_p95_ms": percentile(late, 95),
             "lateness_p99_ms": percentile(late, 99),
             "lateness_max_ms": max(late) if late else float("nan"),
+            "lateness_min_ms": min(late) if late else float("nan"),
         }
 
 

@@ -99,7 +99,7 @@ def peer_steady_once(workdir: Path, *, rate: int, duration_s: int, the_sink: Sin
         return measure_window(
             peer.proc.pid,
             the_sink=the_sink,
-            keys=lambda text: [f"j{i}@{text}" for i in range(rate)],
+            due=lambda ms: [(f"j{i}@{format_scheduled_for(ms)}", ms) for i in range(rate)],
             rate=rate,
             duration_s=duration_s,
             warmup_s=3,

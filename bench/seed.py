@@ -65,7 +65,14 @@ def new_tenant(db: Database, *, name: str, now: int) -> NewTenant:
     return db.write_now(create_tenant, name=name, now=now)
 
 
-def spec(*, target_url: str, cron: str, timezone: str = "UTC", name: str = "bench") -> ScheduleSpec:
+def spec(
+    *,
+    target_url: str,
+    cron: str,
+    timezone: str = "UTC",
+    name: str = "bench",
+    jitter_seconds: int = 0,
+) -> ScheduleSpec:
     return ScheduleSpec(
         name=name,
         cron=cron,
@@ -75,7 +82,7 @@ def spec(*, target_url: str, cron: str, timezone: str = "UTC", name: str = "benc
         body=BODY,
         content_type=CONTENT_TYPE,
         headers=(),
-        jitter_seconds=0,
+        jitter_seconds=jitter_seconds,
         catchup_policy=CatchupPolicy.ALL,
         catchup_window_seconds=3600,
         max_attempts=3,

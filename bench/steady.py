@@ -13,7 +13,14 @@ seconds, then the appliance is stopped. Figures, all from the sink:
   appliance's CPU over window + drain / deliveries in that time.
 A rate counts as *sustained* when nothing is undelivered and lateness p99 ≤ 1 s.
 
-``python -m bench.steady [--rates 500,2000] [--duration 60] [--runs 3] [--find-max]``
+``--spread``: the schedules get ``jitter_seconds = 1``, so each second's occurrences are
+due spread over that second (ADR 0037's deterministic jitter) instead of all at its
+start — the same rate as a uniform stream rather than one burst per second. Lateness is
+then first arrival − ``due_at`` (``scheduled_for`` + the jitter, computed here with the
+appliance's own function): how late the scheduler fired, not how long the jitter was.
+
+``python -m bench.steady [--rates 500,2000] [--duration 60] [--runs 3] [--find-max]
+[--spread]``
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from pathlib import Path
 
 from appliance.core.ids import idempotency_key
 from appliance.core.instants import format_scheduled_for
+from appliance.core.jitter import jitter_ms
 from bench import seed
 from bench.deliveries import judge
 from bench.processes import Appliance, Sink, cpu_seconds, sink
@@ -33,15 +41,46 @@ from bench.report import Figures, base_parser, publish, repeat
 SUSTAINED_P99_MS = 1000.0
 
 
-def prepare(data_dir: Path, *, rate: int, url: str) -> list[str]:
+def prepare(data_dir: Path, *, rate: int, url: str, jitter_seconds: int = 0) -> list[str]:
     db = seed.open_store(data_dir)
     try:
         now = int(time.time() * 1000)
         tenant = seed.new_tenant(db, name="bench", now=now)
-        specs = [seed.spec(target_url=url, cron="* * * * * *", name=f"s{i}") for i in range(rate)]
+        specs = [
+            seed.spec(
+                target_url=url, cron="* * * * * *", name=f"s{i}", jitter_seconds=jitter_seconds
+            )
+            for i in range(rate)
+        ]
         return seed.create_schedules(db, tenant_id=tenant.tenant_id, specs=specs, now=now)
     finally:
         db.close()
+
+
+Due = Callable[[int], list[tuple[str, int]]]
+"""A second (epoch ms) → (idempotency key, due_at ms) of every occurrence scheduled then."""
+
+
+def due_at_start(ids: list[str]) -> Due:
+    def due(second_ms: int) -> list[tuple[str, int]]:
+        text = format_scheduled_for(second_ms)
+        return [(idempotency_key(sid, text), second_ms) for sid in ids]
+
+    return due
+
+
+def due_jittered(ids: list[str], jitter_seconds: int) -> Due:
+    def due(second_ms: int) -> list[tuple[str, int]]:
+        text = format_scheduled_for(second_ms)
+        return [
+            (
+                idempotency_key(sid, text),
+                second_ms + jitter_ms(sid, second_ms, jitter_seconds, 1000),
+            )
+            for sid in ids
+        ]
+
+    return due
 
 
 def _sleep_until(epoch_s: float) -> None:
@@ -58,16 +97,18 @@ def steady_once(
     the_sink: Sink,
     warmup_s: int = 3,
     drain_s: float = 10.0,
+    spread: bool = False,
 ) -> Figures:
     data_dir = Path(tempfile.mkdtemp(prefix="steady-", dir=workdir))
     the_sink.reset()
-    ids = prepare(data_dir, rate=rate, url=the_sink.url)
+    jitter = 1 if spread else 0
+    ids = prepare(data_dir, rate=rate, url=the_sink.url, jitter_seconds=jitter)
     app = Appliance(data_dir).start()
     try:
         return measure_window(
             app.pid,
             the_sink=the_sink,
-            keys=lambda text: [idempotency_key(sid, text) for sid in ids],
+            due=due_jittered(ids, jitter) if spread else due_at_start(ids),
             rate=rate,
             duration_s=duration_s,
             warmup_s=warmup_s,
@@ -81,23 +122,23 @@ def measure_window(
     pid: int,
     *,
     the_sink: Sink,
-    keys: Callable[[str], list[str]],
+    due: Due,
     rate: int,
     duration_s: int,
     warmup_s: int,
     drain_s: float,
 ) -> Figures:
     """Measure a started scheduler (process ``pid``) over a window of ``duration_s`` whole
-    seconds starting ``warmup_s`` from now; ``keys(scheduled_for_text)`` are the keys due
-    at one second."""
+    seconds starting ``warmup_s`` from now; ``due(second_ms)`` lists the occurrences
+    scheduled at one second with the instant each is due (lateness is measured from it)."""
     start = int(time.time()) + warmup_s
     _sleep_until(start)
     cpu0, count0 = cpu_seconds(pid), the_sink.count()
     _sleep_until(start + duration_s)
     expected = {}
     for second in range(start, start + duration_s):
-        for key in keys(format_scheduled_for(second * 1000)):
-            expected[key] = second * 1000
+        for key, due_ms in due(second * 1000):
+            expected[key] = due_ms
     deadline = start + duration_s + drain_s
     while time.time() < deadline:
         if judge(the_sink.records(), expected).lost == 0:
@@ -146,6 +187,7 @@ def main() -> None:
     parser.add_argument("--rates", default="500,2000", help="comma-separated occurrences/s")
     parser.add_argument("--duration", type=int, default=60, help="window seconds")
     parser.add_argument("--find-max", action="store_true")
+    parser.add_argument("--spread", action="store_true", help="due spread over each second")
     parser.add_argument("--max-from", type=int, default=50)
     parser.add_argument("--max-factor", type=float, default=1.5)
     parser.add_argument("--max-steps", type=int, default=8)
@@ -158,10 +200,11 @@ def main() -> None:
         work = Path(tmp)
         for rate in rates:
             print(f"rate {rate}/s", flush=True)
-            groups[f"steady {rate}/s for {args.duration} s"] = repeat(
+            label = f"steady {rate}/s for {args.duration} s" + (" spread" if args.spread else "")
+            groups[label] = repeat(
                 args.runs,
                 lambda _i, r=rate: steady_once(  # type: ignore[misc]
-                    work, rate=r, duration_s=args.duration, the_sink=the_sink
+                    work, rate=r, duration_s=args.duration, the_sink=the_sink, spread=args.spread
                 ),
             )
         if args.find_max:
@@ -170,7 +213,8 @@ def main() -> None:
                                    the_sink=the_sink)  # fmt: skip
             extra = {"highest_sustained_per_s": best, "find_max_steps": steps}
             print(f"highest sustained rate: {best}/s")
-    publish("steady", {"rates": args.rates, "duration_s": args.duration}, groups, extra=extra)
+    config = {"rates": args.rates, "duration_s": args.duration, "spread": args.spread}
+    publish("steady", config, groups, extra=extra)
 
 
 if __name__ == "__main__":

@@ -79,6 +79,16 @@ def test_steady_delivers_the_window(tmp_path: Path, the_sink: Sink) -> None:
     assert (figures["delivered"], figures["undelivered"]) == (60, 0)
 
 
+def test_steady_spread_measures_lateness_from_the_jittered_due_at(
+    tmp_path: Path, the_sink: Sink
+) -> None:
+    figures = steady.steady_once(tmp_path, rate=20, duration_s=3, the_sink=the_sink, spread=True)
+    assert (figures["delivered"], figures["undelivered"]) == (60, 0)
+    # Never before due_at: a lateness below 0 would be a delivery fired early (or the
+    # bench computing due_at unlike the appliance).
+    assert figures["lateness_min_ms"] >= 0
+
+
 def test_planner_plans_a_minute(tmp_path: Path) -> None:
     runs = planner.planner_runs(tmp_path, n=1_000, runs=1)
     # 1,000 schedules over 40 (expression, zone) pairs: 25 per pair. Per planned minute
