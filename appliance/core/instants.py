@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -24,6 +25,7 @@ def from_datetime(moment: datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
+@functools.lru_cache(maxsize=4096)  # pure; a burst's runs share a handful of seconds
 def format_scheduled_for(ms: int) -> str:
     """Canonical text of a ``scheduled_for`` instant. ``ms`` must be a whole second."""
     if ms % 1000:
