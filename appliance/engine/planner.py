@@ -30,6 +30,7 @@ import enum
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import trio
 
@@ -169,9 +170,9 @@ class _PassWork:
         return digest
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _SchedulePlan:
-    """One schedule's share of a pass, before it is written."""
+class _SchedulePlan(NamedTuple):
+    """One schedule's share of a pass, before it is written (a named tuple: one per
+    schedule per pass, cheaper to build than a frozen dataclass)."""
 
     schedule: DueSchedule
     runs: list[PlannedRun]  # every occurrence examined, in order
