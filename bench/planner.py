@@ -9,11 +9,16 @@ default :class:`PlannerConfig` (2 s lookahead, 500 schedules per pass), repeated
 pass reports ``more``; each pass is one durable write transaction (``Database.write_now``,
 WAL + synchronous=FULL), exactly as the service runs it.
 
-``python -m bench.planner [--sizes 100000,1000000] [--runs 3]``
+``python -m bench.planner [--sizes 100000,1000000] [--runs 3] [--batch 500]``
+
+``--batch`` changes only ``PlannerConfig.batch`` (schedules per pass, hence per durable
+transaction), to measure what the pass size costs; figures for the appliance's behaviour
+use the default.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -39,9 +44,8 @@ def build_template(path: Path, *, n: int, now: int) -> None:
     conn.close()
 
 
-def plan_minute(path: Path, *, start_ms: int) -> Figures:
+def plan_minute(path: Path, *, start_ms: int, config: PlannerConfig) -> Figures:
     db = Database.open(path)
-    config = PlannerConfig()
     materialised = passes = 0
     began = time.perf_counter()
     try:
@@ -65,7 +69,10 @@ def plan_minute(path: Path, *, start_ms: int) -> Figures:
     }
 
 
-def planner_runs(workdir: Path, *, n: int, runs: int) -> list[Figures]:
+def planner_runs(
+    workdir: Path, *, n: int, runs: int, config: PlannerConfig | None = None
+) -> list[Figures]:
+    config = config or PlannerConfig()
     now = int(time.time() * 1000)
     start_ms = now - now % 1000 + 1000
     template = workdir / f"template-{n}.db"
@@ -77,7 +84,7 @@ def planner_runs(workdir: Path, *, n: int, runs: int) -> list[Figures]:
         copy = workdir / f"run-{n}-{i}.db"
         shutil.copyfile(template, copy)
         try:
-            return plan_minute(copy, start_ms=start_ms)
+            return plan_minute(copy, start_ms=start_ms, config=config)
         finally:
             for suffix in ("", "-wal", "-shm"):
                 Path(str(copy) + suffix).unlink(missing_ok=True)
@@ -91,13 +98,17 @@ def planner_runs(workdir: Path, *, n: int, runs: int) -> list[Figures]:
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--batch", type=int, default=PlannerConfig().batch)
     args = parser.parse_args()
+    config = dataclasses.replace(PlannerConfig(), batch=args.batch)
     groups = {}
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         for n in [int(s) for s in args.sizes.split(",") if s]:
             print(f"planner with {n} schedules", flush=True)
-            groups[f"planner {n} schedules"] = planner_runs(Path(tmp), n=n, runs=args.runs)
-    publish("planner", {"sizes": args.sizes, "config": repr(PlannerConfig())}, groups)
+            groups[f"planner {n} schedules"] = planner_runs(
+                Path(tmp), n=n, runs=args.runs, config=config
+            )
+    publish("planner", {"sizes": args.sizes, "config": repr(config)}, groups)
 
 
 if __name__ == "__main__":
