@@ -19,6 +19,7 @@ Rules this module guards (ADR 0033 "Planning"):
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -180,9 +181,12 @@ def advance_cursors(conn: apsw.Connection, moves: Sequence[CursorMove]) -> None:
         )
     ]
     if len(moved) != len(moves):
-        # Name one that did not move (a schedule listed twice: its second move).
-        stuck = sorted({move.schedule_id for move in moves} - set(moved)) or [moves[0][0]]
-        raise StoreError(f"schedule {stuck[0]}: cursor moved under the planner")
+        # Name the first move refused (for a schedule listed twice, its second move).
+        remaining = Counter(moved)
+        for move in moves:
+            if not remaining[move.schedule_id]:
+                raise StoreError(f"schedule {move.schedule_id}: cursor moved under the planner")
+            remaining[move.schedule_id] -= 1
 
 
 def advance_cursor(
