@@ -10,14 +10,15 @@ from appliance.errors import StoreError
 from appliance.store.database import Database
 from appliance.store.planning import (
     PLANNABLE_SQL,
-    advance_cursor,
-    due_schedules,
+    CursorMove,
+    advance_cursors,
+    due_cursors,
     earliest_cursor,
 )
 from tests.store.conftest import T0, MakeSchedule
 
 
-def test_due_schedules_are_unpaused_undeleted_and_earliest_first(
+def test_due_cursors_are_unpaused_undeleted_and_earliest_first(
     db: Database, make_schedule: MakeSchedule
 ) -> None:
     late = make_schedule(next_fire_at=T0 + 5_000, catchup_policy="latest", jitter_seconds=9)
@@ -26,12 +27,11 @@ def test_due_schedules_are_unpaused_undeleted_and_earliest_first(
     make_schedule(next_fire_at=T0, deleted_at=T0)
     make_schedule(next_fire_at=None)
     make_schedule(next_fire_at=T0 + 60_000)
-    due = db.read_now(due_schedules, horizon=T0 + 5_000, limit=10)
+    due = db.read_now(due_cursors, horizon=T0 + 5_000, limit=10)
     assert [s.id for s in due] == [early, late]
-    assert db.read_now(due_schedules, horizon=T0 + 5_000, limit=1)[0].id == early
-    spec = due[1].spec
-    assert spec.catchup_policy is CatchupPolicy.LATEST and spec.jitter_seconds == 9
-    assert spec.body == b'{"n":1}' and spec.headers == (("X-Team", "billing"),)
+    assert db.read_now(due_cursors, horizon=T0 + 5_000, limit=1)[0].id == early
+    assert due[1].catchup_policy is CatchupPolicy.LATEST and due[1].jitter_seconds == 9
+    assert due[1].body == b'{"n":1}' and due[1].cursor == T0 + 5_000
     assert db.read_now(earliest_cursor) == T0
 
 
@@ -39,16 +39,20 @@ def test_the_cursor_only_moves_forward_from_the_value_read(
     db: Database, make_schedule: MakeSchedule
 ) -> None:
     sid = make_schedule(next_fire_at=T0)
-    db.write_now(advance_cursor, schedule_id=sid, expected=T0, new=T0 + 60_000)
+
+    def move(expected: int, new: int | None) -> None:
+        db.write_now(advance_cursors, [CursorMove(sid, expected, new)])
+
+    move(T0, T0 + 60_000)
     with pytest.raises(StoreError, match="may not move"):
-        db.write_now(advance_cursor, schedule_id=sid, expected=T0 + 60_000, new=T0)
+        move(T0 + 60_000, T0)
     with pytest.raises(StoreError, match="moved under"):
-        db.write_now(advance_cursor, schedule_id=sid, expected=T0, new=T0 + 120_000)
-    db.write_now(advance_cursor, schedule_id=sid, expected=T0 + 60_000, new=None)
+        move(T0, T0 + 120_000)
+    move(T0 + 60_000, None)
     assert db.read_now(earliest_cursor) is None
 
 
-def test_due_schedules_use_the_partial_index(db: Database) -> None:
+def test_due_cursors_use_the_partial_index(db: Database) -> None:
     def plan(conn: apsw.Connection) -> str:
         rows = conn.execute(
             f"EXPLAIN QUERY PLAN SELECT id FROM schedules WHERE {PLANNABLE_SQL}"
