@@ -10,7 +10,7 @@ from __future__ import annotations
 from quart import Response
 from quart_trio import QuartTrio
 
-from appliance.api.auth import authenticate
+from appliance.api.auth import authenticate, checked_inputs, read_as_tenant
 from appliance.api.bodies import json_response
 from appliance.api.context import context
 from appliance.api.pagination import encode_cursor, page_request
@@ -28,24 +28,41 @@ def register(app: QuartTrio) -> None:
 
 
 async def list_runs(schedule_id: str) -> Response:
-    tenant_id = await authenticate()
-    ctx = context()
-    page = page_request("run")
-    before = _scheduled_for(page.position)
-    schedule = await ctx.db.read(get_schedule, tenant_id=tenant_id, schedule_id=schedule_id)
-    if schedule is None:
-        raise NotFound(f"no schedule {schedule_id}")
-    runs = await ctx.db.read(
-        run_store.list_runs,
-        tenant_id=tenant_id,
-        schedule_id=schedule_id,
-        limit=page.limit + 1,
-        before_scheduled_for=before,
+    page = await checked_inputs(lambda: page_request("run"))
+    before = await checked_inputs(lambda: _scheduled_for(page.position))
+    runs = await read_as_tenant(
+        lambda conn, tenant_id: _runs_of_schedule(
+            conn,
+            tenant_id=tenant_id,
+            schedule_id=schedule_id,
+            limit=page.limit + 1,
+            before_scheduled_for=before,
+        )
     )
     more = len(runs) > page.limit
     cursor = encode_cursor("run", str(runs[page.limit - 1].scheduled_for)) if more else None
     return json_response(
         {"items": [render_run(run) for run in runs[: page.limit]], "next_cursor": cursor}
+    )
+
+
+def _runs_of_schedule(
+    conn: Connection,
+    *,
+    tenant_id: str,
+    schedule_id: str,
+    limit: int,
+    before_scheduled_for: int | None,
+) -> list[run_store.RunRecord]:
+    """A page of the runs of a live schedule of this tenant; NotFound otherwise."""
+    if get_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id) is None:
+        raise NotFound(f"no schedule {schedule_id}")
+    return run_store.list_runs(
+        conn,
+        tenant_id=tenant_id,
+        schedule_id=schedule_id,
+        limit=limit,
+        before_scheduled_for=before_scheduled_for,
     )
 
 
@@ -58,9 +75,9 @@ def _scheduled_for(position: str | None) -> int | None:
 
 
 async def get_run(run_id: str) -> Response:
-    tenant_id = await authenticate()
-    ctx = context()
-    run, attempts = await ctx.db.read(_run_with_attempts, tenant_id=tenant_id, run_id=run_id)
+    run, attempts = await read_as_tenant(
+        lambda conn, tenant_id: _run_with_attempts(conn, tenant_id=tenant_id, run_id=run_id)
+    )
     return json_response(render_run_with_attempts(run, attempts))
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from appliance.api.auth import authenticate
+from appliance.api.auth import authenticate, checked_inputs, read_as_tenant
 from appliance.api.bodies import JSON, MERGE_PATCH_JSON, json_response, read_json
 from appliance.api.context import ApiContext, context
 from appliance.api.pagination import encode_cursor, page_request
@@ -132,11 +132,12 @@ def _stored(response: StoredResponse, *, replayed: bool) -> Response:
 
 
 async def list_schedules() -> Response:
-    tenant_id = await authenticate()
     ctx = context()
-    page = page_request("sch")
-    schedules = await ctx.db.read(
-        store.list_schedules, tenant_id=tenant_id, limit=page.limit + 1, after_id=page.position
+    page = await checked_inputs(lambda: page_request("sch"))
+    schedules = await read_as_tenant(
+        lambda conn, tenant_id: store.list_schedules(
+            conn, tenant_id=tenant_id, limit=page.limit + 1, after_id=page.position
+        )
     )
     now = ctx.clock.now_ms()
     items = [render_schedule(s, now=now, shared=ctx.upcoming) for s in schedules[: page.limit]]
@@ -146,10 +147,14 @@ async def list_schedules() -> Response:
 
 
 async def get_schedule(schedule_id: str) -> Response:
-    tenant_id = await authenticate()
-    ctx = context()
-    schedule = await _load(ctx, tenant_id, schedule_id)
-    return _schedule_response(ctx, schedule)
+    schedule = await read_as_tenant(
+        lambda conn, tenant_id: store.get_schedule(
+            conn, tenant_id=tenant_id, schedule_id=schedule_id
+        )
+    )
+    if schedule is None:
+        raise NotFound(f"no schedule {schedule_id}")
+    return _schedule_response(context(), schedule)
 
 
 async def patch_schedule(schedule_id: str) -> Response:

@@ -40,6 +40,25 @@ async def test_missing_or_wrong_key_is_401(
     assert reply.body["type"] == "urn:steeple:problem:unauthorized"
 
 
+BAD_INPUTS = [
+    ("/v1/schedules", {"limit": "0"}),
+    ("/v1/schedules", {"cursor": "not-a-cursor"}),
+    ("/v1/schedules/sch_00000000000000000000000000/runs", {"limit": "999"}),
+    ("/v1/schedules/sch_00000000000000000000000000/runs", {"cursor": "cnVuOm5vdA"}),  # run:not
+]
+
+
+@pytest.mark.parametrize(("path", "query"), BAD_INPUTS)
+@pytest.mark.parametrize("authorization", [None, "Bearer stk_wrong"])
+async def test_bad_inputs_without_a_valid_key_answer_401_first(
+    anonymous: Api, api: Api, path: str, query: dict[str, str], authorization: str | None
+) -> None:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    reply = await anonymous.call("GET", path, headers=headers, query=query)
+    assert reply.status == 401
+    assert (await api.call("GET", path, query=query)).status == 422
+
+
 async def test_a_revoked_key_is_401(api: Api, db: Any) -> None:
     def revoke(conn: Any) -> None:
         conn.execute("UPDATE api_keys SET revoked_at = 1 WHERE tenant_id = ?", (api.tenant_id,))
