@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from appliance.core.ids import idempotency_key, looks_like, new_id, run_id
+from appliance.core.ids import CROCKFORD, _base32, idempotency_key, looks_like, new_id, run_id
 from appliance.core.signing import SignatureError, sign, verify
 
 
@@ -54,3 +57,22 @@ def test_run_id_is_derived_and_shaped() -> None:
     # Golden: the id must never change for an occurrence (a restored run keeps its id).
     assert first == "run_CJ5K94P3SQBPP1AJ534V5DPR64"
     assert looks_like("sch", new_id("sch", 1_785_985_200_000))
+
+
+_RFC4648_TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", CROCKFORD.encode())
+
+
+@given(st.integers(min_value=0, max_value=32**26 - 1))
+def test_base32_equals_the_rfc4648_encoding_in_crockford_letters(value: int) -> None:
+    """The table encoder against the stdlib's: left-align the 130 bits into 17 bytes,
+    base32 them, keep 26 characters, map RFC 4648's alphabet onto Crockford's."""
+    aligned = (value << (8 * 17 - 130)).to_bytes(17, "big")
+    expected = base64.b32encode(aligned)[:26].translate(_RFC4648_TO_CROCKFORD).decode()
+    assert _base32(value, 26) == expected
+
+
+def test_ulid_time_prefix_sorts_with_the_instant() -> None:
+    """A ULID's first 10 characters are its 48-bit millisecond timestamp."""
+    early = new_id("evt", 1_785_985_200_000, randbytes=lambda n: bytes(n))
+    late = new_id("evt", 1_785_985_200_001, randbytes=lambda n: bytes(n))
+    assert early < late and early[4:14] != late[4:14] and early[14:] == "0" * 16
