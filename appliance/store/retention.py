@@ -11,7 +11,8 @@ Rules:
   plus the longest retry span (7 d) — ``MIN_RETENTION_MS``. Inside the horizon a run's row
   is what tells a re-plan "this occurrence exists" (the unique index), so it must stay.
   Outside it, the forward-only cursor alone keeps the planner from planning it again.
-- Work is bounded per call (``limit`` rows), so one pass never holds the writer long.
+- Work is bounded per call (``limit`` rows, each found through an index — including when
+  none qualifies), so one pass never holds the writer long.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ MAX_RETRY_SPAN_MS = 7 * DAY_MS  # ADR 0032: a retry window is at most 7 days
 MAX_CATCHUP_WINDOW_MS = DAY_MS  # the largest catch-up window a schedule may have
 MIN_RETENTION_MS = MAX_RETRY_SPAN_MS + MAX_CATCHUP_WINDOW_MS
 _FINISHED_SQL = "(" + ", ".join(f"'{state.value}'" for state in sorted(TERMINAL)) + ")"
+# Served by the ``job_runs_finished`` partial index (migration 0004): bounded work even
+# when nothing is old enough — without it this read all of job_runs, holding the writer.
+OLD_FINISHED_SQL = (
+    "SELECT id, body_digest FROM job_runs"
+    f" WHERE state IN {_FINISHED_SQL} AND COALESCE(finished_at, updated_at) < ? LIMIT ?"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,11 +62,7 @@ def prune(conn: apsw.Connection, *, now: int, retention_ms: int, limit: int) -> 
         " WITHOUT ROWID"
     )
     conn.execute("DELETE FROM temp.pruned_runs")
-    conn.execute(
-        "INSERT INTO temp.pruned_runs SELECT id, body_digest FROM job_runs"
-        f" WHERE state IN {_FINISHED_SQL} AND COALESCE(finished_at, updated_at) < ? LIMIT ?",
-        (cutoff, limit),
-    )
+    conn.execute(f"INSERT INTO temp.pruned_runs {OLD_FINISHED_SQL}", (cutoff, limit))
     conn.execute("DELETE FROM attempts WHERE run_id IN (SELECT id FROM temp.pruned_runs)")
     attempts = conn.changes()
     conn.execute("DELETE FROM job_runs WHERE id IN (SELECT id FROM temp.pruned_runs)")
