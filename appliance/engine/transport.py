@@ -46,6 +46,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import h11
 import httpx
 import trio
 
@@ -349,8 +350,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     ) -> None:
         self._policy = policy
         self._max_body_bytes = max_body_bytes
-        self._checked_urls: set[str] = set()  # passed the static checks (pure: cacheable)
-        self._targets: dict[str, _Target] = {}  # checked and parsed (exchange)
+        self._targets: dict[str, _Target] = {}  # passed the static checks, parsed
         connector = GuardedConnector(
             policy, ssl_context=ssl_context or default_ssl_context(), resolve=resolve
         )
@@ -373,21 +373,10 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         :meth:`handle_async_request` raises (httpx transport errors, DestinationBlocked),
         except for a failure while reading the body, which the Answer reports."""
         target = self._target(url)
-        origin = target.origin
-        conn = await self.pool.acquire(origin, timeouts)
         framed = [(b"Host", target.netloc)]
         framed += [(name.encode("ascii"), value.encode("ascii")) for name, value in headers]
         framed.append((b"Content-Length", b"%d" % len(body)))
-        try:
-            await conn.send_request("POST", target.path, framed, body, timeouts.get("write"))
-            head = await conn.receive_head(timeouts.get("read"))
-        except BaseException:
-            self.pool.release(origin, conn, complete=False)
-            raise
-        stream = _Body(
-            self.pool, origin, conn, limit=self._max_body_bytes,
-            read_timeout_s=timeouts.get("read"),
-        )  # fmt: skip
+        head, stream = await self._send(target.origin, "POST", target.path, framed, body, timeouts)
         received, error = bytearray(), None
         try:
             async for chunk in stream:
@@ -398,9 +387,13 @@ class GuardedTransport(httpx.AsyncBaseTransport):
                       error=error)  # fmt: skip
 
     def _target(self, url: str) -> _Target:
+        """``url`` checked against the static rules and parsed; cached (both are pure)."""
         target = self._targets.get(url)
         if target is None:
-            self._check_url(url)
+            try:
+                check_target_url(url, self._policy)
+            except ValidationError as exc:
+                raise DestinationBlocked("; ".join(e.message for e in exc.errors)) from None
             parsed = httpx.URL(url)
             scheme = parsed.scheme
             origin = (
@@ -415,25 +408,11 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         return target
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        self._check_url(str(url))
-        scheme = url.scheme
-        # The ASCII (IDNA) form: what DNS and TLS (SNI, certificate names) must see.
-        origin = (scheme, url.raw_host.decode("ascii"), url.port or _DEFAULT_PORTS[scheme])
+        target = self._target(str(request.url))
         timeouts: Timeouts = request.extensions.get("timeout") or _NO_TIMEOUTS
-        conn = await self.pool.acquire(origin, timeouts)
-        try:
-            await conn.send_request(
-                request.method, url.raw_path, request.headers.raw, _body_of(request),
-                timeouts.get("write"),
-            )  # fmt: skip
-            head = await conn.receive_head(timeouts.get("read"))
-        except BaseException:
-            self.pool.release(origin, conn, complete=False)
-            raise
-        stream = _Body(
-            self.pool, origin, conn, limit=self._max_body_bytes,
-            read_timeout_s=timeouts.get("read"),
+        head, stream = await self._send(
+            target.origin, request.method, request.url.raw_path, request.headers.raw,
+            _body_of(request), timeouts,
         )  # fmt: skip
         return httpx.Response(
             status_code=head.status_code,
@@ -443,16 +422,29 @@ class GuardedTransport(httpx.AsyncBaseTransport):
                         "reason_phrase": head.reason},
         )  # fmt: skip
 
-    def _check_url(self, url: str) -> None:
-        if url in self._checked_urls:
-            return
+    async def _send(
+        self,
+        origin: Origin,
+        method: str,
+        path: bytes,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes | httpx.AsyncByteStream,
+        timeouts: Timeouts,
+    ) -> tuple[h11.Response, _Body]:
+        """One exchange up to the response head; the body streams from the returned
+        :class:`_Body`, whose end (or ``aclose``) hands the connection back."""
+        conn = await self.pool.acquire(origin, timeouts)
         try:
-            check_target_url(url, self._policy)
-        except ValidationError as exc:
-            raise DestinationBlocked("; ".join(e.message for e in exc.errors)) from None
-        if len(self._checked_urls) >= _CHECKED_URLS_MAX:
-            self._checked_urls.clear()
-        self._checked_urls.add(url)
+            await conn.send_request(method, path, headers, body, timeouts.get("write"))
+            head = await conn.receive_head(timeouts.get("read"))
+        except BaseException:
+            self.pool.release(origin, conn, complete=False)
+            raise
+        stream = _Body(
+            self.pool, origin, conn, limit=self._max_body_bytes,
+            read_timeout_s=timeouts.get("read"),
+        )  # fmt: skip
+        return head, stream
 
     async def aclose(self) -> None:
         self.pool.close()
@@ -462,10 +454,11 @@ class GuardedTransport(httpx.AsyncBaseTransport):
 class DeliveryClient:
     """What the delivery path sends with: one transport and its timeouts.
 
-    Requests and responses are httpx's types, handed straight to the transport: httpx's
-    ``AsyncClient`` adds URL merging, header merging, cookies, auth and redirect handling
-    per request — about half the CPU of a delivery (docs/performance.md) — and Steeple
-    wants none of them (no redirects, no cookies, headers fixed by ``core.delivery``).
+    No ``httpx.AsyncClient``: it adds URL merging, header merging, cookies, auth and
+    redirect handling per request — about half the CPU of a delivery
+    (docs/performance.md) — and Steeple wants none of them (no redirects, no cookies,
+    headers fixed by ``core.delivery``). Over a :class:`GuardedTransport` not even httpx's
+    models are built (:meth:`exchange`).
     """
 
     transport: httpx.AsyncBaseTransport
