@@ -9,7 +9,7 @@ second), prints ``ready``, resumes, and runs until SIGTERM.
 Configuration chosen to give APScheduler its best chance not to lose work (its defaults
 would drop late runs): ``misfire_grace_time=None`` (run however late), ``coalesce=False``,
 ``max_instances`` high. In-flight POSTs are bounded at 32 (Steeple's default dispatch
-concurrency; httpx stalls when thousands queue on one pool — STACK-NOTES). Each POST
+concurrency; httpx stalls when thousands queue on one pool). Each POST
 carries the headers the sink records: ``X-Idempotency-Key`` = ``<job id>@<scheduled_for>``,
 ``X-Attempt: 1``, ``X-Scheduled-For`` = the run time APScheduler scheduled, which the job
 learns through a context variable set by :class:`TimedExecutor` (APScheduler does not

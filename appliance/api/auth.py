@@ -1,4 +1,4 @@
-"""Tenant authentication: ``Authorization: Bearer stk_…`` (DESIGN §7).
+"""Tenant authentication: ``Authorization: Bearer stk_…`` (docs/architecture.md, "The API").
 
 Keys are looked up by their SHA-256 (``store.tenants.tenant_for_api_key``); the key itself
 is never stored or logged. A missing, malformed, unknown or revoked key answers 401 with

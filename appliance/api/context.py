@@ -1,7 +1,7 @@
 """What the views need from the composition root, injected by ``create_app``.
 
 The API owns no tasks and reads no wall time: the clock, the database, the planner's
-``nudge`` and the write-time destination check all come from the runtime (DESIGN §2, §8).
+``nudge`` and the write-time destination check all come from the runtime (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """RFC 9457 problem details: every error the API answers is ``application/problem+json``.
 
-Rules this module guards (DESIGN §7):
+Rules this module guards (docs/architecture.md, "The API"):
 
 - One translation point from exceptions to responses, registered on the app by
   :func:`register_problem_handlers`: ``ValidationError`` → 422 with one ``errors`` entry per

@@ -1,6 +1,6 @@
 """``/v1/schedules`` views: create, read, list, patch, delete, pause, resume, trigger.
 
-Rules this module guards (DESIGN §7, issue text):
+Rules this module guards (docs/architecture.md, "The API"):
 
 - Input is validated as a whole by ``core.schedule_input``; only a spec that passes is
   checked against the network (``check_destination`` resolves the target's host and

@@ -1,4 +1,4 @@
-"""The delivery request: what every attempt of a run sends (DESIGN §5, ADR 0032, ADR 0034).
+"""The delivery request: what every attempt of a run sends (ADR 0032, ADR 0034).
 
 Rules this module guards:
 

@@ -1,6 +1,6 @@
 """Tenant schedule JSON in, :class:`ScheduleSpec` out: parsing, validation and merge-patch.
 
-Rules this module guards (DESIGN §7, ADR 0032, ADR 0037):
+Rules this module guards (docs/architecture.md, ADR 0032, ADR 0037):
 
 - Validation reports *every* problem at once, each as a :class:`FieldError` with a dotted
   field name (``catchup.policy``, ``headers.Host``) and a message that says how to fix it.

@@ -1,7 +1,7 @@
 """The guarded delivery transport: httpx's client API over Steeple's own HTTP/1.1 pool.
 
 httpx's default transport costs ≈ 1 ms CPU per request and degrades with concurrency
-(STACK-NOTES); this one speaks h11 over trio directly (``engine.h11conn``) and is also
+(measured: docs/performance.md); this one speaks h11 over trio directly (``engine.h11conn``) and is also
 where the connect-time address policy is enforced (``engine.connector``).
 
 Rules:

@@ -1,6 +1,6 @@
 """The SQLite database: one writer connection, a few reader connections, never on the loop.
 
-Rules this module guards (ADR 0033, DESIGN §2-3):
+Rules this module guards (ADR 0033, docs/architecture.md "Storage"):
 - WAL, ``synchronous=FULL``: an acknowledged commit survives power loss.
 - Every write runs inside a ``BEGIN IMMEDIATE`` transaction on the single writer
   connection, in a worker thread behind a ``CapacityLimiter(1)``: writers queue in trio,

@@ -1,6 +1,6 @@
 """Queries on ``schedules`` (and the create-side ``request_keys``), scoped by tenant.
 
-Rules this module guards (ADR 0033, DESIGN §3 and §7):
+Rules this module guards (ADR 0033, docs/architecture.md):
 
 - Every function takes ``tenant_id`` and never returns or changes another tenant's row: a
   foreign id behaves exactly like a missing one (:class:`NotFound`). Deleted schedules are

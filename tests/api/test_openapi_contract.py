@@ -1,4 +1,4 @@
-"""contracts/openapi/scheduler.yaml is the source of truth (DESIGN §7): its routes are
+"""contracts/openapi/scheduler.yaml is the source of truth (docs/architecture.md): its routes are
 exactly the app's, both ways, and its webhooks section documents the whole delivery
 contract of core.delivery, with the at-least-once statement."""
 

@@ -1,4 +1,4 @@
-"""The delivery request (DESIGN §5, ADR 0032): vectors, stability across attempts, and the
+"""The delivery request (ADR 0032, ADR 0034): vectors, stability across attempts, and the
 tenant-header rules."""
 
 from __future__ import annotations

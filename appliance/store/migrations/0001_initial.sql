@@ -121,7 +121,7 @@ CREATE TABLE incarnations (
     ended_at    INTEGER
 ) STRICT;
 
--- Creates honour an Idempotency-Key request header (DESIGN §7).
+-- Creates honour an Idempotency-Key request header (docs/architecture.md).
 CREATE TABLE request_keys (
     tenant_id      TEXT NOT NULL,
     key            TEXT NOT NULL,
