@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from quart import Response
 from quart_trio import QuartTrio
 
-from appliance.api import cron, runs, schedules
+from appliance.api import cron, events, keys, runs, schedules
 from appliance.api.bodies import json_response
 from appliance.api.context import ApiContext, context, install
 from appliance.api.problems import register_problem_handlers
@@ -55,6 +55,8 @@ def create_app(
     schedules.register(app)
     runs.register(app)
     cron.register(app)
+    keys.register(app)
+    events.register(app)
     return app
 
 

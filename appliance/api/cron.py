@@ -30,7 +30,7 @@ def register(app: QuartTrio) -> None:
 
 
 async def preview() -> Response:
-    await authenticate()
+    await authenticate(write=False)  # a preview changes nothing: read keys may call it
     obj = await read_json()
     now = context().clock.now_ms()
     spec, after, count = _parse(obj, now=now)

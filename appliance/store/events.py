@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Mapping
 
@@ -50,11 +51,43 @@ def list_events(
     schedule_id: str | None = None,
     types: frozenset[EventType] | None = None,
 ) -> list[Event]:
-    """Events of one tenant with ``seq > after``, oldest first."""
-    sql = (
-        "SELECT seq, id, tenant_id, type, schedule_id, run_id, occurred_at, data FROM events"
-        " WHERE tenant_id = ? AND seq > ?"
-    )
+    """A tenant's feed: its own events and the ``system`` tenant's (they affect every
+    tenant), ``seq > after``, oldest first, at most ``limit``.
+
+    Two index range scans (``events_tenant``), each bounded by ``limit``, merged here: one
+    ``tenant_id IN (…) ORDER BY seq`` would sort every matching row first.
+    """
+    own = _events_of(conn, tenant_id, after, limit, schedule_id, types)
+    if schedule_id is not None or tenant_id == SYSTEM_TENANT:
+        return own
+    system = _events_of(conn, SYSTEM_TENANT, after, limit, None, types)
+    return heapq.nsmallest(limit, [*own, *system], key=lambda event: event.seq)
+
+
+def latest_seq(conn: apsw.Connection) -> int:
+    """The sequence number of the newest event (0 when there is none)."""
+    row = conn.execute("SELECT max(seq) FROM events").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def events_after(conn: apsw.Connection, *, after: int, limit: int) -> list[Event]:
+    """Every tenant's events with ``seq > after``, oldest first (the live stream's hub)."""
+    rows = conn.execute(f"{_SELECT} WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit))
+    return [_event(row) for row in rows]
+
+
+_SELECT = "SELECT seq, id, tenant_id, type, schedule_id, run_id, occurred_at, data FROM events"
+
+
+def _events_of(
+    conn: apsw.Connection,
+    tenant_id: str,
+    after: int,
+    limit: int,
+    schedule_id: str | None,
+    types: frozenset[EventType] | None,
+) -> list[Event]:
+    sql = f"{_SELECT} WHERE tenant_id = ? AND seq > ?"
     params: list[object] = [tenant_id, after]
     if schedule_id is not None:
         sql += " AND schedule_id = ?"
@@ -64,16 +97,18 @@ def list_events(
         params.extend(str(t) for t in sorted(types))
     sql += " ORDER BY seq LIMIT ?"
     params.append(limit)
-    return [
-        Event(
-            seq=seq,
-            id=eid,
-            tenant_id=tid,
-            type=EventType(etype),
-            schedule_id=sid,
-            run_id=rid,
-            occurred_at=at,
-            data=json.loads(data),
-        )
-        for seq, eid, tid, etype, sid, rid, at, data in conn.execute(sql, params)
-    ]
+    return [_event(row) for row in conn.execute(sql, params)]
+
+
+def _event(row: tuple[apsw.SQLiteValue, ...]) -> Event:
+    seq, eid, tid, etype, sid, rid, at, data = row
+    return Event(
+        seq=int(seq),  # type: ignore[arg-type]
+        id=str(eid),
+        tenant_id=str(tid),
+        type=EventType(str(etype)),
+        schedule_id=None if sid is None else str(sid),
+        run_id=None if rid is None else str(rid),
+        occurred_at=int(at),  # type: ignore[arg-type]
+        data=json.loads(str(data)),
+    )

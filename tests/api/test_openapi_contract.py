@@ -159,7 +159,9 @@ async def test_every_route_answers_what_the_spec_documents(
     async def call(
         caller: Api, method: str, template: str, expect: int, **kw: Any
     ) -> dict[str, Any]:
-        path = template.format(schedule_id=ids.get("sch", "x"), run_id=ids.get("run", "x"))
+        path = template.format(
+            schedule_id=ids.get("sch", "x"), run_id=ids.get("run", "x"), key_id=ids.get("key", "x")
+        )
         reply = await caller.call(method, path, **kw)
         assert reply.status == expect, (method, path, reply.body)
         check_reply(spec, method, template, reply.status, reply.body)
@@ -196,6 +198,26 @@ async def test_every_route_answers_what_the_spec_documents(
     await call(api, "POST", "/v1/runs/{run_id}/replay", 200)
     await call(api, "POST", "/v1/cron/preview", 200, json_body={"cron": "0 3 * * *"})
     await call(api, "POST", "/v1/cron/preview", 422, json_body={"cron": "0 3 * *"})
+    await call(api, "GET", "/v1/events", 200, query={"type": "schedule.created"})
+    await call(api, "GET", "/v1/events", 422, query={"after": "-1"})
+    keys = "/v1/keys"
+    ids["key"] = (await call(api, "POST", keys, 201, json_body={"name": "ci", "scope": "read"}))[
+        "id"
+    ]
+    await call(api, "POST", keys, 422, json_body={"name": "", "scope": "admin"})
+    await call(api, "GET", keys, 200)
+    reader = Api(
+        app=api.app,
+        key=(await api.call("POST", keys, json_body={"name": "r", "scope": "read"})).body[
+            "api_key"
+        ],
+    )
+    await call(reader, "POST", keys, 403, json_body={"name": "w", "scope": "write"})
+    await call(api, "DELETE", "/v1/keys/{key_id}", 204)
+    await call(api, "DELETE", "/v1/keys/{key_id}", 404)
+    (initial,) = [k for k in (await api.call("GET", keys)).body["items"] if k["scope"] == "write"]
+    ids["key"] = initial["id"]
+    await call(api, "DELETE", "/v1/keys/{key_id}", 409)
     await call(api, "DELETE", one, 412, headers={"If-Match": '"99"'})
     await call(api, "DELETE", one, 204)
     await call(api, "DELETE", one, 404)
