@@ -139,6 +139,7 @@ async def _run(
         # wait for it.
         await trio.to_thread.run_sync(_import_web_stack)
         from appliance.api.app import create_app
+        from appliance.api.stream import EventHub
 
         async def check(url: str) -> None:
             await check_destination(policy, url)
@@ -150,7 +151,9 @@ async def _run(
             check_destination=check,
             policy=policy,
             version=__version__,
+            event_hub=(event_hub := EventHub(db)),
         )
+        await nursery.start(event_hub.run)
         stop_http = trio.Event()
         addresses = await nursery.start(_serve_http, app, settings, stop_http)
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -165,6 +168,7 @@ async def _run(
         )
         with trio.move_on_after(settings.shutdown_grace_seconds):
             await dispatcher.drain()
+        event_hub.close()  # streams end now: hypercorn waits for open responses
         stop_http.set()
         nursery.cancel_scope.cancel()
     await db.write(end_incarnation, incarnation_id=incarnation, now=clock.now_ms())

@@ -15,10 +15,11 @@ from collections.abc import Awaitable, Callable
 from quart import Response
 from quart_trio import QuartTrio
 
-from appliance.api import cron, events, keys, runs, schedules
+from appliance.api import cron, events, keys, runs, schedules, stream
 from appliance.api.bodies import json_response
 from appliance.api.context import ApiContext, context, install
 from appliance.api.problems import register_problem_handlers
+from appliance.api.stream import EventHub
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.store.database import Database
@@ -36,6 +37,7 @@ def create_app(
     check_destination: Callable[[str], Awaitable[None]],
     policy: AddressPolicy,
     version: str,
+    event_hub: EventHub,
 ) -> QuartTrio:
     app = QuartTrio(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
@@ -48,6 +50,7 @@ def create_app(
             check_destination=check_destination,
             policy=policy,
             version=version,
+            event_hub=event_hub,
         ),
     )
     register_problem_handlers(app)
@@ -57,6 +60,7 @@ def create_app(
     cron.register(app)
     keys.register(app)
     events.register(app)
+    stream.register(app)
     return app
 
 

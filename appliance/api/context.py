@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from quart import current_app
 
@@ -15,6 +16,9 @@ from appliance.api.upcoming import UpcomingOccurrences
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.store.database import Database
+
+if TYPE_CHECKING:
+    from appliance.api.stream import EventHub
 
 _EXTENSION = "steeple"
 
@@ -27,6 +31,7 @@ class ApiContext:
     check_destination: Callable[[str], Awaitable[None]]  # resolve + policy; ValidationError
     policy: AddressPolicy
     version: str
+    event_hub: EventHub  # the live event stream's fan-out, run by the runtime's nursery
     # next_runs of every schedule response; event-loop only (not in write transactions)
     upcoming: UpcomingOccurrences = field(default_factory=UpcomingOccurrences)
 

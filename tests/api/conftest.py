@@ -16,6 +16,7 @@ from quart_trio import QuartTrio
 from werkzeug.datastructures import Headers
 
 from appliance.api.app import create_app
+from appliance.api.stream import EventHub
 from appliance.core.addresses import (
     AddressPolicy,
     IPAddress,
@@ -218,6 +219,7 @@ def build_app(
         check_destination=make_check_destination(policy, dns),
         policy=policy,
         version="9.9.9-test",
+        event_hub=EventHub(db),
     )
 
 

@@ -200,6 +200,8 @@ async def test_every_route_answers_what_the_spec_documents(
     await call(api, "POST", "/v1/cron/preview", 422, json_body={"cron": "0 3 * *"})
     await call(api, "GET", "/v1/events", 200, query={"type": "schedule.created"})
     await call(api, "GET", "/v1/events", 422, query={"after": "-1"})
+    # the stream's 200 is proven over real HTTP (tests/e2e/test_event_stream.py)
+    await call(api, "GET", "/v1/events/stream", 422, headers={"Last-Event-ID": "x"})
     keys = "/v1/keys"
     ids["key"] = (await call(api, "POST", keys, 201, json_body={"name": "ci", "scope": "read"}))[
         "id"
