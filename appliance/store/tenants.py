@@ -45,3 +45,7 @@ def active_secrets(conn: apsw.Connection, *, tenant_id: str, now: int) -> list[s
         (tenant_id, now),
     )
     return [str(secret) for (secret,) in rows]
+
+
+def tenant_exists(conn: apsw.Connection, *, tenant_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM tenants WHERE id = ?", (tenant_id,)).fetchone() is not None

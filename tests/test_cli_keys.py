@@ -1,0 +1,46 @@
+"""``steeple key create|list|revoke``: the operator's side of ``/v1/keys``, on the database
+file directly (it works while the appliance runs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from appliance.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict[str, object]], str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, [json.loads(line) for line in out.splitlines()], err
+
+
+def test_create_list_revoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = ["--data-dir", str(tmp_path)]
+    assert main(["tenant", "create", "acme", *data]) == 0
+    tenant = json.loads(capsys.readouterr().out)
+    code, (issued,), _ = run(
+        capsys, "key", "create", "--tenant", tenant["tenant_id"], "--scope", "read", *data
+    )
+    assert code == 0 and str(issued["api_key"]).startswith("stk_") and issued["scope"] == "read"
+    code, listed, _ = run(capsys, "key", "list", "--tenant", tenant["tenant_id"], *data)
+    assert [k["scope"] for k in listed] == ["write", "read"]
+    assert all("api_key" not in k for k in listed) and tenant["api_key"] not in str(listed)
+    code, (revoked,), _ = run(capsys, "key", "revoke", str(issued["id"]), *data)
+    assert code == 0 and revoked["revoked_at"] is not None
+    code, listed, _ = run(capsys, "key", "list", "--tenant", tenant["tenant_id"], *data)
+    assert [k["id"] for k in listed] == [k["id"] for k in listed if k["scope"] == "write"]
+    code, _, err = run(capsys, "key", "revoke", str(listed[0]["id"]), *data)
+    assert code == 1 and "last write key" in err and err.count("\n") == 1
+
+
+def test_an_unknown_tenant_or_key_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ["--data-dir", str(tmp_path)]
+    code, _, err = run(capsys, "key", "create", "--tenant", "ten_nope", "--scope", "write", *data)
+    assert code == 1 and err == "steeple: error: no tenant ten_nope\n"
+    code, _, err = run(capsys, "key", "revoke", "key_nope", *data)
+    assert code == 1 and err == "steeple: error: no API key key_nope\n"
