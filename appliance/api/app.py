@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from quart import Response
 from quart_trio import QuartTrio
 
-from appliance.api import cron, events, keys, runs, schedules, stream
+from appliance.api import cron, events, keys, runs, schedules, secrets, stream
 from appliance.api.bodies import json_response
 from appliance.api.context import ApiContext, context, install
 from appliance.api.problems import register_problem_handlers
@@ -61,6 +61,7 @@ def create_app(
     keys.register(app)
     events.register(app)
     stream.register(app)
+    secrets.register(app)
     return app
 
 

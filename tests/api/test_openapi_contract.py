@@ -160,7 +160,10 @@ async def test_every_route_answers_what_the_spec_documents(
         caller: Api, method: str, template: str, expect: int, **kw: Any
     ) -> dict[str, Any]:
         path = template.format(
-            schedule_id=ids.get("sch", "x"), run_id=ids.get("run", "x"), key_id=ids.get("key", "x")
+            schedule_id=ids.get("sch", "x"),
+            run_id=ids.get("run", "x"),
+            key_id=ids.get("key", "x"),
+            secret_id=ids.get("sec", "x"),
         )
         reply = await caller.call(method, path, **kw)
         assert reply.status == expect, (method, path, reply.body)
@@ -220,6 +223,13 @@ async def test_every_route_answers_what_the_spec_documents(
     (initial,) = [k for k in (await api.call("GET", keys)).body["items"] if k["scope"] == "write"]
     ids["key"] = initial["id"]
     await call(api, "DELETE", "/v1/keys/{key_id}", 409)
+    secrets = "/v1/signing-secrets"
+    ids["sec"] = (await call(api, "GET", secrets, 200))["items"][0]["id"]
+    await call(api, "DELETE", "/v1/signing-secrets/{secret_id}", 409)
+    await call(api, "POST", secrets + "/rotate", 201, json_body={"overlap_seconds": 60})
+    await call(api, "POST", secrets + "/rotate", 422, json_body={"overlap_seconds": -1})
+    await call(api, "DELETE", "/v1/signing-secrets/{secret_id}", 200)
+    await call(api, "DELETE", "/v1/signing-secrets/{secret_id}", 404)
     await call(api, "DELETE", one, 412, headers={"If-Match": '"99"'})
     await call(api, "DELETE", one, 204)
     await call(api, "DELETE", one, 404)
