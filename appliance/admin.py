@@ -16,7 +16,7 @@ from appliance.settings import Settings
 from appliance.store.api_keys import ApiKey, IssuedKey, Scope, issue_api_key, list_api_keys
 from appliance.store.api_keys import revoke_api_key as store_revoke_api_key
 from appliance.store.database import Connection, Database
-from appliance.store.tenants import tenant_exists
+from appliance.store.tenants import SigningSecret, rotate_signing_secret, tenant_exists
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -55,6 +55,16 @@ def list_keys(settings: Settings, *, tenant_id: str) -> list[ApiKey]:
 
 def revoke_key(settings: Settings, *, key_id: str) -> ApiKey:
     return _write(settings, store_revoke_api_key, tenant_id=None, key_id=key_id, now=_now())
+
+
+def rotate_secret(settings: Settings, *, tenant_id: str, overlap_seconds: int) -> SigningSecret:
+    def rotate(conn: Connection) -> SigningSecret:
+        _known_tenant(conn, tenant_id)
+        return rotate_signing_secret(
+            conn, tenant_id=tenant_id, overlap_ms=overlap_seconds * 1000, now=_now()
+        )
+
+    return _write(settings, rotate)
 
 
 def _now() -> int:

@@ -14,9 +14,10 @@ import trio
 
 from appliance import __version__, admin, runtime
 from appliance.core.instants import format_instant
-from appliance.errors import SteepleError
+from appliance.errors import SteepleError, ValidationError
 from appliance.settings import Settings, load_settings
 from appliance.store.api_keys import ApiKey, Scope
+from appliance.store.tenants import DEFAULT_OVERLAP_SECONDS, MAX_OVERLAP_SECONDS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,7 +46,26 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("name")
     _add_common(create)
     _add_key_commands(commands)
+    _add_secret_commands(commands)
     return parser
+
+
+def _add_secret_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    secret = commands.add_parser("secret", help="manage tenants' signing secrets")
+    actions = secret.add_subparsers(dest="secret_command", required=True, metavar="ACTION")
+    rotate = actions.add_parser(
+        "rotate", help="add a new signing secret (printed once); the others expire after an overlap"
+    )
+    rotate.add_argument("--tenant", required=True, metavar="TENANT_ID")
+    rotate.add_argument(
+        "--overlap-seconds",
+        type=int,
+        default=DEFAULT_OVERLAP_SECONDS,
+        metavar="N",
+        help="how long the current secrets keep signing beside the new one"
+        f" (default {DEFAULT_OVERLAP_SECONDS}; 0: at once)",
+    )
+    _add_common(rotate)
 
 
 def _add_key_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -132,6 +152,23 @@ def render_key(key: ApiKey) -> dict[str, object]:
     }
 
 
+def _secret_rotate(settings: Settings, args: argparse.Namespace) -> None:
+    if not 0 <= args.overlap_seconds <= MAX_OVERLAP_SECONDS:
+        raise ValidationError.single(
+            "--overlap-seconds", f"must be from 0 to {MAX_OVERLAP_SECONDS}"
+        )
+    secret = admin.rotate_secret(
+        settings, tenant_id=args.tenant, overlap_seconds=args.overlap_seconds
+    )
+    _print_json(
+        {
+            "id": secret.id,
+            "secret": secret.secret,
+            "created_at": format_instant(secret.created_at),
+        }
+    )
+
+
 def _print_json(document: object) -> None:
     json.dump(document, sys.stdout)
     sys.stdout.write("\n")
@@ -145,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _serve(settings)
         elif args.command == "key":
             _key(settings, args)
+        elif args.command == "secret":
+            _secret_rotate(settings, args)
         else:
             _tenant_create(settings, args.name)
     except SteepleError as exc:

@@ -44,3 +44,16 @@ def test_an_unknown_tenant_or_key_is_one_line(
     assert code == 1 and err == "steeple: error: no tenant ten_nope\n"
     code, _, err = run(capsys, "key", "revoke", "key_nope", *data)
     assert code == 1 and err == "steeple: error: no API key key_nope\n"
+
+
+def test_secret_rotate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = ["--data-dir", str(tmp_path)]
+    assert main(["tenant", "create", "acme", *data]) == 0
+    tenant = json.loads(capsys.readouterr().out)
+    code, (rotated,), _ = run(
+        capsys, "secret", "rotate", "--tenant", tenant["tenant_id"], "--overlap-seconds", "0", *data
+    )
+    assert code == 0 and str(rotated["secret"]).startswith("whsec_")
+    assert rotated["secret"] != tenant["signing_secret"]
+    code, _, err = run(capsys, "secret", "rotate", "--tenant", "ten_nope", *data)
+    assert code == 1 and err == "steeple: error: no tenant ten_nope\n"

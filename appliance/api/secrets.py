@@ -19,14 +19,13 @@ from appliance.api.context import context
 from appliance.core.instants import format_instant
 from appliance.errors import ValidationError
 from appliance.store.tenants import (
+    DEFAULT_OVERLAP_SECONDS,
+    MAX_OVERLAP_SECONDS,
     SigningSecret,
     expire_signing_secret,
     list_signing_secrets,
     rotate_signing_secret,
 )
-
-DEFAULT_OVERLAP_S = 86_400
-MAX_OVERLAP_S = 7 * 86_400
 
 
 def register(app: QuartTrio) -> None:
@@ -75,10 +74,14 @@ def parse_overlap(obj: object) -> int:
         raise ValidationError.single(str(unknown[0]), "is not a field of a rotation; drop it")
     value = obj.get("overlap_seconds")
     if value is None:
-        return DEFAULT_OVERLAP_S
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OVERLAP_S:
+        return DEFAULT_OVERLAP_SECONDS
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 0 <= value <= MAX_OVERLAP_SECONDS
+    ):
         raise ValidationError.single(
-            "overlap_seconds", f"must be a whole number of seconds from 0 to {MAX_OVERLAP_S}"
+            "overlap_seconds", f"must be a whole number of seconds from 0 to {MAX_OVERLAP_SECONDS}"
         )
     return value
 

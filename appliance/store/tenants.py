@@ -25,6 +25,9 @@ from appliance.store.api_keys import Scope, issue_api_key
 
 # ADR 0032: a tenant has at most this many active secrets at once.
 MAX_ACTIVE_SECRETS = 3
+# How long replaced secrets keep signing after a rotation, unless the rotation says.
+DEFAULT_OVERLAP_SECONDS = 86_400
+MAX_OVERLAP_SECONDS = 7 * 86_400
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
