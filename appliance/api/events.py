@@ -59,10 +59,9 @@ def event_query(*, resume: str | None = None) -> EventQuery:
     """This request's filters. ``resume`` (the stream's ``Last-Event-ID``), when given,
     takes the place of ``?after=``. Raises ValidationError naming every bad parameter."""
     errors: list[FieldError] = []
+    after = parse_seq(request.args.get("after"), errors)
     if resume is not None:
         after = parse_seq(resume, errors, field="Last-Event-ID")
-    else:
-        after = parse_seq(request.args.get("after"), errors)
     limit = _limit(request.args.get("limit"), errors)
     types = _types(request.args.getlist("type"), errors)
     schedule_id = request.args.get("schedule_id") or None

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import re
+
 from quart import Response
 from quart_trio import QuartTrio
 
@@ -21,6 +23,8 @@ from appliance.errors import FieldError, ValidationError
 from appliance.store.api_keys import ApiKey, Scope, issue_api_key, list_api_keys, revoke_api_key
 
 MAX_NAME_CHARS = 100
+# C0, DEL and C1: what the OpenAPI file's pattern for a key name excludes.
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def register(app: QuartTrio) -> None:
@@ -53,14 +57,15 @@ async def revoke_key(key_id: str) -> Response:
 
 
 def parse_key_request(obj: object) -> tuple[str, Scope]:
-    """``name`` (1–100 printable characters) and ``scope``; every problem at once."""
+    """``name`` (1–100 characters, no control characters) and ``scope``; every problem
+    at once."""
     if not isinstance(obj, dict):
         raise ValidationError.single("body", 'must be a JSON object: {"name": …, "scope": …}')
     errors: list[FieldError] = []
     name = obj.get("name")
-    if not isinstance(name, str) or not 1 <= len(name.strip()) <= MAX_NAME_CHARS:
+    if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME_CHARS:
         errors.append(FieldError(field="name", message=f"must be 1 to {MAX_NAME_CHARS} characters"))
-    elif not name.isprintable():
+    elif CONTROL_CHARACTERS.search(name):
         errors.append(FieldError(field="name", message="must not hold control characters"))
     scope = obj.get("scope")
     if scope not in tuple(Scope):
@@ -71,7 +76,7 @@ def parse_key_request(obj: object) -> tuple[str, Scope]:
     )
     if errors:
         raise ValidationError(errors)
-    return str(name).strip(), Scope(str(scope))
+    return str(name), Scope(str(scope))
 
 
 def render_key(key: ApiKey) -> dict[str, object]:

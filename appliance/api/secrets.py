@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from quart import Response, request
 from quart_trio import QuartTrio
+from werkzeug.routing import BaseConverter
 
 from appliance.api.auth import authenticate, read_as_tenant
 from appliance.api.bodies import json_response, read_json
@@ -28,7 +29,14 @@ from appliance.store.tenants import (
 )
 
 
+class SecretIdConverter(BaseConverter):
+    """Only ``sec_`` ids: ``/v1/signing-secrets/rotate`` is not a secret."""
+
+    regex = "sec_[0-9A-Za-z]{1,64}"
+
+
 def register(app: QuartTrio) -> None:
+    app.url_map.converters["secret_id"] = SecretIdConverter
     app.add_url_rule("/v1/signing-secrets", view_func=list_secrets, methods=["GET"])
     app.add_url_rule("/v1/signing-secrets/rotate", view_func=rotate_secret, methods=["POST"])
     app.add_url_rule("/v1/signing-secrets/<secret_id>", view_func=expire_secret, methods=["DELETE"])
@@ -75,6 +83,8 @@ def parse_overlap(obj: object) -> int:
     value = obj.get("overlap_seconds")
     if value is None:
         return DEFAULT_OVERLAP_SECONDS
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON Schema's integer: 60.0 is 60
     if (
         isinstance(value, bool)
         or not isinstance(value, int)

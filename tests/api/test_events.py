@@ -92,3 +92,13 @@ async def test_bad_parameters_are_422_naming_the_field(
 ) -> None:
     reply = await api.call("GET", "/v1/events", query=query)
     assert reply.status == 422 and reply.fields == [field]
+
+
+async def test_the_stream_checks_after_even_beside_last_event_id(api: Api) -> None:
+    reply = await api.call(
+        "GET",
+        "/v1/events/stream",
+        query={"after": "9223372036854775808"},
+        headers={"Last-Event-ID": "0"},
+    )
+    assert reply.status == 422 and reply.fields == ["after"]

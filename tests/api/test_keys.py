@@ -116,6 +116,7 @@ async def test_last_used_is_recorded_to_the_minute(api: Api, clock: FakeClock) -
         ({"name": "", "scope": "read"}, ["name"]),
         ({"name": "x" * 101, "scope": "write"}, ["name"]),
         ({"name": "ok\n", "scope": "write"}, ["name"]),
+        ({"name": "\u00bb\u0080", "scope": "write"}, ["name"]),
         ({"name": "ok", "scope": "admin"}, ["scope"]),
         ({"name": "ok"}, ["scope"]),
         ({"name": "ok", "scope": "read", "expires": 3}, ["expires"]),

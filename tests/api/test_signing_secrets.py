@@ -86,3 +86,19 @@ async def test_bad_overlaps_are_422(api: Api) -> None:
         reply = await api.call("POST", "/v1/signing-secrets/rotate", json_body=body)
         assert reply.status == 422 and reply.fields == [field], body
     assert len(await listed(api)) == 1
+
+
+async def test_an_integral_float_overlap_is_accepted_as_json_schema_counts_integers(
+    api: Api, clock: FakeClock
+) -> None:
+    reply = await api.call(
+        "POST", "/v1/signing-secrets/rotate", json_body={"overlap_seconds": 60.0}
+    )
+    assert reply.status == 201
+    assert (await listed(api))[1]["expires_at"] == format_instant(clock.now + 60_000)
+
+
+async def test_rotate_is_not_a_secret_id(api: Api) -> None:
+    reply = await api.call("DELETE", "/v1/signing-secrets/rotate")
+    assert reply.status == 405 and reply.headers["Allow"] == "POST"
+    assert len(await listed(api)) == 1
