@@ -39,7 +39,9 @@ def register(app: QuartTrio) -> None:
     app.url_map.converters["secret_id"] = SecretIdConverter
     app.add_url_rule("/v1/signing-secrets", view_func=list_secrets, methods=["GET"])
     app.add_url_rule("/v1/signing-secrets/rotate", view_func=rotate_secret, methods=["POST"])
-    app.add_url_rule("/v1/signing-secrets/<secret_id>", view_func=expire_secret, methods=["DELETE"])
+    app.add_url_rule(
+        "/v1/signing-secrets/<secret_id:secret_id>", view_func=expire_secret, methods=["DELETE"]
+    )
 
 
 async def list_secrets() -> Response:
