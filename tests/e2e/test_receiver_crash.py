@@ -1,12 +1,18 @@
 """The receiver helper across real crashes, against the real appliance.
 
-The receiver (tests/e2e/receiver_process.py: docs/receiver.md's transactional pattern, the
+1. The receiver (tests/e2e/receiver_process.py: docs/receiver.md's transactional pattern, the
 effect a row committed with the key) runs as a subprocess and SIGKILLs itself inside its
 handling — before the effect, after it but before the commit, after the commit but before
 answering — in an order drawn from a seeded generator. A fresh receiver process takes over
 the same listening socket each time; Steeple redelivers. In the end every occurrence
 Steeple counts as succeeded has exactly one effect, every crash's occurrence included, and
 no other occurrence has any.
+
+2. The appliance dies while the receiver's first handling of a delivery is still running
+(a slow downstream); the restarted appliance redelivers at once. That repeat is answered
+409 — the one-phase helper answered 2xx, so the run succeeded, and when the first
+handling then failed nothing ever retried. Here the first handling fails, and Steeple's
+next retry takes effect.
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ from typing import Any
 
 import pytest
 
+from appliance.receiver import Receiver, SqliteDeduper, VerifiedDelivery
 from tests.e2e.harness import Appliance, create_tenant, iter_pages
 from tests.e2e.receiver_process import POINTS
+from tests.receiver.guide import guide_block
 
 pytestmark = pytest.mark.slow
 
@@ -183,3 +191,85 @@ def test_every_occurrence_takes_effect_exactly_once_across_receiver_crashes(
             outcomes,
             context,
         )
+
+
+def test_a_repeat_during_a_slow_handling_is_refused_and_the_next_retry_acts(
+    tmp_path: Path, tenant: dict[str, str]
+) -> None:
+    """The guide's two-phase receiver (docs/receiver.md) serves the real appliance."""
+    example = guide_block("run_job")
+    entered, finish = threading.Event(), threading.Event()
+    victims: list[VerifiedDelivery] = []
+    effects: list[VerifiedDelivery] = []
+
+    def handle(delivery: VerifiedDelivery) -> None:
+        if victims:  # later occurrences, and the victim's retry once its handling failed
+            effects.append(delivery)
+            return
+        victims.append(delivery)  # the first delivery: a slow downstream, then a failure
+        entered.set()
+        assert finish.wait(WAIT_S)
+        raise RuntimeError("downstream failed")
+
+    with SqliteDeduper(tmp_path / "keys.db") as deduper:
+        receiver = Receiver(secrets=(tenant["signing_secret"],), deduper=deduper)
+        server = example["SteepleServer"](("127.0.0.1", 0), receiver, handle)
+        server.handle_error = lambda request, address: None  # answers to a killed appliance
+        serving = threading.Thread(target=server.serve_forever, daemon=True)
+        serving.start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        try:
+            _slow_handling_across_an_appliance_restart(
+                tmp_path, tenant, url, entered, finish, victims, effects
+            )
+        finally:
+            finish.set()
+            server.shutdown()
+            serving.join(30)
+            server.server_close()
+
+
+def _slow_handling_across_an_appliance_restart(
+    tmp_path: Path,
+    tenant: dict[str, str],
+    url: str,
+    entered: threading.Event,
+    finish: threading.Event,
+    victims: list[VerifiedDelivery],
+    effects: list[VerifiedDelivery],
+) -> None:
+    data_dir = tmp_path / "steeple"
+    first = Appliance(data_dir).start()
+    try:
+        with first.client(tenant["api_key"]) as api:
+            tick = {"name": "tick", "cron": "* * * * * *", "target_url": url, "payload": {}}
+            schedule_id = api.post("/v1/schedules", json=tick).json()["id"]
+            assert entered.wait(WAIT_S)
+    finally:
+        first.kill(signal.SIGKILL)
+    victim = victims[0]
+    second = Appliance(data_dir).start()
+    try:
+        with second.client(tenant["api_key"]) as api:
+
+            def victim_run() -> dict[str, Any]:
+                run: dict[str, Any] = api.get(f"/v1/runs/{victim.run_id}").json()
+                return run
+
+            def answered() -> bool:
+                return any(a["http_status"] is not None for a in victim_run()["attempts"])
+
+            wait_until(answered, "the redelivery during the slow handling")
+            run = victim_run()
+            assert [a["http_status"] for a in run["attempts"]][-1] == 409, run
+            assert run["state"] == "retry_wait", run
+            finish.set()  # the first handling now fails; its hold is released
+            wait_until(lambda: victim_run()["state"] == "succeeded", "the next retry")
+            attempts = victim_run()["attempts"]
+            api.post(f"/v1/schedules/{schedule_id}/pause").raise_for_status()
+    finally:
+        assert second.kill(signal.SIGTERM) == 0, "".join(second.log)
+    statuses = [(a["outcome"], a["http_status"]) for a in attempts]
+    assert statuses[0][0] == "abandoned" and statuses[-1] == ("ok", 200), statuses
+    assert ("retryable", 409) in statuses, statuses
+    assert [d.attempt > 1 for d in effects if d.idempotency_key == victim.idempotency_key] == [True]

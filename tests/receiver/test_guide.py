@@ -3,7 +3,6 @@ real requests as the guide says, and it states what each deduper guarantees."""
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -16,26 +15,8 @@ import pytest
 
 from appliance.core.delivery import DeliveryRequest
 from appliance.receiver import Receiver, SqliteDeduper, VerifiedDelivery
+from tests.receiver.guide import TEXT, guide_block, python_blocks, run_block
 from tests.receiver.signed import KEY, SECRET, signed
-
-GUIDE = Path(__file__).parents[2] / "docs" / "receiver.md"
-TEXT = GUIDE.read_text(encoding="utf-8")
-
-
-def _python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", TEXT, re.DOTALL)
-
-
-def _run_block(source: str) -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__name__": "receiver_guide"}
-    exec(compile(source, str(GUIDE), "exec"), namespace)
-    return namespace
-
-
-def _guide_block(defining: str) -> dict[str, Any]:
-    matches = [block for block in _python_blocks() if f"def {defining}(" in block]
-    assert len(matches) == 1, f"the guide has one block defining {defining}"
-    return _run_block(matches[0])
 
 
 def test_the_guide_states_the_contract_and_each_guarantee() -> None:
@@ -59,7 +40,7 @@ def test_the_guide_states_the_contract_and_each_guarantee() -> None:
 
 def test_the_transactional_pattern_comes_first() -> None:
     assert TEXT.index("### Transactional") < TEXT.index("### Two-phase")
-    blocks = _python_blocks()
+    blocks = python_blocks()
     assert "deduper.once(" in blocks[1] and ".receive(" in blocks[2]
 
 
@@ -70,9 +51,9 @@ def test_the_guide_says_standardwebhooks_refuses_bodies_that_are_not_json() -> N
 
 @pytest.mark.parametrize("index", range(4))
 def test_every_python_block_in_the_guide_runs(index: int) -> None:
-    blocks = _python_blocks()
+    blocks = python_blocks()
     assert len(blocks) == 4
-    _run_block(blocks[index])
+    run_block(blocks[index])
 
 
 def test_the_guides_key_vector_is_the_contract_vector(vectors: dict[str, Any]) -> None:
@@ -83,7 +64,7 @@ def test_the_guides_key_vector_is_the_contract_vector(vectors: dict[str, Any]) -
 
 
 def test_the_plain_python_verifier_agrees_with_steeple(vectors: dict[str, Any]) -> None:
-    verify_plain = _guide_block("verify_steeple_request")["verify_steeple_request"]
+    verify_plain = guide_block("verify_steeple_request")["verify_steeple_request"]
     for case in vectors["signatures"]:
         headers = {
             "webhook-id": case["id"],
@@ -124,7 +105,7 @@ def _serving(server: Any) -> Iterator[int]:
 
 
 def test_the_transactional_example_commits_each_effect_once(tmp_path: Path) -> None:
-    example = _guide_block("record_rollup")
+    example = guide_block("record_rollup")
     record_rollup = example["record_rollup"]
 
     def fail_once(conn: Any, delivery: VerifiedDelivery) -> None:
@@ -165,7 +146,7 @@ def test_the_two_phase_example_refuses_a_retry_while_the_first_handling_runs(
 ) -> None:
     """The first handler is slow; the retry is answered 409 with Retry-After, never 2xx;
     the first handler then fails (500), and the next retry runs the effect."""
-    example = _guide_block("run_job")
+    example = guide_block("run_job")
     entered, finish = threading.Event(), threading.Event()
     effects: list[int] = []
 
