@@ -58,7 +58,9 @@ class SqliteDeduper:
     own ``sqlite3.Connection`` (keys live beside your tables; you close it). Threads share
     it: one lock serialises its use. Call :meth:`prune` now and then."""
 
-    def __init__(self, database: str | Path | sqlite3.Connection, *, timeout_s: float = 5.0):
+    def __init__(
+        self, database: str | Path | sqlite3.Connection, *, timeout_s: float = 5.0
+    ) -> None:
         if isinstance(database, sqlite3.Connection):
             self.connection, self._owned = database, False
         else:
