@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+from collections.abc import Sequence
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier, Event
 from pathlib import Path
@@ -25,26 +26,51 @@ def record_effect(effects_path: Path, delivery: VerifiedDelivery) -> None:
 
 
 def race_for_keys(
-    keys_path: Path, effects_path: Path, instants: list[str], barrier: Barrier, out: Queue[str]
+    keys_path: Path,
+    effects_path: Path,
+    instants: list[str],
+    barrier: Barrier,
+    out: Queue[str],
+    transactional: bool,
 ) -> None:
     """For each occurrence: meet the other process at the barrier, then receive the same
-    signed delivery. Puts one outcome per occurrence: handled, duplicate or in_progress."""
+    signed delivery — two-phase (``Receiver.receive``), or ``transactional``
+    (``SqliteDeduper.once``, the effect a row in the keys file itself, so ``effects_path``
+    must be ``keys_path``). Puts one outcome per occurrence: handled, duplicate or
+    in_progress."""
     with SqliteDeduper(keys_path, timeout_s=WAIT_S) as deduper:
         receiver = Receiver(secrets=(SECRET,), deduper=deduper)
         for instant in instants:
             request = signed(scheduled_for=instant)
             barrier.wait(WAIT_S)
             try:
-                receipt = receiver.receive(
-                    request.headers,
-                    request.body,
-                    now_s=SIGNED_AT_S,
-                    handle=lambda d: record_effect(effects_path, d),
-                )
+                if transactional:
+                    first = _once(receiver, deduper, request.headers, request.body)
+                else:
+                    receipt = receiver.receive(
+                        request.headers,
+                        request.body,
+                        now_s=SIGNED_AT_S,
+                        handle=lambda d: record_effect(effects_path, d),
+                    )
+                    first = receipt.first_seen
             except DeliveryInProgress:
                 out.put("in_progress")
             else:
-                out.put("handled" if receipt.first_seen else "duplicate")
+                out.put("handled" if first else "duplicate")
+
+
+def _once(
+    receiver: Receiver, deduper: SqliteDeduper, headers: Sequence[tuple[str, str]], body: bytes
+) -> bool:
+    """docs/receiver.md's transactional pattern."""
+    delivery = receiver.verify(headers, body, now_s=SIGNED_AT_S)
+    with deduper.once(delivery.idempotency_key, now_s=SIGNED_AT_S) as first:
+        if first:
+            deduper.connection.execute(
+                "INSERT INTO effects VALUES (?, ?)", (delivery.idempotency_key, os.getpid())
+            )
+    return first
 
 
 def die_in_handler(keys_path: Path, hold_s: int) -> None:

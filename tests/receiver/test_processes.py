@@ -36,16 +36,21 @@ def _instants(count: int) -> list[str]:
     return [format_scheduled_for(start + n * 1000) for n in range(count)]
 
 
-def test_two_processes_sharing_one_file_never_both_run_a_keys_effect(tmp_path: Path) -> None:
-    keys_path, effects_path = tmp_path / "keys.db", tmp_path / "effects.db"
-    SqliteDeduper(keys_path).close()  # the schema exists before the race starts
+@pytest.mark.parametrize("transactional", [False, True], ids=["two-phase", "once"])
+def test_two_processes_sharing_one_file_never_both_run_a_keys_effect(
+    tmp_path: Path, transactional: bool
+) -> None:
+    keys_path = tmp_path / "keys.db"
+    effects_path = keys_path if transactional else tmp_path / "effects.db"
+    with SqliteDeduper(keys_path) as deduper:  # the schema exists before the race starts
+        deduper.connection.execute("CREATE TABLE effects (key TEXT, pid INTEGER)")
     instants = _instants(KEYS)
     barrier = SPAWN.Barrier(2)
     outcomes = [SPAWN.Queue(), SPAWN.Queue()]
     racers = [
         SPAWN.Process(
             target=processes.race_for_keys,
-            args=(keys_path, effects_path, instants, barrier, out),
+            args=(keys_path, effects_path, instants, barrier, out, transactional),
         )
         for out in outcomes
     ]
