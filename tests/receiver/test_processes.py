@@ -1,8 +1,8 @@
 """SqliteDeduper across real processes: two receivers sharing one file never both run a
-key's effect, two-phase or with ``once``; a receiver SIGKILLed inside its handler leaves the key to be run again once
-its hold ends; a retry that arrives while another process's handler runs is refused, and
-after that handler fails the next retry acts. Processes meet at barriers and events, never
-at sleeps."""
+key's effect, two-phase or with ``once``; a receiver SIGKILLed inside its handler leaves
+the key to be run again once its hold ends; a retry that arrives while another process's
+handler runs is refused, and after that handler fails the next retry acts. Processes meet
+at barriers and events, never at sleeps."""
 
 from __future__ import annotations
 
