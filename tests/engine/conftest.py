@@ -23,7 +23,7 @@ import referencing
 import trio
 from trio.testing import MockClock
 
-from appliance.clock import TrioWallClock
+from appliance.clock import TrioWallClock, WallClock
 from appliance.core.instants import format_instant
 from appliance.engine.assembly import Engine, EngineConfig, build_engine
 from appliance.engine.dispatcher import DispatchConfig, RenewLeases
@@ -142,7 +142,7 @@ class Endpoint:
 @asynccontextmanager
 async def running_engine(
     db: Database,
-    wall: TrioWallClock,
+    wall: WallClock,
     endpoint: Endpoint,
     *,
     dispatch: DispatchConfig | None = None,
