@@ -1,5 +1,6 @@
-"""The engine as ``build_engine`` wires it: its nursery owns every service's errors, and the
-checkpointer it runs beside them keeps the WAL moving into the database file."""
+"""The engine as ``build_engine`` wires it: its nursery owns every service's errors, a nudge
+reaches the planner and through it the dispatcher, and the checkpointer keeps the WAL
+moving into the database file."""
 
 from __future__ import annotations
 
@@ -46,6 +47,28 @@ async def test_a_crashing_service_stops_the_engine_and_its_error_reaches_the_cal
             await trio.sleep_forever()  # only the crash can end this
     assert len(endpoint.requests) == 1
     assert trio.current_time() == pytest.approx(10.0)  # at the first heartbeat, not later
+
+
+async def test_a_nudge_wakes_the_planner_and_then_the_dispatcher_at_once(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+) -> None:
+    """What the API calls after a write: the new schedule is planned and delivered now, not
+    when the idle planner's maximum sleep (60 s) runs out."""
+    delivered = trio.Event()
+
+    async def record(request: httpx.Request, n: int) -> httpx.Response:
+        delivered.set()
+        return reply(200)
+
+    async with running_engine(inline_db, wall, Endpoint(respond=record)) as engine:
+        await trio.sleep(5)  # nothing to plan: both services asleep for their maximum
+        make_schedule(cron=DAILY_AT_T0)  # its occurrence at T0 is already due
+        engine.nudge()
+        with trio.fail_after(1):
+            await delivered.wait()
 
 
 async def test_the_checkpointer_copies_the_wal_into_the_database_file(
