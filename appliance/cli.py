@@ -114,7 +114,7 @@ def _serve(settings: Settings) -> None:
 
 
 def _tenant_create(settings: Settings, name: str) -> None:
-    created = runtime.create_tenant(settings, name=name)
+    created = admin.create_tenant(settings, name=name)
     json.dump(
         {
             "tenant_id": created.tenant_id,
@@ -174,7 +174,14 @@ def _print_json(document: object) -> None:
     sys.stdout.write("\n")
 
 
+# Whatever this process creates (the database, its WAL, the lock file) is the owner's
+# alone: the data directory holds signing secrets (docs/configuration.md, "The data
+# directory"). The store also creates its files with explicit modes.
+PRIVATE_UMASK = 0o077
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    os.umask(PRIVATE_UMASK)
     args = _parser().parse_args(argv)
     try:
         settings = _settings(args)

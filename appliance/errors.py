@@ -1,17 +1,29 @@
-"""Steeple's exception tree. Foreign exceptions (apsw, httpx) are translated at one boundary
-each (``store.database`` and ``engine.outbound``); nothing else catches them.
+"""Steeple's exception tree: every error Steeple raises on purpose. Classes defined in
+another module name it in brackets; a test keeps this drawing and the classes in step.
 
     SteepleError
-     ├── ConfigError           a setting is invalid; names the setting
-     ├── ValidationError       tenant input is invalid; carries per-field errors (-> 422)
-     ├── NotFound              no such resource for this tenant (-> 404)
-     ├── Conflict              the resource's state forbids the change (-> 409)
-     │    ├── VersionMismatch  If-Match named another version (-> 412; store.schedules)
-     │    └── RequestKeyReused an Idempotency-Key came back with another body (-> 422)
-     ├── IllegalTransition     a run state change the transition table refuses
-     ├── StoreError            the database failed (disk full, I/O, corruption)
-     │    └── DatabaseLocked   another appliance holds the data directory's lock file
-     └── DestinationBlocked    the outbound policy refused an address (SSRF guard)
+     ├── ConfigError            a setting is invalid; names the setting
+     ├── ValidationError        tenant input is invalid; carries per-field errors (-> 422)
+     ├── NotFound               no such resource for this tenant (-> 404)
+     ├── Conflict               the resource's state forbids the change (-> 409)
+     │    ├── VersionMismatch   If-Match named another version (-> 412) [store.schedules]
+     │    └── RequestKeyReused  an Idempotency-Key reused with another body [store.schedules]
+     ├── IllegalTransition      a run state change the transition table refuses
+     ├── StoreError             the database failed (disk full, I/O, corruption)
+     │    └── DatabaseLocked    another appliance holds the data directory's lock file
+     └── DestinationBlocked     the outbound policy refused an address (SSRF guard)
+
+Foreign exceptions are translated where they enter: apsw's into ``StoreError`` in
+``store.database`` and nowhere else. A delivery that fails on the network (DNS, connect,
+TLS, protocol, timeout) is an *outcome*, not an error of this tree: the delivery stack in
+``engine/`` turns it into a ``core.retry.TransportFailure`` that the attempt records, and
+``DestinationBlocked`` raised at connect time becomes one too.
+
+Outside the tree: ``core.signing.SignatureError`` (a signature header, timestamp or secret
+is malformed or does not verify; building a delivery without a secret raises it, and the
+dispatcher's per-delivery boundary records that attempt as failed), the tenant helper's
+``receiver.VerificationError``, and ``api.problems.Problem`` (an HTTP answer a view
+decides, not a failure).
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """The composition root: builds every part from the settings and runs them in one nursery.
 
-Start order (docs/architecture.md, "One process"): lock file → database (migrate) →
-incarnation and boot-time reclaim → engine services (planner, dispatcher with heartbeats,
-reaper, checkpointer) and the database check (``quick_check``, beside them: it reads the
-whole file, and a restart must not wait for that before delivering) → the HTTP server. A
-failed check stops the appliance like any store failure. The root nursery owns every task;
-the web app owns none. A service that crashes takes the process down loudly. SIGTERM/SIGINT:
+Start order (docs/architecture.md, "One process"): data directory (created private, or
+its modes tightened with one log line) → lock file → database (migrate) → incarnation and
+boot-time reclaim → the engine (:func:`appliance.engine.assembly.build_engine`: planner,
+dispatcher with heartbeats, reaper, pruner, checkpointer) and the database check
+(``quick_check``, beside them: it reads the whole file, and a restart must not wait for
+that before delivering) → the HTTP server. Every task is started with ``nursery.start`` in
+the root nursery, which owns them all; the web app owns none. A failed check stops the
+appliance like any store failure; so does a service that crashes, loudly. SIGTERM/SIGINT:
 stop claiming, let in-flight deliveries finish within the grace period, stop the server,
-close the database.
+record the incarnation's end, close the database.
 """
 
 from __future__ import annotations
@@ -24,28 +26,24 @@ import trio
 from appliance import __version__
 from appliance.clock import SystemClock, WallClock
 from appliance.core.addresses import AddressPolicy
-from appliance.engine.dispatcher import DispatchConfig, Dispatcher
+from appliance.engine.assembly import EngineConfig, build_engine
+from appliance.engine.checkpointer import CheckpointerConfig
+from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.outbound import check_destination
-from appliance.engine.planner import Planner, PlannerConfig
-from appliance.engine.pruner import Pruner, PrunerConfig
-from appliance.engine.reaper import Reaper
+from appliance.engine.pruner import PrunerConfig
 from appliance.engine.transport import build_client
-from appliance.engine.wakeup import Wakeup
-from appliance.errors import ValidationError
 from appliance.settings import Settings
 from appliance.store.database import Database
+from appliance.store.datadir import DIR_MODE, tighten_modes
 from appliance.store.incarnations import end_incarnation, register_incarnation
 from appliance.store.leases import reclaim_previous
 from appliance.store.lockfile import LockFile
-from appliance.store.tenants import NewTenant
-from appliance.store.tenants import create_tenant as store_create_tenant
 
 if TYPE_CHECKING:
     from quart_trio import QuartTrio
 
 log = logging.getLogger("steeple")
 
-CHECKPOINT_INTERVAL_S = 60.0
 # The trio thread makes a socket syscall per send and receive, releasing the GIL each
 # time, while worker threads run SQLite through apsw. Getting the GIL back can take a whole
 # switch interval (CPython's default 5 ms) when a worker holds it: a convoy that idles the
@@ -53,18 +51,6 @@ CHECKPOINT_INTERVAL_S = 60.0
 # (docs/performance.md); much shorter intervals cost more in switching than they save.
 GIL_SWITCH_INTERVAL_S = 0.001
 USER_AGENT = f"Steeple/{__version__}"
-
-
-def create_tenant(settings: Settings, *, name: str) -> NewTenant:
-    """Create a tenant directly in the database (works while the appliance runs)."""
-    name = name.strip()
-    if not name or len(name) > 200:
-        raise ValidationError.single("name", "a tenant name is 1-200 characters")
-    db = Database.open(settings.db_path)
-    try:
-        return db.write_now(store_create_tenant, name=name, now=SystemClock().now_ms())
-    finally:
-        db.close()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,13 +71,25 @@ async def serve(
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # process-wide: this process is the appliance
     clock = clock or SystemClock()
     policy = AddressPolicy.parse(settings.allow_targets)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    secure_data_dir(settings)
     with LockFile(settings.lock_path):
         db = Database.open(settings.db_path, check=False)  # checked beside the services
         try:
             await _run(settings, clock, policy, db, task_status)
         finally:
             db.close()  # after the nursery: a hard cancel skips the app's after_serving
+
+
+def secure_data_dir(settings: Settings) -> None:
+    """Create the data directory private, or take group and other permissions off it and
+    its files, saying so once (docs/configuration.md, "The data directory")."""
+    settings.data_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    changes = tighten_modes(settings.db_path)
+    if changes:
+        log.warning(
+            "tightened the modes of the data directory (it holds signing secrets): %s",
+            ", ".join(map(str, changes)),
+        )
 
 
 async def _run(
@@ -105,34 +103,16 @@ async def _run(
     reclaimed = await db.write(reclaim_previous, incarnation_id=incarnation, now=clock.now_ms())
     if reclaimed:
         log.warning("reclaimed %d runs left running by an earlier process", reclaimed)
-    planner_wakeup, dispatcher_wakeup = Wakeup(), Wakeup()
-
-    def nudge() -> None:
-        planner_wakeup.nudge()
-        dispatcher_wakeup.nudge()
-
     async with build_client(policy) as client, trio.open_nursery() as nursery:
-        planner = Planner(
-            db=db,
-            clock=clock,
-            wakeup=planner_wakeup,
-            on_planned=dispatcher_wakeup.nudge,
-            config=PlannerConfig(),
-        )
-        dispatcher = Dispatcher(
+        engine = build_engine(
             db=db,
             clock=clock,
             client=client,
             incarnation_id=incarnation,
-            wakeup=dispatcher_wakeup,
-            config=DispatchConfig(concurrency=settings.dispatch_concurrency, user_agent=USER_AGENT),
+            config=engine_config(settings),
         )
-        await nursery.start(planner.run)
-        await nursery.start(dispatcher.run)
-        await nursery.start(Reaper(db=db, clock=clock, on_reclaimed=dispatcher_wakeup.nudge).run)
-        await nursery.start(Pruner(db=db, clock=clock, config=_pruning(settings)).run)
-        nursery.start_soon(_checkpoint, db)
-        nursery.start_soon(_check, db)
+        await nursery.start(engine.run)
+        await nursery.start(_check, db)
 
         # The web stack (quart, hypercorn: most of the import time) loads in a worker
         # thread while the engine already delivers: a restart's first redelivery does not
@@ -147,7 +127,7 @@ async def _run(
         app = create_app(
             db=db,
             clock=clock,
-            nudge=nudge,
+            nudge=engine.nudge,
             check_destination=check,
             policy=policy,
             version=__version__,
@@ -167,7 +147,7 @@ async def _run(
             settings.shutdown_grace_seconds,
         )
         with trio.move_on_after(settings.shutdown_grace_seconds):
-            await dispatcher.drain()
+            await engine.dispatcher.drain()
         event_hub.close()  # streams end now: hypercorn waits for open responses
         stop_http.set()
         nursery.cancel_scope.cancel()
@@ -175,15 +155,20 @@ async def _run(
     log.info("stopped")
 
 
+def engine_config(settings: Settings) -> EngineConfig:
+    """The appliance's engine: every service, limits from the settings."""
+    return EngineConfig(
+        dispatch=DispatchConfig(concurrency=settings.dispatch_concurrency, user_agent=USER_AGENT),
+        pruner=PrunerConfig(retention_ms=settings.retention_days * 86_400_000),
+        checkpointer=CheckpointerConfig(),
+    )
+
+
 def _import_web_stack() -> None:
     import hypercorn.trio  # noqa: F401
     import quart_trio  # noqa: F401
 
     import appliance.api.app  # noqa: F401
-
-
-def _pruning(settings: Settings) -> PrunerConfig:
-    return PrunerConfig(retention_ms=settings.retention_days * 86_400_000)
 
 
 async def _serve_http(
@@ -201,13 +186,9 @@ async def _serve_http(
     await hypercorn.trio.serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)
 
 
-async def _check(db: Database) -> None:
+async def _check(db: Database, *, task_status: trio.TaskStatus[None]) -> None:
+    """The database check, beside the services (it reads the whole file)."""
+    task_status.started()
     started = trio.current_time()
     await db.check()
     log.info("database check passed in %.1f s", trio.current_time() - started)
-
-
-async def _checkpoint(db: Database) -> None:
-    while True:
-        await trio.sleep(CHECKPOINT_INTERVAL_S)
-        await db.checkpoint_wal()

@@ -1,8 +1,15 @@
-"""The CLI's error reporting: one line for Steeple's own errors, even from inside the nursery."""
+"""The CLI: one line for Steeple's own errors, even from inside the nursery; private files."""
 
 from __future__ import annotations
 
-from appliance.cli import steeple_error_in
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from appliance.cli import main, steeple_error_in
 from appliance.errors import StoreError
 
 
@@ -15,3 +22,20 @@ def test_a_steeple_error_from_a_service_is_found_in_the_nursery_group() -> None:
 def test_other_failures_keep_their_traceback() -> None:
     assert steeple_error_in(ExceptionGroup("root", [StoreError("x"), KeyError("bug")])) is None
     assert steeple_error_in(ExceptionGroup("root", [KeyError("bug")])) is None
+
+
+def test_commands_run_private_whatever_umask_they_were_started_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``steeple`` sets umask 077 before anything is created: the data directory holds
+    signing secrets (docs/configuration.md, "The data directory")."""
+    previous = os.umask(0o022)
+    try:
+        assert main(["tenant", "create", "acme", "--data-dir", str(tmp_path / "data")]) == 0
+        in_force = os.umask(0o022)
+    finally:
+        os.umask(previous)
+    assert in_force == 0o077
+    assert json.loads(capsys.readouterr().out)["tenant_id"].startswith("ten_")
+    assert stat.S_IMODE((tmp_path / "data").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "data" / "steeple.db").stat().st_mode) == 0o600

@@ -1,4 +1,5 @@
-"""The README and guides stay true: links resolve, commands and flags exist."""
+"""The README, guides and code comments stay true: links and file references resolve,
+cited sections exist, commands and flags exist, and nothing cites notes outside the repo."""
 
 from __future__ import annotations
 
@@ -11,6 +12,106 @@ from appliance.cli import _parser
 
 ROOT = Path(__file__).parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+TEXT_SUFFIXES = {".py", ".md", ".sql", ".toml", ".yaml", ".yml", ".json", ".txt", ".cfg", ".sh"}
+SCANNED = ["appliance", "tests", "bench", "docs", "contracts"]
+# A path to a file of this repository: a top-level directory, then a name with an extension
+# (``*`` allowed: ``contracts/events/schedule.run.*.json`` names a set).
+FILE_REFERENCE = re.compile(
+    r"(?<![\w/.-])((?:appliance|bench|contracts|docs|scripts|tests)/[\w./*-]*[\w*]\.[A-Za-z0-9*]+)"
+)
+GENERATED = ("bench/results/",)  # written by the benchmarks, git-ignored: named, not kept
+# Notes that live outside this repository: the code explains itself in docs/ instead.
+FOREIGN_CITATIONS = ("../shared", "DESIGN §", "STACK-NOTES", "issue text")
+SECTION_CITATION = re.compile(r'docs/architecture\.md,? "([^"]+)"')
+ADR_SECTION_CITATION = re.compile(r'ADR (\d{4}),? "([^"]+)"')
+
+
+def scanned_files() -> list[Path]:
+    files = [ROOT / "README.md", ROOT / "pyproject.toml"]
+    for top in SCANNED:
+        found = (ROOT / top).rglob("*")
+        files += sorted(p for p in found if p.is_file() and p.suffix in TEXT_SUFFIXES)
+    return [path for path in files if path != Path(__file__)]  # its samples are on purpose
+
+
+SCANNED_FILES = scanned_files()
+
+
+def where(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def headings(doc: Path) -> set[str]:
+    """A document's heading titles, also without a trailing ``(…)`` qualifier."""
+    titles = re.findall(r"^#+ +(.+?) *$", read(doc), flags=re.MULTILINE)
+    return {*titles, *(title.split(" (")[0] for title in titles)}
+
+
+def exists(reference: str) -> bool:
+    if reference.startswith(GENERATED):
+        return True
+    if "*" in reference:
+        return any(ROOT.glob(reference))
+    return (ROOT / reference).exists()
+
+
+def test_every_file_reference_is_in_the_repository() -> None:
+    missing = [
+        f"{where(path)}: {ref}"
+        for path in SCANNED_FILES
+        for ref in sorted({ref.rstrip(".") for ref in FILE_REFERENCE.findall(read(path))})
+        if not exists(ref)
+    ]
+    assert missing == []
+
+
+def test_nothing_cites_notes_outside_the_repository() -> None:
+    cited = [
+        f"{where(path)}: {citation}"
+        for path in SCANNED_FILES
+        for citation in FOREIGN_CITATIONS
+        if citation in read(path)
+    ]
+    assert cited == []
+
+
+def test_cited_sections_exist() -> None:
+    missing = []
+    for path in SCANNED_FILES:
+        text = read(path)
+        for title in SECTION_CITATION.findall(text):
+            if title not in headings(ARCHITECTURE):
+                missing.append(f"{where(path)}: docs/architecture.md {title!r}")
+        for number, title in ADR_SECTION_CITATION.findall(text):
+            (adr,) = (ROOT / "docs" / "adr").glob(f"{number}-*.md")
+            if title not in headings(adr):
+                missing.append(f"{where(path)}: ADR {number} {title!r}")
+    assert missing == []
+
+
+def test_the_checks_find_what_they_look_for() -> None:
+    """The patterns above catch the shapes they are written for (else the tests pass
+    vacuously)."""
+    sample = (
+        'see docs/missing.md, (contracts/events/schedule.run.*.json) and "appliance/x.py".'
+        ' docs/architecture.md, "One process"; ADR 0033 "Claim"'
+    )
+    assert FILE_REFERENCE.findall(sample) == [
+        "docs/missing.md",
+        "contracts/events/schedule.run.*.json",
+        "appliance/x.py",
+        "docs/architecture.md",
+    ]
+    assert not exists("docs/missing.md") and exists("contracts/events/schedule.run.*.json")
+    assert SECTION_CITATION.findall(sample) == ["One process"]
+    assert ADR_SECTION_CITATION.findall(sample) == [("0033", "Claim")]
+    assert len(SCANNED_FILES) > 100
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)

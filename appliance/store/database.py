@@ -32,6 +32,7 @@ import apsw
 import trio
 
 from appliance.errors import SteepleError, StoreError
+from appliance.store.datadir import create_private_file
 from appliance.store.migrate import migrate
 
 log = logging.getLogger(__name__)
@@ -172,9 +173,10 @@ class Database:
         SQLite VFS (the chaos tests' fault injector); None is SQLite's default. The
         appliance opens with ``check=False`` and runs :meth:`check` beside its services: the
         check reads the whole file (≈ 1 s per 100 MB), which must not delay the first
-        delivery after a restart."""
+        delivery after a restart. A new file is created private (directory ``0700``,
+        file ``0600``: :mod:`appliance.store.datadir`)."""
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            create_private_file(path)
             db = cls(path, readers=readers, threaded=threaded, vfs=vfs)
             migrate(db._writer)
             if check:

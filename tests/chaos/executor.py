@@ -1,10 +1,11 @@
 """A bare executor process for the chaos suite: the engine without the lock file or HTTP.
 
 ``python -m tests.chaos.executor --db PATH [options]`` registers its own incarnation and
-runs the real planner, dispatcher (with heartbeats) and reaper on the database file, wired
-as ``appliance.runtime`` wires them — but it takes **no lock file**, so several of them
-(or one beside a zombie) can race on one file, which the appliance itself refuses. Lease,
-heartbeat and margin are options, so a lease can lapse in seconds rather than 30.
+runs the real planner, dispatcher (with heartbeats) and reaper on the database file, built
+by ``build_engine`` as ``appliance.runtime`` builds them — but it takes **no lock file**,
+so several of them (or one beside a zombie) can race on one file, which the appliance
+itself refuses. Lease, heartbeat and margin are options, so a lease can lapse in seconds
+rather than 30.
 
 It prints ``ready <incarnation id>`` once its services run, and stops on SIGTERM.
 Scenarios drive it through :class:`Executor`: kill it (SIGKILL), freeze it
@@ -29,11 +30,11 @@ import trio
 
 from appliance.clock import SystemClock
 from appliance.core.addresses import AddressPolicy
-from appliance.engine.dispatcher import DispatchConfig, Dispatcher
-from appliance.engine.planner import Planner, PlannerConfig
-from appliance.engine.reaper import Reaper, ReaperConfig
+from appliance.engine.assembly import EngineConfig, build_engine
+from appliance.engine.dispatcher import DispatchConfig
+from appliance.engine.planner import PlannerConfig
+from appliance.engine.reaper import ReaperConfig
 from appliance.engine.transport import build_client
-from appliance.engine.wakeup import Wakeup
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 
@@ -134,42 +135,16 @@ async def _serve(args: argparse.Namespace) -> None:
     db = Database.open(args.db)
     try:
         incarnation = await db.write(register_incarnation, pid=os.getpid(), now=clock.now_ms())
-        planner_wakeup, dispatcher_wakeup = Wakeup(), Wakeup()
         policy = AddressPolicy.parse(("127.0.0.0/8",))
         async with build_client(policy) as client, trio.open_nursery() as nursery:
-            if not args.no_planner:
-                planner = Planner(
-                    db=db,
-                    clock=clock,
-                    wakeup=planner_wakeup,
-                    on_planned=dispatcher_wakeup.nudge,
-                    config=PlannerConfig(max_sleep_s=1.0),  # others move cursors too
-                )
-                await nursery.start(planner.run)
-            dispatcher = Dispatcher(
+            engine = build_engine(
                 db=db,
                 clock=clock,
                 client=client,
                 incarnation_id=incarnation,
-                wakeup=dispatcher_wakeup,
-                config=DispatchConfig(
-                    concurrency=args.concurrency,
-                    lease_ms=args.lease_ms,
-                    heartbeat_ms=args.heartbeat_ms,
-                    margin_ms=args.margin_ms,
-                    max_sleep_s=1.0,  # other processes plan and reclaim: look often
-                    user_agent="Steeple/chaos",
-                ),
+                config=_engine_config(args),
             )
-            await nursery.start(dispatcher.run)
-            if not args.no_reaper:
-                reaper = Reaper(
-                    db=db,
-                    clock=clock,
-                    on_reclaimed=dispatcher_wakeup.nudge,
-                    config=ReaperConfig(max_sleep_s=0.5),  # others' leases wake nobody here
-                )
-                await nursery.start(reaper.run)
+            await nursery.start(engine.run)
             with trio.open_signal_receiver(signal.SIGTERM) as signals:
                 print(f"ready {incarnation}", flush=True)
                 async for _ in signals:
@@ -177,6 +152,23 @@ async def _serve(args: argparse.Namespace) -> None:
             nursery.cancel_scope.cancel()
     finally:
         db.close()
+
+
+def _engine_config(args: argparse.Namespace) -> EngineConfig:
+    """The appliance's services with short sleeps: other processes plan, claim and reclaim
+    on the same file, and nothing here is nudged by their work."""
+    return EngineConfig(
+        planner=None if args.no_planner else PlannerConfig(max_sleep_s=1.0),
+        dispatch=DispatchConfig(
+            concurrency=args.concurrency,
+            lease_ms=args.lease_ms,
+            heartbeat_ms=args.heartbeat_ms,
+            margin_ms=args.margin_ms,
+            max_sleep_s=1.0,
+            user_agent="Steeple/chaos",
+        ),
+        reaper=None if args.no_reaper else ReaperConfig(max_sleep_s=0.5),
+    )
 
 
 def main(argv: list[str]) -> None:

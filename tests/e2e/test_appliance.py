@@ -16,6 +16,7 @@ import apsw
 import pytest
 
 from appliance.core.ids import idempotency_key
+from appliance.core.instants import format_scheduled_for, parse_instant
 from appliance.core.signing import verify
 from tests.e2e.harness import (
     Appliance,
@@ -55,7 +56,11 @@ def test_quick_start_delivers_signed_requests(tmp_path: Path, receiver: Receiver
     for d in receiver.deliveries[:3]:
         assert d.schedule_id == schedule_id
         assert d.key == idempotency_key(schedule_id, d.scheduled_for)
-        assert d.scheduled_for.endswith(":00Z") or d.scheduled_for[-3:-1].isdigit()
+        # Canonical (ADR 0037): whole seconds, UTC, "Z", the one text the key is made of.
+        scheduled_ms = parse_instant(d.scheduled_for)
+        assert format_scheduled_for(scheduled_ms) == d.scheduled_for
+        # No jitter: due at the occurrence, never signed (so never sent) before it.
+        assert int(d.headers["x-signature-timestamp"]) >= scheduled_ms // 1000
         assert d.body == b'{"n":1}'
         verify(
             [tenant["signing_secret"]],
@@ -68,8 +73,10 @@ def test_quick_start_delivers_signed_requests(tmp_path: Path, receiver: Receiver
         assert d.headers["webhook-id"] == d.key
         assert d.headers["webhook-signature"] == d.headers["x-signature"]
         assert d.headers["user-agent"].startswith("Steeple/")
-    instants = [d.scheduled_for for d in receiver.deliveries[:3]]
-    assert instants == sorted(set(instants))
+    # Every second from the first occurrence on, each once: claims go in due order, and
+    # SIGTERM let the deliveries in flight finish.
+    instants = sorted(parse_instant(d.scheduled_for) for d in receiver.deliveries)
+    assert instants == list(range(instants[0], instants[-1] + 1, 1000))
 
 
 def test_sigkill_mid_delivery_redelivers_with_the_same_key(

@@ -23,13 +23,11 @@ import referencing
 import trio
 from trio.testing import MockClock
 
-from appliance.clock import TrioWallClock
+from appliance.clock import TrioWallClock, WallClock
 from appliance.core.instants import format_instant
-from appliance.engine.dispatcher import DispatchConfig, Dispatcher, RenewLeases
-from appliance.engine.planner import Planner, PlannerConfig
-from appliance.engine.reaper import Reaper
+from appliance.engine.assembly import Engine, EngineConfig, build_engine
+from appliance.engine.dispatcher import DispatchConfig, RenewLeases
 from appliance.engine.transport import DeliveryClient
-from appliance.engine.wakeup import Wakeup
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 from appliance.store.leases import renew_leases as store_renew_leases
@@ -141,54 +139,31 @@ class Endpoint:
         return [r.headers[name] for r in self.requests]
 
 
-@dataclass
-class Engine:
-    incarnation_id: str
-    planner: Planner
-    dispatcher: Dispatcher
-    reaper: Reaper
-
-
 @asynccontextmanager
 async def running_engine(
     db: Database,
-    wall: TrioWallClock,
+    wall: WallClock,
     endpoint: Endpoint,
     *,
     dispatch: DispatchConfig | None = None,
     renew_leases: RenewLeases = store_renew_leases,
     incarnation_id: str | None = None,
 ) -> AsyncIterator[Engine]:
-    """Planner, dispatcher (with heartbeat) and reaper running in one nursery, as
-    ``runtime`` wires them; cancelled on exit."""
+    """The engine as ``runtime`` builds it (:func:`build_engine`: planner, dispatcher with
+    heartbeat, reaper) delivering to ``endpoint``, running in a nursery; cancelled on exit."""
     transport = httpx.MockTransport(endpoint.handle)
     async with DeliveryClient(transport=transport) as client, trio.open_nursery() as nursery:
         if incarnation_id is None:
             incarnation_id = await db.write(register_incarnation, pid=1, now=wall.now_ms())
-        planner_wakeup, dispatcher_wakeup = Wakeup(), Wakeup()
-        engine = Engine(
+        engine = build_engine(
+            db=db,
+            clock=wall,
+            client=client,
             incarnation_id=incarnation_id,
-            planner=Planner(
-                db=db,
-                clock=wall,
-                wakeup=planner_wakeup,
-                on_planned=dispatcher_wakeup.nudge,
-                config=PlannerConfig(),
-            ),
-            dispatcher=Dispatcher(
-                db=db,
-                clock=wall,
-                client=client,
-                incarnation_id=incarnation_id,
-                wakeup=dispatcher_wakeup,
-                config=dispatch or DispatchConfig(user_agent="Steeple/test"),
-                rand=random.Random(7),
-                renew_leases=renew_leases,
-            ),
-            reaper=Reaper(db=db, clock=wall, on_reclaimed=dispatcher_wakeup.nudge),
+            config=EngineConfig(dispatch=dispatch or DispatchConfig(user_agent="Steeple/test")),
+            rand=random.Random(7),
+            renew_leases=renew_leases,
         )
-        await nursery.start(engine.planner.run)
-        await nursery.start(engine.dispatcher.run)
-        await nursery.start(engine.reaper.run)
+        await nursery.start(engine.run)
         yield engine
         nursery.cancel_scope.cancel()

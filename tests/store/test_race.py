@@ -1,17 +1,22 @@
 """Racing processes on one database file (no lock file at store level): the cursor and the
 unique index keep materialisation exactly-once; the one-statement claim stays exclusive.
 
-Each racer is a real OS process with its own connections. They start together behind a
-barrier (each says "ready" on stdout, then waits for "go" on stdin) and share one wall
-timeline, as two replicas with synchronised clocks would.
+Each racer is a real OS process with its own connections, serving one command at a time
+on stdin ("plan NOW", "claim NOW") and answering on stdout. The test decides the order, so
+every outcome is asserted, none hoped for: in *ordered* rounds one racer finishes before
+the other starts (the second must find nothing left, and each racer leads in turn, so
+both do work), and in *concurrent* rounds both get the command at once and SQLite decides
+(whoever comes second must still find nothing). Both share one wall timeline, as two
+replicas with synchronised clocks would.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import time
-from collections.abc import Sequence
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import apsw
 
@@ -21,75 +26,81 @@ from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.store.database import Database
 from tests.store.conftest import T0, MakeSchedule
 
-PLANNER = """
+RACER = """
 import sys
-import time
 from pathlib import Path
 from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.store.database import Database
-
-path, start, end, speed = sys.argv[1], *map(int, sys.argv[2:5])
-db = Database.open(Path(path))
-print("ready", flush=True)
-base_ns = int(sys.stdin.readline().split()[1])
-made, now = 0, start
-while now < end:
-    # The shared wall clock: real time since "go", sped up, the same in both processes.
-    now = min(start + (time.time_ns() - base_ns) * speed // 1_000_000, end)
-    made += db.write_now(plan_once, now=now, config=PlannerConfig()).materialised
-    time.sleep(0.002)  # a real planner waits between passes; SQLite's lock is not fair
-db.close()
-print(made, flush=True)
-"""
-
-CLAIMER = """
-import sys
-import time
-from pathlib import Path
-from appliance.store.database import Database
 from appliance.store.leases import claim_runs
 
-path, owner, now = sys.argv[1], sys.argv[2], int(sys.argv[3])
-db = Database.open(Path(path))
+db = Database.open(Path(sys.argv[1]))
+owner = sys.argv[2]
 print("ready", flush=True)
-sys.stdin.readline()
-claimed = 0
-while True:
-    batch = db.write_now(claim_runs, owner=owner, now=now, lease_ms=30_000, limit=7)
-    if not batch.runs:
-        break
-    claimed += len(batch.runs)
-    time.sleep(0.001)  # a real dispatcher delivers between claims
+for line in sys.stdin:
+    verb, now = line.split()
+    if verb == "plan":
+        result = db.write_now(plan_once, now=int(now), config=PlannerConfig())
+        print(result.materialised, flush=True)
+    else:
+        batch = db.write_now(claim_runs, owner=owner, now=int(now), lease_ms=30_000, limit=7)
+        print(" ".join(run.run_id for run in batch.runs), flush=True)
 db.close()
-print(claimed, flush=True)
 """
 
 
-def race(script: str, argvs: Sequence[Sequence[str]]) -> list[int]:
-    """Run one process per argv behind a barrier; returns the number each printed last."""
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", script, *argv],
+class Racer:
+    """One racer process: send it a command, read its answer."""
+
+    def __init__(self, path: Path, owner: str) -> None:
+        self.owner = owner
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", RACER, str(path), owner],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for argv in argvs
-    ]
-    for proc in procs:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    go = f"go {time.time_ns()}\n"
-    for proc in procs:
-        assert proc.stdin is not None
-        proc.stdin.write(go)
-        proc.stdin.flush()
-    results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        results.append(int(out.split()[-1]))
-    return results
+        assert self.read() == "ready"
+
+    def send(self, command: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+
+    def read(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, self.proc.stderr.read() if self.proc.stderr else "racer died"
+        return line.strip()
+
+    def close(self) -> None:
+        _, err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == 0, err
+
+
+@contextmanager
+def racers(path: Path) -> Iterator[tuple[Racer, Racer]]:
+    pair = (Racer(path, "inc_a"), Racer(path, "inc_b"))
+    try:
+        yield pair
+    finally:
+        for racer in pair:
+            racer.close()
+
+
+def round_of(pair: tuple[Racer, Racer], n: int, command: str) -> tuple[list[str], Racer | None]:
+    """Round ``n``: ordered (a then b, or b then a) for two rounds of three, concurrent for
+    the third. Returns the answers (in pair order) and the racer that went first, if any."""
+    if n % 3 == 2:
+        for racer in pair:
+            racer.send(command)
+        return [racer.read() for racer in pair], None
+    first, second = pair if n % 3 == 0 else pair[::-1]
+    first.send(command)
+    answers = {first.owner: first.read()}
+    second.send(command)
+    answers[second.owner] = second.read()
+    return [answers[racer.owner] for racer in pair], first
 
 
 def expected_occurrences(cron: str, schedule_id: str, jitter: int, until: int) -> list[int]:
@@ -121,16 +132,25 @@ def test_two_planner_processes_materialise_each_occurrence_once(
         make_schedule(cron=cron, jitter_seconds=jitter): (cron, jitter) for cron, jitter in specs
     }
     end = T0 + 10 * 60_000
-    argv = [str(db.path), str(T0), str(end), "300"]  # ten minutes in about two seconds
-    made = race(PLANNER, [argv, argv])
+    made = {"inc_a": 0, "inc_b": 0}
+    with racers(db.path) as pair:
+        for n, now in enumerate(range(T0, end + 1, 10_000)):
+            answers, first = round_of(pair, n, f"plan {now}")
+            counts = dict(zip(made, map(int, answers), strict=True))
+            assert min(counts.values()) == 0, (n, counts)  # the second found nothing left
+            assert max(counts.values()) > 0, (n, counts)  # ten seconds of occurrences
+            if first is not None:
+                assert counts[first.owner] > 0, (n, counts)  # …and the first made them
+            for owner, count in counts.items():
+                made[owner] += count
 
     runs = db.read_now(count_by_schedule)
-    horizon = end + PlannerConfig().lookahead_ms  # each racer's last pass plans at `end`
+    horizon = end + PlannerConfig().lookahead_ms  # the last round plans at `end`
     for sid, (cron, jitter) in sids.items():
         assert runs[sid] == expected_occurrences(cron, sid, jitter, horizon)
     total = sum(len(v) for v in runs.values())
-    assert sum(made) == total > 600  # each row counted by exactly one racer
-    assert all(n > 0 for n in made), made  # both really raced
+    assert sum(made.values()) == total > 600  # each row counted by exactly one racer
+    assert all(made.values()), made  # each led some rounds
     # A third, late planner at the same wall time finds nothing left to do.
     assert db.write_now(plan_once, now=end, config=PlannerConfig()).materialised == 0
 
@@ -144,7 +164,17 @@ def test_two_claimer_processes_never_share_a_run(db: Database, make_schedule: Ma
     )
     assert due == 601
 
-    claimed = race(CLAIMER, [[str(db.path), "inc_a", str(now)], [str(db.path), "inc_b", str(now)]])
+    claimed: dict[str, list[str]] = {"inc_a": [], "inc_b": []}
+    with racers(db.path) as pair:
+        for n in range(200):
+            answers, first = round_of(pair, n, f"claim {now}")
+            batches = dict(zip(claimed, (answer.split() for answer in answers), strict=True))
+            if first is not None and len(batches[first.owner]) < 7:  # the first emptied it:
+                assert sum(map(len, batches.values())) == len(batches[first.owner])  # none left
+            for owner, batch in batches.items():
+                claimed[owner] += batch
+            if not any(batches.values()):
+                break
 
     def summary(conn: apsw.Connection) -> tuple[int, int, int]:
         return conn.execute(
@@ -153,6 +183,17 @@ def test_two_claimer_processes_never_share_a_run(db: Database, make_schedule: Ma
         ).fetchone()
 
     running, max_attempt, attempts = db.read_now(summary)
-    assert sum(claimed) == running == attempts == due
-    assert max_attempt == 1  # a run claimed twice would show attempt 2
-    assert all(n > 0 for n in claimed), claimed  # both really raced
+    a, b = set(claimed["inc_a"]), set(claimed["inc_b"])
+    assert not a & b  # no run claimed by both
+    assert len(a) + len(b) == len(claimed["inc_a"]) + len(claimed["inc_b"]) == due
+    assert running == attempts == due and max_attempt == 1  # a second claim shows attempt 2
+    assert a and b  # each led some rounds
+    assert owners(db) == {**dict.fromkeys(a, "inc_a"), **dict.fromkeys(b, "inc_b")}
+
+
+def owners(db: Database) -> dict[str, str]:
+    def query(conn: apsw.Connection) -> dict[str, str]:
+        rows = conn.execute("SELECT id, lease_owner FROM job_runs WHERE state = 'running'")
+        return dict(rows)
+
+    return db.read_now(query)
