@@ -4,11 +4,12 @@ file directly (it works while the appliance runs)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from appliance.cli import main
+from appliance.cli import _parser, main
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict[str, object]], str]:
@@ -57,3 +58,12 @@ def test_secret_rotate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert rotated["secret"] != tenant["signing_secret"]
     code, _, err = run(capsys, "secret", "rotate", "--tenant", "ten_nope", *data)
     assert code == 1 and err == "steeple: error: no tenant ten_nope\n"
+
+
+def test_the_readme_key_and_secret_commands_parse() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"`steeple ((?:key|secret) [^`]+)`", readme.replace("\n   ", " "))
+    assert len(commands) == 4, commands
+    for command in commands:
+        args = command.replace("ten_…", "ten_x").replace("key_…", "key_x").split()
+        _parser().parse_args(args)
