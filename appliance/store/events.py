@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 from collections.abc import Mapping
 
@@ -54,14 +55,22 @@ def list_events(
     """A tenant's feed: its own events and the ``system`` tenant's (they affect every
     tenant), ``seq > after``, oldest first, at most ``limit``.
 
-    Two index range scans (``events_tenant``), each bounded by ``limit``, merged here: one
-    ``tenant_id IN (…) ORDER BY seq`` would sort every matching row first.
+    Every page is a merge of bounded index range scans, each in ``seq`` order and limited
+    to ``limit`` rows: one per tenant (own, ``system``) and type asked for
+    (``events_tenant`` or ``events_tenant_type``), or the schedule's (``events_schedule``).
+    One ``IN (…) ORDER BY seq`` would sort every matching row first.
     """
-    own = _events_of(conn, tenant_id, after, limit, schedule_id, types)
-    if schedule_id is not None or tenant_id == SYSTEM_TENANT:
-        return own
-    system = _events_of(conn, SYSTEM_TENANT, after, limit, None, types)
-    return heapq.nsmallest(limit, [*own, *system], key=lambda event: event.seq)
+    if schedule_id is not None:
+        return _page(
+            conn, "schedule_id = ? AND tenant_id = ?", [schedule_id, tenant_id], after, limit, types
+        )
+    tenants = [tenant_id] if tenant_id == SYSTEM_TENANT else [tenant_id, SYSTEM_TENANT]
+    scans = [
+        _page(conn, "tenant_id = ? AND type = ?", [tenant, str(t)], after, limit, None)
+        for tenant in tenants
+        for t in sorted(types or ())
+    ] or [_page(conn, "tenant_id = ?", [tenant], after, limit, None) for tenant in tenants]
+    return heapq.nsmallest(limit, itertools.chain.from_iterable(scans), key=lambda e: e.seq)
 
 
 def latest_seq(conn: apsw.Connection) -> int:
@@ -79,25 +88,21 @@ def events_after(conn: apsw.Connection, *, after: int, limit: int) -> list[Event
 _SELECT = "SELECT seq, id, tenant_id, type, schedule_id, run_id, occurred_at, data FROM events"
 
 
-def _events_of(
+def _page(
     conn: apsw.Connection,
-    tenant_id: str,
+    where: str,
+    params: list[object],
     after: int,
     limit: int,
-    schedule_id: str | None,
     types: frozenset[EventType] | None,
 ) -> list[Event]:
-    sql = f"{_SELECT} WHERE tenant_id = ? AND seq > ?"
-    params: list[object] = [tenant_id, after]
-    if schedule_id is not None:
-        sql += " AND schedule_id = ?"
-        params.append(schedule_id)
+    sql = f"{_SELECT} WHERE {where} AND seq > ?"
+    params = [*params, after]
     if types:
         sql += f" AND type IN ({','.join('?' * len(types))})"
         params.extend(str(t) for t in sorted(types))
-    sql += " ORDER BY seq LIMIT ?"
-    params.append(limit)
-    return [_event(row) for row in conn.execute(sql, params)]
+    rows = conn.execute(f"{sql} ORDER BY seq LIMIT ?", [*params, limit])
+    return [_event(row) for row in rows]
 
 
 def _event(row: tuple[apsw.SQLiteValue, ...]) -> Event:
