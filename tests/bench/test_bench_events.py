@@ -19,3 +19,15 @@ def test_events_bench_runs_and_reports_every_figure(tmp_path: Path) -> None:
         for kind in ("feed", "failed", "schedule")
         for figure in ("p50_ms", "p99_ms", "cpu_ms")
     }
+
+
+def test_steady_with_event_streams_attached_counts_what_they_received(tmp_path: Path) -> None:
+    from bench import steady
+    from bench.processes import sink
+
+    with sink() as the_sink:
+        figures = steady.steady_once(
+            tmp_path, rate=10, duration_s=2, the_sink=the_sink, sse_clients=3
+        )
+    assert figures["undelivered"] == 0 and figures["sse_clients"] == 3
+    assert figures["sse_events_per_client"] >= 20  # every delivery's event, to every stream
