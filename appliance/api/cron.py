@@ -2,8 +2,9 @@
 
 It answers exactly what a schedule with that cron and timezone would plan (the same
 ``occurrences_after``, the same DST rules of ADR 0037), with each instant's local wall time
-and UTC offset so a tenant can see what a DST transition does. No jitter: that depends on
-a schedule id. Needs a valid API key like every ``/v1`` route.
+and UTC offset so a tenant can see what a DST transition does, and — when both day fields
+are given — in words whether a day must match both or either (ADR 0037). No jitter: that
+depends on a schedule id. Needs a valid API key like every ``/v1`` route.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from quart_trio import QuartTrio
 from appliance.api.auth import authenticate
 from appliance.api.bodies import json_response, read_json
 from appliance.api.context import context
-from appliance.core.cron import CronSpec, local_wall_time, occurrences_after, parse_cron
+from appliance.core.cron import CronSpec, day_rule, local_wall_time, occurrences_after, parse_cron
 from appliance.core.instants import format_scheduled_for, parse_instant
 from appliance.errors import FieldError, ValidationError
 
@@ -44,7 +45,14 @@ async def preview() -> Response:
                 "utc_offset": offset,
             }
         )
-    return json_response({"cron": spec.expression, "timezone": spec.timezone, "occurrences": items})
+    return json_response(
+        {
+            "cron": spec.expression,
+            "timezone": spec.timezone,
+            "day_rule": day_rule(spec),
+            "occurrences": items,
+        }
+    )
 
 
 def _parse(obj: object, *, now: int) -> tuple[CronSpec, int, int]:

@@ -14,9 +14,14 @@ Grammar (checked here, field by field, before croniter sees the expression):
 - Refused, with the field's position in the message: values out of range, reversed ranges
   (``22-2``; write ``22-23,0-2``), equal-ended ranges (croniter 7 reads ``5-5`` as the
   whole cycle; write ``5``), steps outside 1..field size, croniter's extensions ``L W # ?
-  H``, and specs that can never fire (``0 0 31 2 *``). ``0 0 29 2 *`` fires in leap years.
-- When both day of month and day of week are restricted, a day matches if *either* does
-  (classic cron, croniter's ``day_or``).
+  H``, a ``*`` item after the first item of a day field (``1,*/2``: see the day rule), and
+  specs that can never fire (``0 0 31 2 *``). ``0 0 29 2 *`` fires in leap years.
+- Days (ADR 0037, "Day of month and day of week"): a day field that *starts with* ``*``
+  (``*``, ``*/2``, ``*,10``) is unrestricted. When either day field is unrestricted a day
+  must match both (AND: ``0 0 */2 * 1`` is odd days that are Mondays); when both are
+  restricted a day matching either fires (OR: ``0 0 1,15 * 5`` is the 1st, the 15th and
+  every Friday). This is Vixie cron's rule, which Linux crontabs and crontab.guru follow;
+  croniter gives it with ``implement_cron_bug=True`` (its default counts only a bare ``*``).
 
 Occurrences and daylight saving time (ADR 0037):
 - Fields are matched against the *local wall-clock time* of the schedule's timezone;
@@ -53,9 +58,10 @@ from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 from appliance.core.instants import to_datetime
 from appliance.errors import FieldError, ValidationError
 
-# A spec that cannot fire within this many years from 2000-01-01 never fires: every
-# combination of month, day and weekday recurs within a 5-year span holding a leap year.
-NEVER_FIRES_HORIZON_YEARS = 5
+# A spec that cannot fire within this many years from 2000-01-01 never fires: the weekdays
+# of the calendar repeat every 28 years until 2100, so every (month, day, weekday) that
+# exists (29 February on a Sunday: 2004, then 2032) occurs within 28 years of 2000.
+NEVER_FIRES_HORIZON_YEARS = 28
 _HORIZON_START = datetime(2000, 1, 1)  # noqa: DTZ001 - naive on purpose: wall-clock time
 
 _NAIVE_EPOCH = datetime(1970, 1, 1)  # noqa: DTZ001 - wall-clock seconds, as croniter counts
@@ -154,6 +160,27 @@ def _parse_cron(expression: str, timezone: str) -> CronSpec:
         _seconds_first=len(tokens) == 6,
         _wildcard=any("*" in token for token in clock_fields),
         _zone=zone,
+    )
+
+
+def day_rule(spec: CronSpec) -> str | None:
+    """In words, how the two day fields combine, when both are given (neither a bare
+    ``*``); None otherwise, when the one given field (or none) decides alone."""
+    tokens = spec._fields.split()
+    days, weekdays = tokens[-3], tokens[-1]
+    if "*" in (days, weekdays):
+        return None
+    if days.startswith("*") or weekdays.startswith("*"):
+        starred = "day of month" if days.startswith("*") else "day of week"
+        return (
+            f"both: a day fires only if its day of month matches {days} and its day of week "
+            f"matches {weekdays} ({starred} starts with *, so the fields combine with AND, "
+            "as in Vixie cron and crontab.guru)"
+        )
+    return (
+        f"either: a day fires if its day of month matches {days} or its day of week matches "
+        f"{weekdays} (both day fields are restricted, so they combine with OR, as in Vixie "
+        "cron and crontab.guru)"
     )
 
 
@@ -291,7 +318,15 @@ def _check_field(text: str, spec: _Field) -> tuple[set[int], list[str]]:
     """The values one field allows, and its problems (without the position)."""
     values: set[int] = set()
     problems: list[str] = []
-    for item in text.split(","):
+    items = text.split(",")
+    if spec.name.startswith("day") and any(item.startswith("*") for item in items[1:]):
+        # Whether a day field restricts the day depends on its first character (the day
+        # rule above); croniter reads `1,*/1` as unrestricted, Vixie cron as restricted.
+        problems.append(
+            f"{text!r}: * may only start a day field (it makes the field unrestricted); "
+            "list the days instead"
+        )
+    for item in items:
         try:
             values.update(_item_values(item, text, spec))
         except _Problem as problem:
@@ -348,7 +383,9 @@ def _step(text: str, spec: _Field) -> int:
 
 
 def _check_dates(tokens: list[str], values: list[set[int]]) -> list[str]:
-    """Refuse days of month that no listed month has (``31 2``), naming the position."""
+    """Refuse days of month that no listed month has (``31 2``), naming the position.
+    Also when the day of week is restricted (``0 0 31 2 1``): Vixie cron would fire on
+    February's Mondays, but such a line is a mistake far more often than a wish."""
     offset = len(tokens) - 5
     days, months = values[offset + 2], values[offset + 3]
     if tokens[offset + 2] == "*" or not days or not months:
@@ -374,6 +411,7 @@ def _check_with_croniter(fields: str, *, seconds_first: bool) -> list[str]:
             _HORIZON_START,
             max_years_between_matches=NEVER_FIRES_HORIZON_YEARS,
             second_at_beginning=seconds_first,
+            implement_cron_bug=True,
         ).get_next(datetime)
     except CroniterBadDateError:
         return [f"never fires: no occurrence within {NEVER_FIRES_HORIZON_YEARS} years"]
@@ -387,7 +425,13 @@ def _expanded(fields: str, *, seconds_first: bool) -> Any:
     """A croniter for ``fields``, to be shallow-copied, never iterated itself. Expanding an
     expression costs ≈ 0.5 ms, far more than an occurrence; croniter never mutates the
     expanded lists it shares with its copies (it copies them before changing them)."""
-    return croniter(fields, _HORIZON_START, ret_type=datetime, second_at_beginning=seconds_first)
+    return croniter(
+        fields,
+        _HORIZON_START,
+        ret_type=datetime,
+        second_at_beginning=seconds_first,
+        implement_cron_bug=True,  # the Vixie day rule: see this module's docstring
+    )
 
 
 @cache

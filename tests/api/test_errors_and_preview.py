@@ -157,6 +157,29 @@ async def test_cron_preview_defaults_to_five_after_now_in_utc(api: Api) -> None:
     assert {o["utc_offset"] for o in reply.body["occurrences"]} == {"+00:00"}
 
 
+async def test_cron_preview_says_how_two_given_day_fields_combine(api: Api) -> None:
+    both = {"cron": "0 0 0 */2 * 1", "after": "2026-08-01T00:00:00Z", "count": 3}
+    reply = await api.call("POST", "/v1/cron/preview", json_body=both)
+    assert reply.status == 200
+    assert reply.body["day_rule"].startswith("both: a day fires only if its day of month")
+    assert "combine with AND" in reply.body["day_rule"]
+    assert [o["scheduled_for"] for o in reply.body["occurrences"]] == [
+        "2026-08-03T00:00:00Z",
+        "2026-08-17T00:00:00Z",
+        "2026-08-31T00:00:00Z",
+    ]
+    either = {"cron": "0 0 1,15 * 5", "after": "2026-08-01T00:00:00Z", "count": 3}
+    reply = await api.call("POST", "/v1/cron/preview", json_body=either)
+    assert "combine with OR" in reply.body["day_rule"]
+    assert [o["scheduled_for"][:10] for o in reply.body["occurrences"]] == [
+        "2026-08-07",
+        "2026-08-14",
+        "2026-08-15",
+    ]
+    one = await api.call("POST", "/v1/cron/preview", json_body={"cron": "0 0 * * 1"})
+    assert one.body["day_rule"] is None
+
+
 @pytest.mark.parametrize(
     ("document", "fields"),
     [
