@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+import trio
 from quart import current_app
 
 from appliance.api.upcoming import UpcomingOccurrences
@@ -29,6 +30,8 @@ class ApiContext:
     version: str
     # next_runs of every schedule response; event-loop only (not in write transactions)
     upcoming: UpcomingOccurrences = field(default_factory=UpcomingOccurrences)
+    # CPU-heavy view work (a preview's occurrences) runs in one worker thread at a time
+    cpu: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
 
 
 def install(app_extensions: dict[str, object], context: ApiContext) -> None:

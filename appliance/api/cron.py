@@ -5,25 +5,45 @@ It answers exactly what a schedule with that cron and timezone would plan (the s
 and UTC offset so a tenant can see what a DST transition does, and — when both day fields
 are given — in words whether a day must match both or either (ADR 0037). No jitter: that
 depends on a schedule id. Needs a valid API key like every ``/v1`` route.
+
+Rules this module guards:
+
+- Every input is bounded before any work: ``cron`` at 200 characters (``parse_cron``
+  refuses longer ones first), ``count`` at 100, ``after`` inside the years whose local
+  times and texts are ordinary (1970 up to 9999). Bad input is a 422 naming the field;
+  ``null`` is not a value here (the body is not a merge patch): leave the field out.
+- The preview is worked out in a worker thread, one at a time (``ApiContext.cpu``): the
+  parse of a 200-character spec costs up to ~6 ms and 100 occurrences of a sparse spec
+  (29 February on a Sunday) ~80 ms of croniter, which must not stall the event loop that
+  serves every other request and runs the engine.
 """
 
 from __future__ import annotations
 
 import itertools
 
+import trio
 from quart import Response
 from quart_trio import QuartTrio
 
 from appliance.api.auth import authenticate
 from appliance.api.bodies import json_response, read_json
 from appliance.api.context import context
-from appliance.core.cron import CronSpec, day_rule, local_wall_time, occurrences_after, parse_cron
-from appliance.core.instants import format_scheduled_for, parse_instant
+from appliance.core.cron import (
+    END_MS,
+    CronSpec,
+    day_rule,
+    local_wall_time,
+    occurrences_after,
+    parse_cron,
+)
+from appliance.core.instants import format_instant, format_scheduled_for, parse_instant
 from appliance.errors import FieldError, ValidationError
 
 DEFAULT_COUNT = 5
 MAX_COUNT = 100
 _FIELDS = ("cron", "timezone", "after", "count")
+_AFTER_RANGE = f"from {format_instant(0)} to before {format_instant(END_MS)}"
 
 
 def register(app: QuartTrio) -> None:
@@ -33,7 +53,17 @@ def register(app: QuartTrio) -> None:
 async def preview() -> Response:
     await authenticate()
     obj = await read_json()
-    now = context().clock.now_ms()
+    ctx = context()
+    now = ctx.clock.now_ms()
+    document = await trio.to_thread.run_sync(
+        _preview, obj, now, limiter=ctx.cpu, abandon_on_cancel=False
+    )
+    return json_response(document)
+
+
+def _preview(obj: object, now: int) -> dict[str, object]:
+    """The preview of the request body ``obj``; raises ValidationError. Runs in a worker
+    thread: parsing a 200-character spec costs up to ~6 ms, 100 sparse occurrences ~80."""
     spec, after, count = _parse(obj, now=now)
     items = []
     for ms in itertools.islice(occurrences_after(spec, after), count):
@@ -45,14 +75,12 @@ async def preview() -> Response:
                 "utc_offset": offset,
             }
         )
-    return json_response(
-        {
-            "cron": spec.expression,
-            "timezone": spec.timezone,
-            "day_rule": day_rule(spec),
-            "occurrences": items,
-        }
-    )
+    return {
+        "cron": spec.expression,
+        "timezone": spec.timezone,
+        "day_rule": day_rule(spec),
+        "occurrences": items,
+    }
 
 
 def _parse(obj: object, *, now: int) -> tuple[CronSpec, int, int]:
@@ -63,6 +91,11 @@ def _parse(obj: object, *, now: int) -> tuple[CronSpec, int, int]:
         for key in obj
         if key not in _FIELDS
     ]
+    errors.extend(
+        FieldError(field=key, message="is null; give a value or leave the field out")
+        for key in ("timezone", "after", "count")
+        if key in obj and obj[key] is None
+    )
     after = _after(obj.get("after"), now, errors)
     count = _count(obj.get("count"), errors)
     spec = _cron(obj.get("cron"), obj.get("timezone"), errors)
@@ -90,16 +123,19 @@ def _cron(cron: object, timezone: object, errors: list[FieldError]) -> CronSpec 
 def _after(value: object, now: int, errors: list[FieldError]) -> int:
     if value is None:
         return now
-    if isinstance(value, str):
-        try:
-            return parse_instant(value)
-        except ValueError as error:
-            errors.append(FieldError(field="after", message=str(error)))
-            return now
-    errors.append(
-        FieldError(field="after", message='must be RFC 3339 text, e.g. "2026-08-06T03:00:00Z"')
-    )
-    return now
+    if not isinstance(value, str):
+        message = 'must be RFC 3339 text, e.g. "2026-08-06T03:00:00Z"'
+        errors.append(FieldError(field="after", message=message))
+        return now
+    try:
+        after = parse_instant(value)
+    except ValueError as error:
+        errors.append(FieldError(field="after", message=str(error)))
+        return now
+    if not 0 <= after < END_MS:
+        errors.append(FieldError(field="after", message=f"must be {_AFTER_RANGE}"))
+        return now
+    return after
 
 
 def _count(value: object, errors: list[FieldError]) -> int:

@@ -36,7 +36,10 @@ Occurrences and daylight saving time (ADR 0037):
   instant only; a wildcard spec fires at both.
 - Output is strictly increasing epoch ms, whole seconds, every value > ``after_ms``; two
   wall times that land on the same instant (a gap time shifted onto the gap's end, which
-  is itself an occurrence) fire once. Iteration ends only past year 9999.
+  is itself an occurrence) fire once. Iteration ends before :data:`END_MS` (the start of
+  year 9999 UTC), so every occurrence has an ordinary local time and text form in any zone.
+- Size: an expression longer than :data:`MAX_EXPRESSION_CHARS` is refused before anything
+  else looks at it (a 200-character spec parses in about 1 ms; see ``parse_cron``).
 """
 
 from __future__ import annotations
@@ -63,6 +66,12 @@ from appliance.errors import FieldError, ValidationError
 # exists (29 February on a Sunday: 2004, then 2032) occurs within 28 years of 2000.
 NEVER_FIRES_HORIZON_YEARS = 28
 _HORIZON_START = datetime(2000, 1, 1)  # noqa: DTZ001 - naive on purpose: wall-clock time
+
+MAX_EXPRESSION_CHARS = 200
+MAX_TIMEZONE_CHARS = 64  # the longest IANA name has 32
+# Occurrences end before this instant (9999-01-01T00:00:00Z): later ones could have a local
+# time past year 9999, which datetime cannot hold.
+END_MS = 253_370_764_800_000
 
 _NAIVE_EPOCH = datetime(1970, 1, 1)  # noqa: DTZ001 - wall-clock seconds, as croniter counts
 _SECOND = timedelta(seconds=1)
@@ -137,6 +146,18 @@ def parse_cron(expression: str, timezone: str = "UTC") -> CronSpec:
     """Validate ``expression`` and ``timezone``; raise ``ValidationError`` listing every
     problem found (fields ``"cron"`` and ``"timezone"``). Valid specs are memoised: the
     planner parses each stored schedule on every pass, and validation costs ~1 ms."""
+    too_long = [
+        FieldError(
+            field=name, message=f"is {len(text)} characters long; at most {limit} are allowed"
+        )
+        for name, text, limit in (
+            ("cron", expression, MAX_EXPRESSION_CHARS),
+            ("timezone", timezone, MAX_TIMEZONE_CHARS),
+        )
+        if len(text) > limit
+    ]
+    if too_long:
+        raise ValidationError(too_long)
     return _parse_cron(expression, timezone)
 
 
@@ -198,8 +219,15 @@ def local_wall_time(ms: int, timezone: str) -> tuple[str, str]:
 
 
 def occurrences_after(spec: CronSpec, after_ms: int) -> Iterator[int]:
-    """Every occurrence of ``spec`` after ``after_ms``: strictly increasing epoch ms, whole
-    seconds, following the DST rules in this module's docstring. Infinite (to year 9999)."""
+    """Every occurrence of ``spec`` after ``after_ms`` and before :data:`END_MS`: strictly
+    increasing epoch ms, whole seconds, following the DST rules in this module's
+    docstring. ``after_ms`` must be from 0 (1970) to ``END_MS``; ValueError otherwise."""
+    if not 0 <= after_ms <= END_MS:
+        raise ValueError(f"after_ms must be from 0 to {END_MS}, got {after_ms}")
+    return itertools.takewhile(END_MS.__gt__, _occurrences_after(spec, after_ms))
+
+
+def _occurrences_after(spec: CronSpec, after_ms: int) -> Iterator[int]:
     zone = spec._zone
     walls = copy.copy(_expanded(spec._fields, seconds_first=spec._seconds_first))
     walls.set_current(_first_wall(after_ms, zone), force=True)
@@ -208,8 +236,8 @@ def occurrences_after(spec: CronSpec, after_ms: int) -> Iterator[int]:
     while True:
         try:
             wall: datetime = walls.get_next(datetime)
-        except (CroniterBadDateError, OverflowError):
-            break  # past datetime's year 9999
+        except (CroniterBadDateError, OverflowError, ValueError):
+            break  # past datetime's year 9999 ("year 10000 is out of range")
         instants = _instants(wall, zone, wildcard=spec._wildcard)
         if not instants:
             continue

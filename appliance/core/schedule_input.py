@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from appliance.core.addresses import AddressPolicy, check_target_url
-from appliance.core.cron import parse_cron
+from appliance.core.cron import MAX_EXPRESSION_CHARS, MAX_TIMEZONE_CHARS, parse_cron
 from appliance.core.delivery import check_tenant_headers
 from appliance.core.schedules import (
     DEFAULT_CATCHUP_WINDOW_SECONDS,
@@ -208,8 +208,10 @@ def parse_schedule(
 
 
 def _cron(fields: _Collector) -> tuple[str, str]:
-    cron = fields.text("cron", default=None, max_chars=200, example="0 3 * * *")
-    timezone = fields.text("timezone", default="UTC", max_chars=64, example="Europe/Berlin")
+    cron = fields.text("cron", default=None, max_chars=MAX_EXPRESSION_CHARS, example="0 3 * * *")
+    timezone = fields.text(
+        "timezone", default="UTC", max_chars=MAX_TIMEZONE_CHARS, example="Europe/Berlin"
+    )
     cron_ok, timezone_ok = fields.ok("cron"), fields.ok("timezone")
     if cron_ok:
         # A timezone that is not even a string is already reported: check the cron in UTC.

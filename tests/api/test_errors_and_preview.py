@@ -202,6 +202,63 @@ async def test_cron_preview_validation(
     assert reply.fields == fields
 
 
+@pytest.mark.parametrize(
+    ("document", "fields"),
+    [
+        ({"cron": "0 0 * * *", "after": "9999-12-31T23:59:59Z"}, ["after"]),
+        ({"cron": "0 0 * * *", "after": "9999-01-01T00:00:00Z"}, ["after"]),
+        ({"cron": "0 0 * * *", "after": "0001-01-01T00:00:00Z"}, ["after"]),
+        ({"cron": "0 0 * * *", "after": "0001-01-01T00:00:00-23:59"}, ["after"]),
+        ({"cron": "0 0 * * *", "after": "1969-12-31T23:59:59Z"}, ["after"]),
+        ({"cron": "0 0 * * *", "count": None}, ["count"]),
+        ({"cron": "0 0 * * *", "after": None}, ["after"]),
+        ({"cron": "0 0 * * *", "timezone": None}, ["timezone"]),
+        ({"cron": "0 0 * * *", "timezone": "Europe/" + "x" * 60}, ["timezone"]),
+        ({"cron": "0 " * 100 + "0"}, ["cron"]),
+    ],
+)
+async def test_cron_preview_refuses_out_of_range_input_naming_the_field(
+    api: Api, document: dict[str, object], fields: list[str]
+) -> None:
+    reply = await api.call("POST", "/v1/cron/preview", json_body=document)
+    assert reply.status == 422, reply.body
+    assert reply.fields == fields
+
+
+async def test_cron_preview_refuses_a_long_expression_before_parsing_it(api: Api) -> None:
+    # Valid cron, 250 KB: the kind that once pinned memory and stalled the event loop.
+    huge = ",".join(str(n % 60) for n in range(60_000)) + " * * * *"
+    reply = await api.call("POST", "/v1/cron/preview", json_body={"cron": huge})
+    assert reply.status == 422
+    assert reply.body["errors"] == [
+        {"field": "cron", "message": f"is {len(huge)} characters long; at most 200 are allowed"}
+    ]
+    at_limit = ",".join(["0"] * 92) + " * * * *" + " " * 9  # 200 characters: accepted
+    assert len(at_limit) == 200
+    reply = await api.call("POST", "/v1/cron/preview", json_body={"cron": at_limit})
+    assert reply.status == 200
+
+
+async def test_cron_preview_ends_before_year_9999_in_any_zone(api: Api) -> None:
+    document = {"cron": "* * * * *", "timezone": "Pacific/Kiritimati", "count": 100}
+    document["after"] = "9998-12-31T23:57:00Z"
+    reply = await api.call("POST", "/v1/cron/preview", json_body=document)
+    assert reply.status == 200
+    assert [o["scheduled_for"] for o in reply.body["occurrences"]] == [
+        "9998-12-31T23:58:00Z",
+        "9998-12-31T23:59:00Z",
+    ]
+    assert reply.body["occurrences"][-1]["local_time"] == "9999-01-01T13:59:00"
+    sparse = {"cron": "0 0 29 2 */7", "after": "9900-01-01T00:00:00Z", "count": 100}
+    reply = await api.call("POST", "/v1/cron/preview", json_body=sparse)
+    assert reply.status == 200
+    assert [o["scheduled_for"][:10] for o in reply.body["occurrences"]] == [
+        "9920-02-29",
+        "9948-02-29",
+        "9976-02-29",
+    ]
+
+
 async def test_a_database_failure_is_a_503_problem(api: Api, db: Any) -> None:
     await api.create()
     db.close()  # every later query fails inside the store
