@@ -8,10 +8,11 @@ depends on a schedule id. Needs a valid API key like every ``/v1`` route.
 
 Rules this module guards:
 
-- Every input is bounded before any work: ``cron`` at 200 characters (``parse_cron``
-  refuses longer ones first), ``count`` at 100, ``after`` inside the years whose local
-  times and texts are ordinary (1970 up to 9999). Bad input is a 422 naming the field;
-  ``null`` is not a value here (the body is not a merge patch): leave the field out.
+- The body is read like a schedule's (``core.json_fields``): every problem at once, a 422
+  naming each field, unknown fields refused, ``null`` meaning "absent" (the default).
+- Every input is bounded before any work: ``cron`` at 200 characters, ``timezone`` at 64,
+  ``count`` at 100, ``after`` inside the years whose local times and texts are ordinary
+  (1970 up to 9999).
 - The preview is worked out in a worker thread, one at a time (``ApiContext.cpu``): the
   parse of a 200-character spec costs up to ~6 ms and 100 occurrences of a sparse spec
   (29 February on a Sunday) ~80 ms of croniter, which must not stall the event loop that
@@ -31,6 +32,8 @@ from appliance.api.bodies import json_response, read_json
 from appliance.api.context import context
 from appliance.core.cron import (
     END_MS,
+    MAX_EXPRESSION_CHARS,
+    MAX_TIMEZONE_CHARS,
     CronSpec,
     day_rule,
     local_wall_time,
@@ -38,7 +41,8 @@ from appliance.core.cron import (
     parse_cron,
 )
 from appliance.core.instants import format_instant, format_scheduled_for, parse_instant
-from appliance.errors import FieldError, ValidationError
+from appliance.core.json_fields import FieldReader
+from appliance.errors import ValidationError
 
 DEFAULT_COUNT = 5
 MAX_COUNT = 100
@@ -86,64 +90,37 @@ def _preview(obj: object, now: int) -> dict[str, object]:
 def _parse(obj: object, *, now: int) -> tuple[CronSpec, int, int]:
     if not isinstance(obj, dict):
         raise ValidationError.single("$", "the request body must be a JSON object")
-    errors = [
-        FieldError(field=key, message=f"is not a known field; the fields are: {', '.join(_FIELDS)}")
-        for key in obj
-        if key not in _FIELDS
-    ]
-    errors.extend(
-        FieldError(field=key, message="is null; give a value or leave the field out")
-        for key in ("timezone", "after", "count")
-        if key in obj and obj[key] is None
+    fields = FieldReader(obj)
+    fields.unknown(_FIELDS)
+    cron = fields.text("cron", default=None, max_chars=MAX_EXPRESSION_CHARS, example="30 2 * * *")
+    timezone = fields.text(
+        "timezone", default="UTC", max_chars=MAX_TIMEZONE_CHARS, example="Europe/Berlin"
     )
-    after = _after(obj.get("after"), now, errors)
-    count = _count(obj.get("count"), errors)
-    spec = _cron(obj.get("cron"), obj.get("timezone"), errors)
-    if errors or spec is None:
-        raise ValidationError(errors)
+    after = _after(fields, now)
+    count = fields.integer(
+        "count", default=DEFAULT_COUNT, low=1, high=MAX_COUNT, unit="occurrences"
+    )
+    spec = None
+    if fields.ok("cron") and fields.ok("timezone"):
+        try:
+            spec = parse_cron(cron, timezone)
+        except ValidationError as error:
+            fields.absorb(error)
+    if fields.errors or spec is None:
+        raise ValidationError(fields.errors)
     return spec, after, count
 
 
-def _cron(cron: object, timezone: object, errors: list[FieldError]) -> CronSpec | None:
-    if timezone is None:
-        timezone = "UTC"
-    if not isinstance(cron, str):
-        errors.append(FieldError(field="cron", message='is required: a string like "0 3 * * *"'))
-    if not isinstance(timezone, str):
-        errors.append(FieldError(field="timezone", message='must be a string like "Europe/Berlin"'))
-    if not isinstance(cron, str) or not isinstance(timezone, str):
-        return None
-    try:
-        return parse_cron(cron, timezone)
-    except ValidationError as error:
-        errors.extend(error.errors)
-        return None
-
-
-def _after(value: object, now: int, errors: list[FieldError]) -> int:
-    if value is None:
-        return now
-    if not isinstance(value, str):
-        message = 'must be RFC 3339 text, e.g. "2026-08-06T03:00:00Z"'
-        errors.append(FieldError(field="after", message=message))
+def _after(fields: FieldReader, now: int) -> int:
+    text = fields.text("after", default="", max_chars=64, example="2026-08-06T03:00:00Z")
+    if not text or not fields.ok("after"):
         return now
     try:
-        after = parse_instant(value)
+        after = parse_instant(text)
     except ValueError as error:
-        errors.append(FieldError(field="after", message=str(error)))
+        fields.fail("after", str(error))
         return now
     if not 0 <= after < END_MS:
-        errors.append(FieldError(field="after", message=f"must be {_AFTER_RANGE}"))
+        fields.fail("after", f"must be {_AFTER_RANGE}")
         return now
     return after
-
-
-def _count(value: object, errors: list[FieldError]) -> int:
-    if value is None:
-        return DEFAULT_COUNT
-    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_COUNT:
-        return value
-    errors.append(
-        FieldError(field="count", message=f"must be a whole number from 1 to {MAX_COUNT}")
-    )
-    return DEFAULT_COUNT
