@@ -15,7 +15,7 @@ Rules this module guards:
   recomputes the entry from that start (a clock stepped back, a cursor far behind).
 - Bounded: at most ``max_specs`` entries, at most ``max_values`` occurrences held in all
   and ``max_values_per_spec`` in one, and ``max_texts`` texts; the least recently used
-  entry goes first (~10 MB at the defaults). Invalid specs are never kept.
+  entry goes first (~25 MB at most at the defaults). Invalid specs are never kept.
 - One owner, one thread: not thread-safe, and owned, not global. The planner owns one
   (used inside its write transactions, on the writer thread) and the API app owns one
   (used by the views, on the event loop); each is created where its owner is built.
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from appliance.core.cron import CronSpec, occurrences_after, parse_cron
 from appliance.core.instants import format_scheduled_for
 
-MAX_SPECS = 8192
+MAX_SPECS = 4096  # ~3 KB each (a CronSpec carries its croniter)
 MAX_VALUES = 250_000  # ~40 bytes each
 # The planner reads up to 10,000 occurrences of one schedule in a pass (PlannerConfig);
 # the next schedule with the same spec and cursor should find them all still here.
