@@ -8,6 +8,7 @@ Named regressions first: each once answered 500 with a traceback in the log.
 from __future__ import annotations
 
 import base64
+import json
 import string
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .conftest import Api, schedule_json
+from .conftest import Api, Reply, schedule_json
 
 
 def cursor(text: str) -> str:
@@ -55,13 +56,15 @@ SCALARS = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=30),
 )
-JSON = st.recursive(
-    SCALARS,
-    lambda inner: st.one_of(
+
+
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
         st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+    )
+
+
+JSON = st.recursive(SCALARS, _nested, max_leaves=8)
 VALID_CRON = st.sampled_from(
     ["0 0 */2 * 1", "0 0 0 15 * */3", "@weekly", "* * * * * *", "0 0 29 2 */7", "30 2 * * *"]
 )
@@ -157,6 +160,22 @@ REQUESTS = st.one_of(
 )
 
 
+MERGE_PATCH = "application/merge-patch+json"
+
+
+async def send(api: Api, kind: str, value: Any, schedule: str) -> Reply:
+    """One generated request; bodies go out as raw JSON text (``null`` included)."""
+    if kind in ("create", "patch", "preview"):
+        method, path, media = {
+            "create": ("POST", "/v1/schedules", "application/json"),
+            "patch": ("PATCH", schedule, MERGE_PATCH),
+            "preview": ("POST", "/v1/cron/preview", "application/json"),
+        }[kind]
+        return await api.call(method, path, data=json.dumps(value), headers={"Content-Type": media})
+    path = "/v1/schedules" if kind == "list schedules" else schedule + "/runs"
+    return await api.call("GET", path, query=value)
+
+
 @settings(
     max_examples=300,
     deadline=None,
@@ -165,32 +184,8 @@ REQUESTS = st.one_of(
 @given(requests=st.lists(REQUESTS, min_size=1, max_size=4))
 async def test_no_input_makes_the_api_answer_500(api: Api, requests: list[tuple[str, Any]]) -> None:
     existing = await api.create()  # a target for patches and run lists
-    one = f"/v1/schedules/{existing['id']}"
     for kind, value in requests:
-        if kind == "create":
-            reply = await api.call("POST", "/v1/schedules", json_body=value)
-        elif kind == "patch":
-            reply = await api.call(
-                "PATCH",
-                one,
-                data=_json(value),
-                headers={"Content-Type": "application/merge-patch+json"},
-            )
-        elif kind == "preview":
-            reply = await api.call("POST", "/v1/cron/preview", data=_json(value), headers=_JSON)
-        elif kind == "list schedules":
-            reply = await api.call("GET", "/v1/schedules", query=value)
-        else:
-            reply = await api.call("GET", one + "/runs", query=value)
+        reply = await send(api, kind, value, f"/v1/schedules/{existing['id']}")
         assert reply.status < 500, (kind, value, reply.body)
         if reply.status == 422:
             assert reply.fields, reply.body  # every 422 names the field it is about
-
-
-_JSON = {"Content-Type": "application/json"}
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value)
