@@ -101,7 +101,12 @@ def plan_once(
     batched statement, all cursors moved by another, and the missed events written,
     schedule by schedule in cursor order (the order a row-by-row pass wrote them)."""
     due = due_cursors(conn, horizon=now + config.lookahead_ms, limit=config.batch)
-    work = _PassWork(conn, now=now, config=config, occurrences=occurrences or OccurrenceCache())
+    work = _PassWork(
+        conn,
+        now=now,
+        config=config,
+        occurrences=OccurrenceCache() if occurrences is None else occurrences,
+    )
     plans = [_plan_schedule(work, schedule) for schedule in due]
     created = insert_planned_runs(conn, [run for plan in plans for run in plan.runs], now=now)
     advance_cursors(conn, [plan.move for plan in plans if plan.move is not None])
