@@ -10,11 +10,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import trio
 from quart import current_app
 
-from appliance.api.upcoming import UpcomingOccurrences
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
+from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.store.database import Database
 
 if TYPE_CHECKING:
@@ -32,8 +33,11 @@ class ApiContext:
     policy: AddressPolicy
     version: str
     event_hub: EventHub  # the live event stream's fan-out, run by the runtime's nursery
-    # next_runs of every schedule response; event-loop only (not in write transactions)
-    upcoming: UpcomingOccurrences = field(default_factory=UpcomingOccurrences)
+    # The app's own occurrence cache (next_runs of every schedule response): event-loop
+    # only, never in write transactions (the planner owns another, on the writer thread)
+    upcoming: OccurrenceCache = field(default_factory=OccurrenceCache)
+    # CPU-heavy view work (a preview's occurrences) runs in one worker thread at a time
+    cpu: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
 
 
 def install(app_extensions: dict[str, object], context: ApiContext) -> None:

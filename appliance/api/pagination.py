@@ -3,7 +3,9 @@
 A cursor is URL-safe base64 of ``<kind>:<position>``: the last item's sort key (a schedule
 id, a run's ``scheduled_for`` ms). Keyset paging never skips or repeats an item when rows
 are added or removed between pages. Cursors are opaque to clients and only positional:
-the query they feed is scoped by tenant anyway, so a forged cursor reveals nothing.
+the query they feed is scoped by tenant anyway, so a forged cursor reveals nothing. A
+forged cursor is refused with a 422 naming ``cursor``, never passed on: a position that
+must be a number is checked to fit SQLite's 64-bit INTEGER (:func:`number_position`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from appliance.errors import FieldError, ValidationError
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
+MAX_NUMBER_POSITION = 2**63 - 1  # SQLite's largest INTEGER
+_NOT_OURS = "is not a cursor this list returned; drop it"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +38,19 @@ def page_request(kind: str) -> PageRequest:
     if errors:
         raise ValidationError(errors)
     return PageRequest(limit=limit, position=position)
+
+
+def number_position(page: PageRequest) -> int | None:
+    """``page``'s position read as a whole number (a run's ``scheduled_for``), None for
+    the first page; raises ValidationError for anything a list never returned."""
+    if page.position is None:
+        return None
+    text = page.position
+    if text.isascii() and text.isdigit() and len(text) <= 19:
+        number = int(text)
+        if number <= MAX_NUMBER_POSITION:
+            return number
+    raise ValidationError.single("cursor", _NOT_OURS)
 
 
 def encode_cursor(kind: str, position: str) -> str:
@@ -60,8 +77,6 @@ def _position(text: str | None, kind: str, errors: list[FieldError]) -> str | No
         raw = ""
     prefix, sep, position = raw.partition(":")
     if prefix != kind or not sep or not position:
-        errors.append(
-            FieldError(field="cursor", message="is not a cursor this list returned; drop it")
-        )
+        errors.append(FieldError(field="cursor", message=_NOT_OURS))
         return None
     return position

@@ -7,12 +7,12 @@ second-precision form that is also ``X-Scheduled-For`` (ADR 0037). A schedule ec
 
 from __future__ import annotations
 
-import functools
 import itertools
 
-from appliance.core.cron import SharedOccurrences, parse_cron
+from appliance.core.cron import parse_cron
 from appliance.core.instants import format_instant, format_scheduled_for
 from appliance.core.jitter import planned_occurrences
+from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.schedule_input import schedule_document
 from appliance.core.schedules import Schedule
 from appliance.store.runs import AttemptRecord, RunRecord
@@ -21,10 +21,11 @@ NEXT_RUNS = 5
 
 
 def render_schedule(
-    schedule: Schedule, *, now: int, shared: SharedOccurrences | None = None
+    schedule: Schedule, *, now: int, shared: OccurrenceCache | None = None
 ) -> dict[str, object]:
-    """``shared``: the app's :class:`~appliance.api.upcoming.UpcomingOccurrences`, so
-    schedules with the same expression and timezone compute their next runs once."""
+    """``shared``: the app's occurrence cache (``ApiContext.upcoming``), so schedules with
+    the same expression and timezone compute their next runs, and format them, once. None
+    inside a write transaction, which runs on the writer thread: the cache is the loop's."""
     document: dict[str, object] = {"id": schedule.id}
     document.update(schedule_document(schedule.spec))
     document["version"] = schedule.version
@@ -39,15 +40,21 @@ def next_runs(
     *,
     now: int,
     count: int = NEXT_RUNS,
-    shared: SharedOccurrences | None = None,
+    shared: OccurrenceCache | None = None,
 ) -> list[dict[str, str]]:
     """The next ``count`` planned occurrences after ``now`` (none while paused), from the
     same function the planner uses, so ``due_at`` includes the same jitter."""
     if schedule.spec.paused:
         return []
     spec = schedule.spec
+    cron = (
+        parse_cron(spec.cron, spec.timezone)
+        if shared is None
+        else shared.spec(spec.cron, spec.timezone)
+    )
+    text = format_scheduled_for if shared is None else shared.text
     planned = planned_occurrences(
-        parse_cron(spec.cron, spec.timezone),
+        cron,
         schedule_id=schedule.id,
         jitter_seconds=spec.jitter_seconds,
         after_ms=now,
@@ -55,17 +62,17 @@ def next_runs(
     )
     return [
         {
-            "scheduled_for": _scheduled_for_text(occurrence.scheduled_for),
-            "due_at": _due_at_text(occurrence.due_at),
+            "scheduled_for": text(occurrence.scheduled_for),
+            # Without jitter due_at is the whole second itself, whose RFC 3339 text is the
+            # canonical one (format_instant drops zero milliseconds).
+            "due_at": (
+                text(occurrence.due_at)
+                if occurrence.due_at == occurrence.scheduled_for
+                else format_instant(occurrence.due_at)
+            ),
         }
         for occurrence in itertools.islice(planned, count)
     ]
-
-
-# Schedules sharing an expression and timezone share their next runs: their texts are
-# formatted once, not once per schedule on every page.
-_scheduled_for_text = functools.lru_cache(maxsize=8192)(format_scheduled_for)
-_due_at_text = functools.lru_cache(maxsize=8192)(format_instant)
 
 
 def render_run(run: RunRecord) -> dict[str, object]:

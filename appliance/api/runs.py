@@ -13,9 +13,9 @@ from quart_trio import QuartTrio
 from appliance.api.auth import authenticate, checked_inputs, read_as_tenant
 from appliance.api.bodies import json_response
 from appliance.api.context import context
-from appliance.api.pagination import encode_cursor, page_request
+from appliance.api.pagination import encode_cursor, number_position, page_request
 from appliance.api.rendering import render_run, render_run_with_attempts
-from appliance.errors import NotFound, ValidationError
+from appliance.errors import NotFound
 from appliance.store import runs as run_store
 from appliance.store.database import Connection
 from appliance.store.schedules import get_schedule, replay_schedule_run
@@ -29,7 +29,7 @@ def register(app: QuartTrio) -> None:
 
 async def list_runs(schedule_id: str) -> Response:
     page = await checked_inputs(lambda: page_request("run"))
-    before = await checked_inputs(lambda: _scheduled_for(page.position))
+    before = await checked_inputs(lambda: number_position(page))
     runs = await read_as_tenant(
         lambda conn, tenant_id: _runs_of_schedule(
             conn,
@@ -64,14 +64,6 @@ def _runs_of_schedule(
         limit=limit,
         before_scheduled_for=before_scheduled_for,
     )
-
-
-def _scheduled_for(position: str | None) -> int | None:
-    if position is None:
-        return None
-    if position.isascii() and position.isdigit():
-        return int(position)
-    raise ValidationError.single("cursor", "is not a cursor this list returned; drop it")
 
 
 async def get_run(run_id: str) -> Response:

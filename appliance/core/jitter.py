@@ -18,8 +18,9 @@ import hashlib
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from appliance.core.cron import CronSpec, SharedOccurrences, occurrences_after
+from appliance.core.cron import CronSpec, occurrences_after
 from appliance.core.instants import format_scheduled_for
+from appliance.core.occurrence_cache import OccurrenceCache
 
 
 class PlannedOccurrence(NamedTuple):
@@ -49,10 +50,10 @@ def planned_occurrences(
     schedule_id: str,
     jitter_seconds: int,
     after_ms: int,
-    shared: SharedOccurrences | None = None,
+    shared: OccurrenceCache | None = None,
 ) -> Iterator[PlannedOccurrence]:
     """Every occurrence of ``spec`` after ``after_ms`` with its ``due_at``, in order.
-    ``shared`` lets schedules with the same expression and start reuse one computation."""
+    ``shared``: the caller's cache, so schedules with the same spec compute them once."""
     nominal = occurrences_after(spec, after_ms) if shared is None else shared.after(spec, after_ms)
     if jitter_seconds == 0:  # no jitter: no need to look ahead
         for scheduled_for in nominal:

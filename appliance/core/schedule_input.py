@@ -3,7 +3,8 @@
 Rules this module guards (docs/architecture.md, ADR 0032, ADR 0037):
 
 - Validation reports *every* problem at once, each as a :class:`FieldError` with a dotted
-  field name (``catchup.policy``, ``headers.Host``) and a message that says how to fix it.
+  field name (``catchup.policy``, ``headers.Host``) and a message that says how to fix it;
+  the fields are read by :class:`~appliance.core.json_fields.FieldReader`, as a preview's.
 - Unknown fields are refused, never ignored: a typo (``jitter``) must not silently leave the
   default in place. Response-only fields (``id``, ``version`` …) are refused as read-only.
 - ``null`` means "absent" at every level (RFC 7396): the field takes its default, or is
@@ -29,8 +30,9 @@ from collections.abc import Mapping
 from typing import Final
 
 from appliance.core.addresses import AddressPolicy, check_target_url
-from appliance.core.cron import parse_cron
+from appliance.core.cron import MAX_EXPRESSION_CHARS, MAX_TIMEZONE_CHARS, parse_cron
 from appliance.core.delivery import check_tenant_headers
+from appliance.core.json_fields import FieldReader
 from appliance.core.schedules import (
     DEFAULT_CATCHUP_WINDOW_SECONDS,
     DEFAULT_CONTENT_TYPE,
@@ -40,7 +42,7 @@ from appliance.core.schedules import (
     PayloadKind,
     ScheduleSpec,
 )
-from appliance.errors import FieldError, ValidationError
+from appliance.errors import ValidationError
 
 MAX_BODY_BYTES: Final = 64 * 1024
 MAX_NAME_CHARS: Final = 200
@@ -75,88 +77,6 @@ _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _MEDIA_TYPE = re.compile(
     rf'{_TOKEN}/{_TOKEN}(?:[ \t]*;[ \t]*{_TOKEN}=(?:{_TOKEN}|"[\x20\x21\x23-\x5b\x5d-\x7e]*"))*'
 )
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-class _Collector:
-    """Reads fields of one JSON object, recording a FieldError for each bad one."""
-
-    def __init__(
-        self, obj: Mapping[str, object], prefix: str = "", errors: list[FieldError] | None = None
-    ) -> None:
-        self.obj = obj
-        self.prefix = prefix
-        self.errors: list[FieldError] = [] if errors is None else errors  # shared when nested
-
-    def fail(self, key: str, message: str) -> None:
-        self.errors.append(FieldError(field=self.prefix + key, message=message))
-
-    def absorb(self, error: ValidationError, *, only: str | None = None) -> None:
-        self.errors.extend(e for e in error.errors if only is None or e.field == only)
-
-    def ok(self, key: str) -> bool:
-        """Whether no problem has been recorded for ``key`` so far."""
-        return all(e.field != self.prefix + key for e in self.errors)
-
-    def given(self, key: str) -> bool:
-        return self.obj.get(key) is not None
-
-    def text(self, key: str, *, default: str | None, max_chars: int, example: str) -> str:
-        """A string field; ``default`` None makes it required."""
-        value = self.obj.get(key)
-        if value is None:
-            if default is None:
-                self.fail(key, f"is required, e.g. {json.dumps(example)}")
-            return default or ""
-        if not isinstance(value, str):
-            self.fail(key, f"must be a string, e.g. {json.dumps(example)}")
-            return ""
-        if len(value) > max_chars:
-            self.fail(key, f"is {len(value)} characters long; at most {max_chars} are allowed")
-        elif _CONTROL.search(value):
-            self.fail(key, "contains a control character (line break, tab, NUL …); remove it")
-        return value
-
-    def integer(self, key: str, *, default: int, low: int, high: int, unit: str) -> int:
-        value = self.obj.get(key)
-        if value is None:
-            return default
-        # bool is an int in Python, but `true` is not a number in JSON.
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(key, f"must be a whole number of {unit} from {low} to {high}")
-            return default
-        if not low <= value <= high:
-            self.fail(key, f"is {value}; it must be from {low} to {high} {unit}")
-            return default
-        return value
-
-    def boolean(self, key: str, *, default: bool) -> bool:
-        value = self.obj.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            self.fail(key, "must be true or false")
-            return default
-        return value
-
-    def unknown(self, known: tuple[str, ...]) -> None:
-        for key in self.obj:
-            if key in known:
-                continue
-            if not self.prefix and key in READ_ONLY_FIELDS:
-                self.fail(key, "is read-only; remove it from the request")
-            else:
-                self.fail(key, f"is not a known field; the fields are: {', '.join(known)}")
-
-    def nested(self, key: str) -> _Collector:
-        """A collector for an optional nested object (``catchup``, ``retry``)."""
-        value = self.obj.get(key)
-        if value is None:
-            value = {}
-        elif not isinstance(value, dict):
-            self.fail(key, "must be an object")
-            value = {}
-        return _Collector(value, prefix=f"{self.prefix}{key}.", errors=self.errors)
 
 
 def parse_schedule(
@@ -165,8 +85,8 @@ def parse_schedule(
     """The spec described by tenant JSON ``obj``; raises ValidationError listing every problem."""
     if not isinstance(obj, dict):
         raise ValidationError.single("$", "the request body must be a JSON object")
-    fields = _Collector(obj)
-    fields.unknown(FIELDS)
+    fields = FieldReader(obj)
+    fields.unknown(FIELDS, read_only=READ_ONLY_FIELDS)
     name = fields.text("name", default=None, max_chars=MAX_NAME_CHARS, example="nightly report")
     if fields.ok("name") and obj.get("name") is not None and not name.strip():
         fields.fail("name", "must not be blank")
@@ -207,9 +127,11 @@ def parse_schedule(
     )
 
 
-def _cron(fields: _Collector) -> tuple[str, str]:
-    cron = fields.text("cron", default=None, max_chars=200, example="0 3 * * *")
-    timezone = fields.text("timezone", default="UTC", max_chars=64, example="Europe/Berlin")
+def _cron(fields: FieldReader) -> tuple[str, str]:
+    cron = fields.text("cron", default=None, max_chars=MAX_EXPRESSION_CHARS, example="0 3 * * *")
+    timezone = fields.text(
+        "timezone", default="UTC", max_chars=MAX_TIMEZONE_CHARS, example="Europe/Berlin"
+    )
     cron_ok, timezone_ok = fields.ok("cron"), fields.ok("timezone")
     if cron_ok:
         # A timezone that is not even a string is already reported: check the cron in UTC.
@@ -219,14 +141,14 @@ def _cron(fields: _Collector) -> tuple[str, str]:
     return cron, timezone
 
 
-def _absorb_cron(fields: _Collector, cron: str, timezone: str, *, only: str | None) -> None:
+def _absorb_cron(fields: FieldReader, cron: str, timezone: str, *, only: str | None) -> None:
     try:
         parse_cron(cron, timezone)
     except ValidationError as error:
         fields.absorb(error, only=only)
 
 
-def _target_url(fields: _Collector, policy: AddressPolicy) -> str:
+def _target_url(fields: FieldReader, policy: AddressPolicy) -> str:
     url = fields.text(
         "target_url", default=None, max_chars=MAX_URL_CHARS, example="https://example.com/hook"
     )
@@ -238,7 +160,7 @@ def _target_url(fields: _Collector, policy: AddressPolicy) -> str:
     return url
 
 
-def _body(fields: _Collector, max_body_bytes: int) -> tuple[PayloadKind, bytes, str]:
+def _body(fields: FieldReader, max_body_bytes: int) -> tuple[PayloadKind, bytes, str]:
     """The payload kind, the exact bytes every attempt sends, and their content type."""
     content_type = fields.text(
         "content_type",
@@ -275,7 +197,7 @@ def _body(fields: _Collector, max_body_bytes: int) -> tuple[PayloadKind, bytes, 
     return kind, data, content_type
 
 
-def _encode(fields: _Collector, key: str, kind: PayloadKind) -> bytes:
+def _encode(fields: FieldReader, key: str, kind: PayloadKind) -> bytes:
     value = fields.obj[key]
     if kind is PayloadKind.BODY and not isinstance(value, str):
         fields.fail("body", "must be a string (use payload for JSON values)")
@@ -297,7 +219,7 @@ def compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _headers(fields: _Collector) -> tuple[tuple[str, str], ...]:
+def _headers(fields: FieldReader) -> tuple[tuple[str, str], ...]:
     try:
         return check_tenant_headers(fields.obj.get("headers"))
     except ValidationError as error:
@@ -305,7 +227,7 @@ def _headers(fields: _Collector) -> tuple[tuple[str, str], ...]:
         return ()
 
 
-def _catchup(fields: _Collector) -> tuple[CatchupPolicy, int]:
+def _catchup(fields: FieldReader) -> tuple[CatchupPolicy, int]:
     fields.unknown(_CATCHUP_FIELDS)
     policy = CatchupPolicy.ALL
     value = fields.obj.get("policy")
@@ -324,7 +246,7 @@ def _catchup(fields: _Collector) -> tuple[CatchupPolicy, int]:
     return policy, window
 
 
-def _retry(fields: _Collector) -> int:
+def _retry(fields: FieldReader) -> int:
     fields.unknown(_RETRY_FIELDS)
     return fields.integer(
         "max_attempts",

@@ -35,11 +35,11 @@ from typing import NamedTuple
 import trio
 
 from appliance.clock import WallClock
-from appliance.core.cron import SharedOccurrences, parse_cron
 from appliance.core.events import EventType, JsonScalar
 from appliance.core.ids import idempotency_key, run_id
 from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import PlannedOccurrence, planned_occurrences
+from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.runs import RunState
 from appliance.core.schedules import CatchupPolicy
 from appliance.engine.wakeup import Wakeup
@@ -87,14 +87,26 @@ class MissReason(enum.StrEnum):
     SUPERSEDED = "catchup_latest_superseded"  # policy `latest`: a newer one was delivered
 
 
-def plan_once(conn: Connection, *, now: int, config: PlannerConfig) -> PlanResult:
+def plan_once(
+    conn: Connection,
+    *,
+    now: int,
+    config: PlannerConfig,
+    occurrences: OccurrenceCache | None = None,
+) -> PlanResult:
     """One planner pass inside the caller's write transaction (``db.write(plan_once, …)``).
+    ``occurrences``: the planner's cache, kept across passes (None: one for this pass).
 
     Every due schedule's rows are worked out first; then all of them are inserted by one
     batched statement, all cursors moved by another, and the missed events written,
     schedule by schedule in cursor order (the order a row-by-row pass wrote them)."""
     due = due_cursors(conn, horizon=now + config.lookahead_ms, limit=config.batch)
-    work = _PassWork(conn, now=now, config=config)
+    work = _PassWork(
+        conn,
+        now=now,
+        config=config,
+        occurrences=OccurrenceCache() if occurrences is None else occurrences,
+    )
     plans = [_plan_schedule(work, schedule) for schedule in due]
     created = insert_planned_runs(conn, [run for plan in plans for run in plan.runs], now=now)
     advance_cursors(conn, [plan.move for plan in plans if plan.move is not None])
@@ -144,23 +156,21 @@ def judge(
 
 
 class _PassWork:
-    """What one pass computes once and shares between its schedules: occurrences per
-    (expression, timezone, cursor), the canonical text of each instant, and the digest of
-    each distinct body (stored once per pass, not once per schedule)."""
+    """What one pass shares between its schedules: the planner's occurrence cache (specs,
+    occurrences and the canonical text of each instant, kept across passes) and the digest
+    of each distinct body (stored once per pass, not once per schedule)."""
 
-    def __init__(self, conn: Connection, *, now: int, config: PlannerConfig) -> None:
+    def __init__(
+        self, conn: Connection, *, now: int, config: PlannerConfig, occurrences: OccurrenceCache
+    ) -> None:
         self.conn = conn
         self.now = now
         self.config = config
-        self.shared = SharedOccurrences()
-        self._texts: dict[int, str] = {}
+        self.shared = occurrences
         self._digests: dict[tuple[str, bytes], str] = {}
 
     def text(self, scheduled_for: int) -> str:
-        text = self._texts.get(scheduled_for)
-        if text is None:
-            text = self._texts[scheduled_for] = format_scheduled_for(scheduled_for)
-        return text
+        return self.shared.text(scheduled_for)
 
     def digest(self, content_type: str, body: bytes) -> str:
         digest = self._digests.get((content_type, body))
@@ -183,7 +193,7 @@ class _SchedulePlan(NamedTuple):
 
 def _plan_schedule(work: _PassWork, schedule: DueSchedule) -> _SchedulePlan:
     try:
-        spec = parse_cron(schedule.cron, schedule.timezone)
+        spec = work.shared.spec(schedule.cron, schedule.timezone)
     except ValidationError as exc:
         # Stored schedules were validated on write; a library upgrade can still change
         # what is valid. Stop planning it rather than fail every pass for every schedule.
@@ -341,6 +351,7 @@ class Planner:
         self._wakeup = wakeup
         self._on_planned = on_planned
         self._config = config
+        self._occurrences = OccurrenceCache()  # used only inside its passes' transactions
         self._last_seen: tuple[int, float] | None = None  # (wall ms, trio seconds)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -354,7 +365,9 @@ class Planner:
         the trio deadline for the next pass."""
         await self._check_clock()
         now = self._clock.now_ms()
-        result = await self._db.write(plan_once, now=now, config=self._config)
+        result = await self._db.write(
+            plan_once, now=now, config=self._config, occurrences=self._occurrences
+        )
         if result.materialised:
             self._on_planned()
         return trio.current_time() + self._sleep_s(result, now)

@@ -157,6 +157,29 @@ async def test_cron_preview_defaults_to_five_after_now_in_utc(api: Api) -> None:
     assert {o["utc_offset"] for o in reply.body["occurrences"]} == {"+00:00"}
 
 
+async def test_cron_preview_says_how_two_given_day_fields_combine(api: Api) -> None:
+    both = {"cron": "0 0 0 */2 * 1", "after": "2026-08-01T00:00:00Z", "count": 3}
+    reply = await api.call("POST", "/v1/cron/preview", json_body=both)
+    assert reply.status == 200
+    assert reply.body["day_rule"].startswith("both: a day fires only if its day of month")
+    assert "combine with AND" in reply.body["day_rule"]
+    assert [o["scheduled_for"] for o in reply.body["occurrences"]] == [
+        "2026-08-03T00:00:00Z",
+        "2026-08-17T00:00:00Z",
+        "2026-08-31T00:00:00Z",
+    ]
+    either = {"cron": "0 0 1,15 * 5", "after": "2026-08-01T00:00:00Z", "count": 3}
+    reply = await api.call("POST", "/v1/cron/preview", json_body=either)
+    assert "combine with OR" in reply.body["day_rule"]
+    assert [o["scheduled_for"][:10] for o in reply.body["occurrences"]] == [
+        "2026-08-07",
+        "2026-08-14",
+        "2026-08-15",
+    ]
+    one = await api.call("POST", "/v1/cron/preview", json_body={"cron": "0 0 * * 1"})
+    assert one.body["day_rule"] is None
+
+
 @pytest.mark.parametrize(
     ("document", "fields"),
     [
@@ -177,6 +200,70 @@ async def test_cron_preview_validation(
     reply = await api.call("POST", "/v1/cron/preview", json_body=document)
     assert reply.status == 422
     assert reply.fields == fields
+
+
+@pytest.mark.parametrize(
+    ("document", "fields"),
+    [
+        ({"cron": "0 0 * * *", "after": "9999-12-31T23:59:59Z"}, ["after"]),
+        ({"cron": "0 0 * * *", "after": "9999-01-01T00:00:00Z"}, ["after"]),
+        ({"cron": "0 0 * * *", "after": "0001-01-01T00:00:00Z"}, ["after"]),
+        ({"cron": "0 0 * * *", "after": "0001-01-01T00:00:00-23:59"}, ["after"]),
+        ({"cron": "0 0 * * *", "after": "1969-12-31T23:59:59Z"}, ["after"]),
+        ({"cron": "0 0 * * *", "timezone": "Europe/" + "x" * 60}, ["timezone"]),
+        ({"cron": "0 " * 100 + "0"}, ["cron"]),
+    ],
+)
+async def test_cron_preview_refuses_out_of_range_input_naming_the_field(
+    api: Api, document: dict[str, object], fields: list[str]
+) -> None:
+    reply = await api.call("POST", "/v1/cron/preview", json_body=document)
+    assert reply.status == 422, reply.body
+    assert reply.fields == fields
+
+
+async def test_cron_preview_reads_null_as_absent_like_every_body(api: Api) -> None:
+    document = {"cron": "0 12 * * *", "timezone": None, "after": None, "count": None}
+    reply = await api.call("POST", "/v1/cron/preview", json_body=document)
+    assert reply.status == 200
+    assert reply.body["timezone"] == "UTC"
+    assert [o["scheduled_for"] for o in reply.body["occurrences"]] == [
+        f"2026-03-0{d}T12:00:00Z" for d in (2, 3, 4, 5, 6)
+    ]
+
+
+async def test_cron_preview_refuses_a_long_expression_before_parsing_it(api: Api) -> None:
+    # Valid cron, 250 KB: the kind that once pinned memory and stalled the event loop.
+    huge = ",".join(str(n % 60) for n in range(60_000)) + " * * * *"
+    reply = await api.call("POST", "/v1/cron/preview", json_body={"cron": huge})
+    assert reply.status == 422
+    assert reply.body["errors"] == [
+        {"field": "cron", "message": f"is {len(huge)} characters long; at most 200 are allowed"}
+    ]
+    at_limit = ",".join(["0"] * 92) + " * * * *" + " " * 9  # 200 characters: accepted
+    assert len(at_limit) == 200
+    reply = await api.call("POST", "/v1/cron/preview", json_body={"cron": at_limit})
+    assert reply.status == 200
+
+
+async def test_cron_preview_ends_before_year_9999_in_any_zone(api: Api) -> None:
+    document = {"cron": "* * * * *", "timezone": "Pacific/Kiritimati", "count": 100}
+    document["after"] = "9998-12-31T23:57:00Z"
+    reply = await api.call("POST", "/v1/cron/preview", json_body=document)
+    assert reply.status == 200
+    assert [o["scheduled_for"] for o in reply.body["occurrences"]] == [
+        "9998-12-31T23:58:00Z",
+        "9998-12-31T23:59:00Z",
+    ]
+    assert reply.body["occurrences"][-1]["local_time"] == "9999-01-01T13:59:00"
+    sparse = {"cron": "0 0 29 2 */7", "after": "9900-01-01T00:00:00Z", "count": 100}
+    reply = await api.call("POST", "/v1/cron/preview", json_body=sparse)
+    assert reply.status == 200
+    assert [o["scheduled_for"][:10] for o in reply.body["occurrences"]] == [
+        "9920-02-29",
+        "9948-02-29",
+        "9976-02-29",
+    ]
 
 
 async def test_a_database_failure_is_a_503_problem(api: Api, db: Any) -> None:

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from appliance.core.cron import CronSpec, SharedOccurrences, occurrences_after, parse_cron
+from appliance.core.cron import CronSpec, occurrences_after, parse_cron
 from appliance.core.instants import format_instant, parse_instant
 from appliance.errors import FieldError, ValidationError
 
@@ -262,16 +262,3 @@ def test_generators_of_one_spec_are_independent_when_interleaved() -> None:
         ("2026-01-01T00:40:00Z", "2026-06-01T00:40:00Z"),
         ("2026-01-01T01:00:00Z", "2026-06-01T01:00:00Z"),
     ]
-
-
-def test_shared_occurrences_equal_a_private_stream() -> None:
-    """Interleaved consumers of one shared stream each see exactly the private sequence."""
-
-    spec = parse_cron("*/7 * * * *", "Europe/London")
-    expected = list(itertools.islice(occurrences_after(spec, 0), 8))
-    shared = SharedOccurrences()
-    first, second = shared.after(spec, 0), shared.after(spec, 0)
-    head = [next(first) for _ in range(5)]
-    assert [next(second) for _ in range(8)] == expected
-    assert head + [next(first) for _ in range(3)] == expected
-    assert next(shared.after(spec, expected[0])) == expected[1]  # another start, its own
