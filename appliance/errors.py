@@ -1,5 +1,6 @@
-"""Steeple's exception tree. Foreign exceptions (apsw, httpx) are translated at one boundary
-each (``store.database`` and ``engine.outbound``); nothing else catches them.
+"""Steeple's exception tree. Foreign exceptions are translated where they arise (apsw's in
+``store.database``, h11's and trio's stream errors in ``engine.delivery``); nothing else
+catches them.
 
     SteepleError
      ├── ConfigError           a setting is invalid; names the setting
@@ -11,7 +12,8 @@ each (``store.database`` and ``engine.outbound``); nothing else catches them.
      ├── IllegalTransition     a run state change the transition table refuses
      ├── StoreError            the database failed (disk full, I/O, corruption)
      │    └── DatabaseLocked   another appliance holds the data directory's lock file
-     └── DestinationBlocked    the outbound policy refused an address (SSRF guard)
+     └── DeliveryFailed        a delivery attempt got no answer; carries its TransportFailure
+                               (``engine.delivery``: blocked, dns, connect, tls, protocol)
 """
 
 from __future__ import annotations
@@ -66,9 +68,3 @@ class StoreError(SteepleError):
 
 class DatabaseLocked(StoreError):
     pass
-
-
-class DestinationBlocked(SteepleError):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason

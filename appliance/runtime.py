@@ -23,12 +23,11 @@ import trio
 from appliance import __version__
 from appliance.clock import SystemClock, WallClock
 from appliance.core.addresses import AddressPolicy
+from appliance.engine.delivery import DeliveryClient, check_destination
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher
-from appliance.engine.outbound import check_destination
 from appliance.engine.planner import Planner, PlannerConfig
 from appliance.engine.pruner import Pruner, PrunerConfig
 from appliance.engine.reaper import Reaper
-from appliance.engine.transport import build_client
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import ValidationError
 from appliance.settings import Settings
@@ -110,7 +109,7 @@ async def _run(
         planner_wakeup.nudge()
         dispatcher_wakeup.nudge()
 
-    async with build_client(policy) as client, trio.open_nursery() as nursery:
+    async with DeliveryClient(policy) as client, trio.open_nursery() as nursery:
         planner = Planner(
             db=db,
             clock=clock,

@@ -29,10 +29,10 @@ import trio
 
 from appliance.clock import SystemClock
 from appliance.core.addresses import AddressPolicy
+from appliance.engine.delivery import DeliveryClient
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher
 from appliance.engine.planner import Planner, PlannerConfig
 from appliance.engine.reaper import Reaper, ReaperConfig
-from appliance.engine.transport import build_client
 from appliance.engine.wakeup import Wakeup
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
@@ -136,7 +136,7 @@ async def _serve(args: argparse.Namespace) -> None:
         incarnation = await db.write(register_incarnation, pid=os.getpid(), now=clock.now_ms())
         planner_wakeup, dispatcher_wakeup = Wakeup(), Wakeup()
         policy = AddressPolicy.parse(("127.0.0.0/8",))
-        async with build_client(policy) as client, trio.open_nursery() as nursery:
+        async with DeliveryClient(policy) as client, trio.open_nursery() as nursery:
             if not args.no_planner:
                 planner = Planner(
                     db=db,
