@@ -11,13 +11,14 @@ another module name it in brackets; a test keeps this drawing and the classes in
      ├── IllegalTransition      a run state change the transition table refuses
      ├── StoreError             the database failed (disk full, I/O, corruption)
      │    └── DatabaseLocked    another appliance holds the data directory's lock file
-     └── DestinationBlocked     the outbound policy refused an address (SSRF guard)
+     └── DeliveryFailed         an attempt got no answer [engine.delivery.exchange]
+                                (carries its TransportFailure: blocked, dns, connect, tls …)
 
 Foreign exceptions are translated where they enter: apsw's into ``StoreError`` in
-``store.database`` and nowhere else. A delivery that fails on the network (DNS, connect,
-TLS, protocol, timeout) is an *outcome*, not an error of this tree: the delivery stack in
-``engine/`` turns it into a ``core.retry.TransportFailure`` that the attempt records, and
-``DestinationBlocked`` raised at connect time becomes one too.
+``store.database``, h11's and trio's stream errors into ``DeliveryFailed`` in
+``engine.delivery``, and nowhere else. A failed delivery is an *outcome* of its attempt:
+``engine.delivery.send`` is the one place that catches ``DeliveryFailed`` and records its
+``core.retry.TransportFailure``.
 
 Outside the tree: ``core.signing.SignatureError`` (a signature header, timestamp or secret
 is malformed or does not verify; building a delivery without a secret raises it, and the
@@ -78,9 +79,3 @@ class StoreError(SteepleError):
 
 class DatabaseLocked(StoreError):
     pass
-
-
-class DestinationBlocked(SteepleError):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason

@@ -28,10 +28,9 @@ from appliance.clock import SystemClock, WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.engine.assembly import EngineConfig, build_engine
 from appliance.engine.checkpointer import CheckpointerConfig
+from appliance.engine.delivery import DeliveryClient, check_destination
 from appliance.engine.dispatcher import DispatchConfig
-from appliance.engine.outbound import check_destination
 from appliance.engine.pruner import PrunerConfig
-from appliance.engine.transport import build_client
 from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.datadir import DIR_MODE, tighten_modes
@@ -103,7 +102,7 @@ async def _run(
     reclaimed = await db.write(reclaim_previous, incarnation_id=incarnation, now=clock.now_ms())
     if reclaimed:
         log.warning("reclaimed %d runs left running by an earlier process", reclaimed)
-    async with build_client(policy) as client, trio.open_nursery() as nursery:
+    async with DeliveryClient(policy) as client, trio.open_nursery() as nursery:
         engine = build_engine(
             db=db,
             clock=clock,

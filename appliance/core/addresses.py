@@ -6,15 +6,23 @@ Rules:
   benchmarking and unspecified ranges are blocked unless the operator allow-lists a CIDR
   (``--allow-target``). Outside ``2000::/3`` nothing in IPv6 is global unicast, so every
   such address is blocked as reserved.
-- IPv4 embedded in IPv6 (IPv4-mapped, NAT64 ``64:ff9b::/96``, 6to4, Teredo's client) is
-  unwrapped first and the embedded IPv4 address is judged: ``::ffff:127.0.0.1`` is loopback.
-- Cloud metadata addresses are refused even when an allow-listed range covers them, and an
+- IPv4 embedded in IPv6 (IPv4-mapped, IPv4-compatible ``::a.b.c.d``, NAT64
+  ``64:ff9b::/96``, 6to4, Teredo's client) is unwrapped first and the embedded IPv4 address
+  is judged: ``::ffff:127.0.0.1`` and ``::169.254.169.254`` are what they embed.
+- Never allowed, whatever the allow-list says: cloud metadata addresses, which hand out
+  the host's credentials, and the "this host" ranges ``0.0.0.0/8`` and ``::``, which reach
+  the appliance's own machine (Linux connects ``0.0.0.0`` to the local host). An
   allow-list entry that covers one is refused when the settings are parsed.
+- Host names are normalised before anything looks at them (:func:`ascii_host`: IDNA with
+  the UTS #46 mapping, lower case), so ``ｍｅｔａｄａｔａ.google.internal`` is judged as
+  ``metadata.google.internal``; the same normalised name is resolved, connected to and
+  sent as ``Host``.
 - ``check_target_url`` is the static half of the check (scheme, userinfo, host names that
   name the machine itself or a metadata service, IP-literal hosts). Names are resolved and
-  their addresses judged by ``engine.outbound``, at write time and again at connect time.
+  their addresses judged by ``engine.delivery``, at write time and again at connect time.
 
-Pure: stdlib only, no I/O. ``block_reason`` is the single judge of an address.
+Pure: no I/O (the stdlib and the ``idna`` codec). ``block_reason`` is the single judge of
+an address.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 from typing import TypeAlias
 from urllib.parse import SplitResult, urlsplit
+
+import idna
 
 from appliance.errors import ConfigError, ValidationError
 
@@ -54,6 +64,10 @@ METADATA_ADDRESSES: tuple[IPAddress, ...] = tuple(
         "fd20:ce::254",  # GCP metadata over IPv6
     )
 )
+
+# "This host": a connection to 0.0.0.0 (or ::) reaches the appliance's own machine, so no
+# allow-list can open them either.
+THIS_HOST_RANGES: tuple[IPNetwork, ...] = (IPv4Network("0.0.0.0/8"), IPv6Network("::/128"))
 
 # Host names that name this machine or a metadata service: refused before any lookup.
 BLOCKED_HOSTNAMES = frozenset(
@@ -114,6 +128,8 @@ _GLOBAL_UNICAST_V6 = IPv6Network("2000::/3")
 _NAT64 = IPv6Network("64:ff9b::/96")
 _TEREDO = IPv6Network("2001::/32")
 
+NEVER = "which can never be allowed"
+
 _LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 _NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
 
@@ -158,7 +174,28 @@ def _parse_cidr(text: str) -> IPNetwork:
             f"{network.with_prefixlen} contains the cloud metadata address {covered}, "
             "which can never be allowed; list narrower ranges that leave it out",
         )
+    same_version_first = sorted(THIS_HOST_RANGES, key=lambda r: r.version != network.version)
+    this_host = next((r for r in same_version_first if _overlaps(network, r)), None)
+    if this_host is not None:
+        raise ConfigError(
+            _SETTING,
+            f"{network.with_prefixlen} overlaps {this_host.with_prefixlen}, addresses of the "
+            "appliance's own machine, which can never be allowed; list narrower ranges",
+        )
     return network
+
+
+def _overlaps(network: IPNetwork, this_host: IPNetwork) -> bool:
+    """Whether ``network`` shares an address with ``this_host``, also through the IPv6
+    forms that embed an IPv4 range's first address (see ``_ip_forms``)."""
+    if isinstance(network, IPv4Network) and isinstance(this_host, IPv4Network):
+        return network.overlaps(this_host)
+    if isinstance(network, IPv6Network) and isinstance(this_host, IPv6Network):
+        return network.overlaps(this_host)
+    return any(
+        form.version == network.version and form in network
+        for form in _ip_forms(this_host.network_address)
+    )
 
 
 def _metadata_covered_by(network: IPNetwork) -> IPAddress | None:
@@ -177,6 +214,7 @@ def _ip_forms(address: IPAddress) -> tuple[IPAddress, ...]:
     return (
         address,
         IPv6Address((0xFFFF << 32) | v4),  # IPv4-mapped
+        IPv6Address(v4),  # IPv4-compatible (deprecated; ::0.0.0.0 is :: itself)
         IPv6Address(int(_NAT64.network_address) | v4),
         IPv6Address((0x2002 << 112) | (v4 << 80)),  # 6to4
         IPv6Address(int(_TEREDO.network_address) | (v4 ^ 0xFFFFFFFF)),  # Teredo client
@@ -184,9 +222,12 @@ def _ip_forms(address: IPAddress) -> tuple[IPAddress, ...]:
 
 
 def embedded_ipv4(address: IPv6Address) -> IPv4Address | None:
-    """The IPv4 address an IPv6 address carries (mapped, NAT64, 6to4, Teredo client)."""
+    """The IPv4 address an IPv6 address carries (mapped, compatible, NAT64, 6to4, Teredo
+    client). ``::`` and ``::1`` are themselves, not IPv4-compatible forms."""
     if address.ipv4_mapped is not None:
         return address.ipv4_mapped
+    if int(address) >> 32 == 0 and int(address) > 1:
+        return IPv4Address(int(address))  # IPv4-compatible ::a.b.c.d
     if address in _NAT64:
         return IPv4Address(int(address) & 0xFFFFFFFF)
     if address.sixtofour is not None:
@@ -206,7 +247,9 @@ def block_reason(policy: AddressPolicy, address: IPAddress) -> str | None:
     inner = embedded_ipv4(address) if isinstance(address, IPv6Address) else None
     judged: IPAddress = inner if inner is not None else address
     if address in METADATA_ADDRESSES or judged in METADATA_ADDRESSES:
-        return "a cloud metadata address, which can never be allowed"
+        return f"a cloud metadata address, {NEVER}"
+    if any(judged.version == r.version and judged in r for r in THIS_HOST_RANGES):
+        return f"{_range_label(judged)} (it reaches the appliance's own machine), {NEVER}"
     if policy.allows(address) or policy.allows(judged):
         return None
     label = _range_label(judged)
@@ -230,7 +273,7 @@ def describe_block(address: IPAddress, reason: str, *, host: str | None = None) 
     ``host`` is the name that resolved to ``address``, when there was one.
     """
     subject = f"{host} resolves to {address}, which is" if host else f"{address} is"
-    if "metadata" in reason:
+    if reason.endswith(NEVER):
         return f"{subject} {reason}, not even with {ALLOW_FLAG}"
     return (
         f"{subject} {reason}; Steeple only delivers to public addresses unless the "
@@ -241,7 +284,7 @@ def describe_block(address: IPAddress, reason: str, *, host: str | None = None) 
 def check_target_url(url: str, policy: AddressPolicy) -> str:
     """Static checks of a delivery URL; raises ValidationError(field "target_url").
 
-    Host names are not resolved here (``engine.outbound.check_destination`` does), but an
+    Host names are not resolved here (``engine.delivery.check_destination`` does), but an
     IP-literal host is judged at once. Returns ``url`` unchanged.
     """
     parts = _split(url)
@@ -302,14 +345,22 @@ def parse_ip_literal(host: str) -> IPAddress | None:
         return None
 
 
-def _check_hostname(host: str) -> None:
-    name = host.rstrip(".")
-    if name in BLOCKED_HOSTNAMES or name.endswith(".localhost"):
-        raise ValidationError.single(_FIELD, _refused_name(name))
+def ascii_host(host: str) -> str:
+    """A host name as it is checked, resolved, connected to and sent: IDNA (UTS #46
+    mapping, so fullwidth and upper-case letters become their plain forms), lower case.
+    A trailing dot is kept. Raises ValidationError when it is no valid name."""
+    if host.isascii():
+        return host.lower()
     try:
-        ascii_name = name.encode("idna").decode("ascii")
-    except UnicodeError:
+        return idna.encode(host, uts46=True).decode("ascii")
+    except idna.IDNAError:
         raise ValidationError.single(_FIELD, f"host {host!r} is not a valid host name") from None
+
+
+def _check_hostname(host: str) -> None:
+    ascii_name = ascii_host(host).rstrip(".")  # normalised before any name is judged
+    if ascii_name in BLOCKED_HOSTNAMES or ascii_name.endswith(".localhost"):
+        raise ValidationError.single(_FIELD, _refused_name(ascii_name))
     labels = ascii_name.split(".")
     if len(ascii_name) > 253 or not all(_LABEL.match(label) for label in labels):
         raise ValidationError.single(_FIELD, f"host {host!r} is not a valid host name")

@@ -26,11 +26,11 @@ import trio
 
 from appliance.clock import WallClock
 from appliance.engine.checkpointer import Checkpointer, CheckpointerConfig
+from appliance.engine.delivery import Exchange
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher, RenewLeases
 from appliance.engine.planner import Planner, PlannerConfig
 from appliance.engine.pruner import Pruner, PrunerConfig
 from appliance.engine.reaper import Reaper, ReaperConfig
-from appliance.engine.transport import DeliveryClient
 from appliance.engine.wakeup import Wakeup
 from appliance.store.database import Database
 from appliance.store.leases import renew_leases as store_renew_leases
@@ -90,7 +90,7 @@ def build_engine(
     *,
     db: Database,
     clock: WallClock,
-    client: DeliveryClient,
+    client: Exchange,
     incarnation_id: str,
     config: EngineConfig,
     rand: random.Random | None = None,

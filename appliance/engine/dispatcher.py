@@ -19,6 +19,9 @@ Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
   new is claimed until a renewal succeeds again. A lease the heartbeat's UPDATE could not
   renew because it had already expired in wall-clock terms (the wall clock stepped past
   it) cuts its delivery short at once: the reaper may be taking the run back.
+- One timeout bounds an attempt: the schedule's ``timeout_seconds`` (the cancel scope
+  above, lease renewals permitting). The delivery client has no timeout of its own, so a
+  receiver may take all of it; running out is a ``deadline`` failure.
 - Each attempt is built and signed immediately before it is sent (``signed_at`` from the
   injected wall clock), classified, and decided by :mod:`appliance.core.retry` (the random
   factor comes from an injectable ``random.Random``).
@@ -51,8 +54,7 @@ from appliance.core.retry import (
     decide,
 )
 from appliance.core.runs import AttemptOutcome
-from appliance.engine.outbound import SendResult, send
-from appliance.engine.transport import DeliveryClient
+from appliance.engine.delivery import Exchange, SendResult, send
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
 from appliance.store.database import Connection, Database
@@ -127,7 +129,7 @@ class Dispatcher:
         *,
         db: Database,
         clock: WallClock,
-        client: DeliveryClient,
+        client: Exchange,
         incarnation_id: str,
         wakeup: Wakeup,
         config: DispatchConfig,

@@ -1,15 +1,15 @@
 """The real API app over a real SQLite file, with two tenants, a settable wall clock, a
-counting ``nudge`` and an honest fake of the write-time destination check."""
+counting ``nudge`` and the real write-time destination check over a dictionary for DNS."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import itertools
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 from quart_trio import QuartTrio
@@ -17,19 +17,14 @@ from werkzeug.datastructures import Headers
 
 from appliance.api.app import create_app
 from appliance.api.stream import EventHub
-from appliance.core.addresses import (
-    AddressPolicy,
-    IPAddress,
-    block_reason,
-    check_target_url,
-    describe_block,
-)
+from appliance.core.addresses import AddressPolicy, IPAddress
 from appliance.core.cron import parse_cron
 from appliance.core.instants import parse_instant
 from appliance.core.jitter import planned_occurrences
 from appliance.core.runs import AttemptOutcome, RunState, Transition
 from appliance.core.schedules import Schedule
-from appliance.errors import ValidationError
+from appliance.engine.delivery import check_destination
+from appliance.engine.delivery.connect import name_not_resolved
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 from appliance.store.leases import Completion, claim_runs, complete_run
@@ -70,32 +65,16 @@ class Nudges:
 def make_check_destination(
     policy: AddressPolicy, dns: dict[str, IPAddress] | None = None
 ) -> Callable[[str], Awaitable[None]]:
-    """Like ``engine.outbound.check_destination``, with a dictionary for DNS: static checks
-    first, then every resolved address judged by the same policy; unknown names fail closed."""
+    """The real ``engine.delivery.check_destination`` with a dictionary for DNS (unknown
+    names do not resolve)."""
     names = FAKE_DNS if dns is None else dns
 
-    async def check_destination(url: str) -> None:
-        check_target_url(url, policy)
-        host = urlsplit(url).hostname or ""
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            resolved = names.get(host)
-            if resolved is None:
-                raise ValidationError.single(
-                    "target_url", f"host {host!r} does not resolve"
-                ) from None
-            reason = block_reason(policy, resolved)
-            if reason is not None:
-                raise ValidationError.single(
-                    "target_url", describe_block(resolved, reason, host=host)
-                ) from None
-            return
-        reason = block_reason(policy, address)
-        if reason is not None:
-            raise ValidationError.single("target_url", describe_block(address, reason))
+    async def resolve(host: str) -> list[IPAddress]:
+        if host not in names:
+            raise name_not_resolved(f"could not resolve host {host!r}")
+        return [names[host]]
 
-    return check_destination
+    return functools.partial(check_destination, policy, resolve=resolve)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
-from bench import burst, planner, recovery, scale, steady
+from bench import burst, planner, recovery, scale, steady, transport
 from bench.deliveries import judge, parse_scheduled_for
 from bench.processes import Arrival, Sink, sink
 from bench.report import percentile, summarise
@@ -36,6 +37,13 @@ def test_judge_counts_losses_duplicates_and_strangers() -> None:
     assert (verdict.delivered, verdict.lost, verdict.duplicates, verdict.unexpected) == (2, 1, 1, 1)
     assert sorted(verdict.lateness_ms(expected)) == pytest.approx([100.0, 200.0])
     assert parse_scheduled_for("1970-01-01T00:00:02Z") == 2_000
+
+
+def test_transport_delivers_through_the_real_client(the_sink: Sink) -> None:
+    the_sink.reset()
+    figures = trio.run(transport.deliver, the_sink.url, 40, 4)
+    assert the_sink.count() == 44  # the warm-up of 4, then 40
+    assert figures["req_per_s"] > 0 and figures["cpu_ms_per_req"] >= 0
 
 
 def test_percentile_and_summary() -> None:

@@ -31,10 +31,10 @@ import trio
 from appliance.clock import SystemClock
 from appliance.core.addresses import AddressPolicy
 from appliance.engine.assembly import EngineConfig, build_engine
+from appliance.engine.delivery import DeliveryClient
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.planner import PlannerConfig
 from appliance.engine.reaper import ReaperConfig
-from appliance.engine.transport import build_client
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 
@@ -136,7 +136,7 @@ async def _serve(args: argparse.Namespace) -> None:
     try:
         incarnation = await db.write(register_incarnation, pid=os.getpid(), now=clock.now_ms())
         policy = AddressPolicy.parse(("127.0.0.0/8",))
-        async with build_client(policy) as client, trio.open_nursery() as nursery:
+        async with DeliveryClient(policy) as client, trio.open_nursery() as nursery:
             engine = build_engine(
                 db=db,
                 clock=clock,

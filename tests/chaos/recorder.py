@@ -2,7 +2,7 @@
 
 **What the tenant saw.** Every request the recording endpoint received (a
 :class:`tests.e2e.harness.Delivery`, from the loopback receiver or built from an
-``httpx.Request`` in process) is one *copy* of one occurrence ``(schedule_id,
+``Received`` in process) is one *copy* of one occurrence ``(schedule_id,
 scheduled_for)``. Against the occurrences a scenario *expects* — computed from the cron
 expression with ``appliance.core.cron``/``jitter`` over the observed window — each
 occurrence is classified:
@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import apsw
-import httpx
 
 from appliance.core.cron import parse_cron
 from appliance.core.ids import idempotency_key
 from appliance.core.instants import format_scheduled_for, parse_instant
 from appliance.core.jitter import planned_occurrences
 from tests.e2e.harness import Delivery
+from tests.engine.fake_exchange import Received
 
 FIGURES: list[str] = []  # every line published in this pytest session
 
@@ -327,8 +327,8 @@ def event_types(path: Path) -> dict[str, int]:
     return {str(t): int(str(n)) for t, n in rows}
 
 
-def delivery_from_request(request: httpx.Request, *, arrived: float) -> Delivery:
-    """A copy as the recorder books it, from an ``httpx.Request`` seen in process."""
+def delivery_from_request(request: Received, *, arrived: float) -> Delivery:
+    """A copy as the recorder books it, from an ``Received`` request seen in process."""
     headers = {k.lower(): v for k, v in request.headers.items()}
     return Delivery(
         key=headers["x-idempotency-key"],

@@ -27,13 +27,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
-import httpx
 import pytest
 import trio
 from trio.testing import MockClock
 
 from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
+from appliance.engine.delivery import Answer
 from appliance.store.database import Database
 from appliance.store.tenants import create_tenant as store_create_tenant
 from tests.chaos.conftest import Profile
@@ -52,7 +52,7 @@ from tests.chaos.recorder import (
 )
 from tests.chaos.test_sigkill_loop import wait_until
 from tests.e2e.harness import Appliance, Delivery, Receiver, create_tenant
-from tests.engine.conftest import Endpoint, reply, running_engine
+from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
 
 MINUTE = 60_000
@@ -96,7 +96,7 @@ async def test_a_clock_jump_in_process(
     copies: list[Delivery] = []
     jumped_at: list[int] = []
 
-    async def respond(request: httpx.Request, n: int) -> httpx.Response:
+    async def respond(request: Received, n: int) -> Answer:
         copies.append(delivery_from_request(request, arrived=trio.current_time()))
         if n == 31:  # ten minutes in: jump while this delivery is in flight
             jumped_at.append(wall.now_ms())

@@ -37,19 +37,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
-import httpx
 import pytest
 import trio
 from trio.testing import MockClock
 
 from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
+from appliance.engine.delivery import Answer
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 from appliance.store.leases import reclaim_previous
 from appliance.store.tenants import create_tenant
 from tests.chaos.recorder import publish
-from tests.engine.conftest import Endpoint, reply, running_engine, stored_events
+from tests.engine.conftest import Endpoint, Received, reply, running_engine, stored_events
 from tests.store.conftest import ScheduleRow, insert_schedule
 
 SECOND = 1000
@@ -181,7 +181,7 @@ class Recorder:
     wall: TrioWallClock
     seen: list[tuple[str, str, int]]
 
-    async def respond(self, request: httpx.Request, n: int) -> httpx.Response:
+    async def respond(self, request: Received, n: int) -> Answer:
         headers = request.headers
         self.seen.append((headers["X-Schedule-Id"], headers["X-Scheduled-For"], self.wall.now_ms()))
         return reply(200)

@@ -24,13 +24,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
-import httpx
 import pytest
 import trio
 from trio.testing import MockClock
 
 from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
+from appliance.core.retry import TransportFailure
+from appliance.engine.delivery import Answer, DeliveryFailed
 from appliance.store.database import Database
 from appliance.store.schedules import pause_schedule
 from appliance.store.tenants import create_tenant as store_create_tenant
@@ -50,10 +51,11 @@ from tests.chaos.recorder import (
 )
 from tests.chaos.test_sigkill_loop import wait_until
 from tests.e2e.harness import ANSWER, Action, Appliance, Delivery, Receiver, create_tenant
-from tests.engine.conftest import Endpoint, reply, running_engine
+from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
 
 TIMEOUT_S = 2  # the schedules' per-attempt deadline
+NO_ANSWER = "the server closed the connection without answering"  # as the real client says
 MINUTE_MS = 60_000
 
 
@@ -74,7 +76,7 @@ class LosingEndpoint:
         self.losses: dict[str, int] = {}
         self.lost = {"drop": 0, "late": 0}
 
-    async def respond(self, request: httpx.Request, n: int) -> httpx.Response:
+    async def respond(self, request: Received, n: int) -> Answer:
         copy = delivery_from_request(request, arrived=trio.current_time())
         self.copies.append(copy)  # the effect is applied before the answer is lost
         if self.losses.get(copy.key, 0) >= self.max_losses or self.rng.random() >= self.share:
@@ -83,7 +85,9 @@ class LosingEndpoint:
         way = self.rng.choice(("drop", "late"))
         self.lost[way] += 1
         if way == "drop":
-            raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+            raise DeliveryFailed(
+                TransportFailure.PROTOCOL, "the server closed the connection without answering"
+            )
         await trio.sleep(TIMEOUT_S + 3)  # the deadline cancels this first
         return reply(200, b"too late")
 
@@ -272,10 +276,12 @@ async def test_an_answer_lost_while_the_schedule_is_paused_is_not_retried(
     wall = TrioWallClock(T0)
     copies: list[Delivery] = []
 
-    async def pause_then_drop(request: httpx.Request, n: int) -> httpx.Response:
+    async def pause_then_drop(request: Received, n: int) -> Answer:
         copies.append(delivery_from_request(request, arrived=trio.current_time()))
         inline_db.write_now(pause_schedule, tenant_id=tenant, schedule_id=sid, now=wall.now_ms())
-        raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+        raise DeliveryFailed(
+            TransportFailure.PROTOCOL, "the server closed the connection without answering"
+        )
 
     async with running_engine(inline_db, wall, Endpoint(respond=pause_then_drop)):
         await trio.sleep(3600)  # an hour: any retry (5 s, then 5 min, ...) would have come

@@ -37,19 +37,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import apsw
-import httpx
 import pytest
 import trio
 from trio.testing import MockClock
 
 from appliance.clock import TrioWallClock
+from appliance.engine.delivery import Answer
 from appliance.receiver import MemoryDeduper, Receiver
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 from appliance.store.leases import reclaim_previous
 from appliance.store.tenants import create_tenant
 from tests.chaos.recorder import duplicate_rows, publish
-from tests.engine.conftest import Endpoint, reply, running_engine
+from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
 
 MINUTE = 60_000
@@ -74,7 +74,7 @@ class Tenant:
     copies: list[tuple[str, str, str, int]] = field(default_factory=list)  # run, key, for, ms
     effects: list[str] = field(default_factory=list)
 
-    async def respond(self, request: httpx.Request, n: int) -> httpx.Response:
+    async def respond(self, request: Received, n: int) -> Answer:
         now = self.wall.now_ms()
         h = request.headers
         self.copies.append((h["X-Run-Id"], h["X-Idempotency-Key"], h["X-Scheduled-For"], now))

@@ -1,8 +1,8 @@
 """Scenario 6 — event-loop starvation: the trio loop blocked by a synchronous call.
 
 Blocking the loop is modelled honestly: a synchronous ``time.sleep`` inside a task (here
-the tenant endpoint's handler, which runs on the appliance's loop through
-``httpx.MockTransport``) stops every task — heartbeats, the reaper, the planner — for that
+the tenant endpoint's handler, which runs on the appliance's loop through the in-memory
+fake exchange) stops every task — heartbeats, the reaper, the planner — for that
 long, in real time. Virtual time cannot model this (autojump never fires while the loop
 is busy), so these runs are real-time and short: a lease of 1.5 s, heartbeats every
 0.5 s, a 0.1 s safety margin — ADR 0033's 30 s / 10 s / 2 s scaled down 20× (the margin
@@ -39,12 +39,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
 import trio
 from trio.testing import MockClock
 
 from appliance.clock import SystemClock, TrioWallClock
+from appliance.engine.delivery import Answer
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.store.database import Database
@@ -53,7 +53,7 @@ from appliance.store.runs import list_attempts, list_runs
 from appliance.store.schedules import trigger_schedule
 from appliance.store.tenants import create_tenant
 from tests.chaos.recorder import lease_violations, publish
-from tests.engine.conftest import Endpoint, reply, running_engine
+from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
 
 LEASE_MS, HEARTBEAT_MS, MARGIN_MS = 1_500, 500, 100
@@ -107,7 +107,7 @@ class BlockingEndpoint:
     last: int
     done: trio.Event = field(default_factory=trio.Event)
 
-    async def respond(self, request: httpx.Request, n: int) -> httpx.Response:
+    async def respond(self, request: Received, n: int) -> Answer:
         try:
             if n == 1:
                 await trio.sleep(1.0)
@@ -254,7 +254,7 @@ async def test_a_lease_lapsed_under_a_live_delivery_is_given_up(
     in_flight: list[int] = []
     overlaps: list[tuple[int, ...]] = []
 
-    async def respond(request: httpx.Request, n: int) -> httpx.Response:
+    async def respond(request: Received, n: int) -> Answer:
         in_flight.append(n)
         overlaps.extend([tuple(in_flight)] if len(in_flight) > 1 else [])
         try:

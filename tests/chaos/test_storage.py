@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import apsw
-import httpx
 import pytest
 import trio
 from trio.testing import MockClock
@@ -43,6 +42,7 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
 from appliance.core.runs import AttemptOutcome, Transition
+from appliance.engine.delivery import Answer
 from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.errors import StoreError
@@ -59,7 +59,7 @@ from appliance.store.leases import (
 from appliance.store.tenants import create_tenant
 from tests.chaos.faultvfs import FaultVFS, write_image
 from tests.chaos.recorder import publish
-from tests.engine.conftest import Endpoint, reply, running_engine, stored_events
+from tests.engine.conftest import Endpoint, Received, reply, running_engine, stored_events
 from tests.store.conftest import ScheduleRow, insert_schedule
 
 if TYPE_CHECKING:
@@ -350,7 +350,7 @@ class SlowEndpoint:
     wall: TrioWallClock
     seen: list[tuple[str, str, str, int]] = field(default_factory=list)
 
-    async def respond(self, request: httpx.Request, n: int) -> httpx.Response:
+    async def respond(self, request: Received, n: int) -> Answer:
         h = request.headers
         self.seen.append(
             (h["X-Schedule-Id"], h["X-Scheduled-For"], h["X-Idempotency-Key"], self.wall.now_ms())

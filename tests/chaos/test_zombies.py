@@ -20,13 +20,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import trio
 from trio.testing import MockClock
 
 from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
+from appliance.engine.delivery import Answer
 from appliance.store.database import Database
 from appliance.store.tenants import create_tenant as store_create_tenant
 from tests.chaos.conftest import Profile
@@ -45,7 +45,7 @@ from tests.chaos.recorder import (
 )
 from tests.chaos.test_sigkill_loop import wait_until
 from tests.e2e.harness import ANSWER, HOLD, Action, Appliance, Delivery, Receiver, create_tenant
-from tests.engine.conftest import Endpoint, reply, running_engine
+from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
 
 pytestmark = pytest.mark.slow
@@ -75,7 +75,7 @@ async def test_a_hung_endpoint_is_cut_at_the_deadline_and_retried_with_the_same_
     hangs = profile.pick(3, 6)  # within the default 8 attempts
     copies: list[Delivery] = []
 
-    async def respond(request: httpx.Request, n: int) -> httpx.Response:
+    async def respond(request: Received, n: int) -> Answer:
         copy = delivery_from_request(request, arrived=trio.current_time())
         copies.append(copy)
         if parse_instant(copy.scheduled_for) == T0 and len(copies_of(T0)) <= hangs:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from appliance.core.addresses import (
     METADATA_ADDRESSES,
     AddressPolicy,
+    ascii_host,
     block_reason,
     check_target_url,
     embedded_ipv4,
@@ -18,6 +19,8 @@ from appliance.core.addresses import (
 from appliance.errors import ConfigError, ValidationError
 
 OPEN = AddressPolicy()
+EVERYTHING = AddressPolicy(allow=(ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0")))
+OWN_MACHINE = "(it reaches the appliance's own machine), which can never be allowed"
 
 
 def reason(address: str, policy: AddressPolicy = OPEN) -> str | None:
@@ -40,8 +43,8 @@ def reason(address: str, policy: AddressPolicy = OPEN) -> str | None:
         ("239.255.255.250", "a multicast address"),
         ("240.0.0.1", "a reserved address (240.0.0.0/4)"),
         ("255.255.255.255", "the broadcast address"),
-        ("0.0.0.0", "an unspecified address"),
-        ("0.1.2.3", "a 'this network' address (0.0.0.0/8)"),
+        ("0.0.0.0", f"an unspecified address {OWN_MACHINE}"),
+        ("0.1.2.3", f"a 'this network' address (0.0.0.0/8) {OWN_MACHINE}"),
         ("192.0.0.8", "a reserved address (IETF protocol assignments)"),
         ("192.0.2.1", "a documentation address (192.0.2.0/24)"),
         ("198.51.100.7", "a documentation address (198.51.100.0/24)"),
@@ -49,7 +52,7 @@ def reason(address: str, policy: AddressPolicy = OPEN) -> str | None:
         ("198.18.0.1", "a benchmarking address (198.18.0.0/15)"),
         ("198.19.255.255", "a benchmarking address (198.18.0.0/15)"),
         ("192.88.99.1", "a reserved address (6to4 relay anycast)"),
-        ("::", "an unspecified address"),
+        ("::", f"an unspecified address {OWN_MACHINE}"),
         ("::1", "a loopback address"),
         ("fc00::1", "a unique local address (fc00::/7)"),
         ("fd12:3456::1", "a unique local address (fc00::/7)"),
@@ -63,7 +66,7 @@ def reason(address: str, policy: AddressPolicy = OPEN) -> str | None:
         ("100::1", "a reserved address (discard-only)"),
         ("64:ff9b:1::1", "a private address (local-use NAT64)"),
         ("1::1", "a reserved address (outside IPv6 global unicast 2000::/3)"),
-        ("::2", "a reserved address (outside IPv6 global unicast 2000::/3)"),
+        ("1::2", "a reserved address (outside IPv6 global unicast 2000::/3)"),
     ],
 )
 def test_every_non_public_range_is_blocked(address: str, expected: str) -> None:
@@ -91,6 +94,9 @@ def test_public_addresses_pass(address: str) -> None:
         # Teredo: the client address is stored inverted (0x80ffffff -> 127.0.0.0).
         ("2001:0:4136:e378:8000:63bf:80ff:fffe", "127.0.0.1", "a loopback address"),
         ("2001:0:4136:e378:8000:63bf:f5ff:fffe", "10.0.0.1", "a private address (RFC 1918)"),
+        # IPv4-compatible (deprecated ::a.b.c.d): unwrapped like IPv4-mapped.
+        ("::127.0.0.1", "127.0.0.1", "a loopback address"),
+        ("::10.0.0.1", "10.0.0.1", "a private address (RFC 1918)"),
     ],
 )
 def test_ipv4_embedded_in_ipv6_is_unwrapped_and_judged(
@@ -115,6 +121,7 @@ METADATA_FORMS = [
     "64:ff9b::a9fe:a9fe",
     "2002:a9fe:a9fe::",
     "2001::5601:5601",  # Teredo client 169.254.169.254, inverted
+    "::169.254.169.254",  # IPv4-compatible
 ]
 
 
@@ -126,6 +133,14 @@ def test_metadata_is_blocked_even_when_its_range_is_allowed(address: str) -> Non
     )
     assert reason(address, everything) == "a cloud metadata address, which can never be allowed"
     assert reason("10.0.0.1", everything) is None  # the policy does allow everything else
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "0.0.0.1", "0.255.255.255", "::", "::ffff:0.0.0.0"])
+def test_this_host_is_blocked_even_when_its_range_is_allowed(address: str) -> None:
+    """``http://0.0.0.0/`` reaches the appliance's own machine: like metadata, no allow-list
+    opens it."""
+    judged = reason(address, EVERYTHING)
+    assert judged is not None and judged.endswith(OWN_MACHINE)
 
 
 def test_allow_list_opens_exactly_its_ranges() -> None:
@@ -148,6 +163,12 @@ def test_allow_list_opens_exactly_its_ranges() -> None:
         ("fd00::/8", "contains the cloud metadata address fd00:ec2::254"),
         ("::ffff:0:0/96", "contains the cloud metadata address 169.254.169.254"),
         ("2002::/16", "contains the cloud metadata address 169.254.169.254"),
+        ("::/96", "contains the cloud metadata address 169.254.169.254"),  # IPv4-compatible
+        ("0.0.0.0/8", "overlaps 0.0.0.0/8, addresses of the appliance's own machine"),
+        ("0.0.0.0", "overlaps 0.0.0.0/8, addresses of the appliance's own machine"),
+        ("0.0.0.0/7", "overlaps 0.0.0.0/8, addresses of the appliance's own machine"),
+        ("::/128", "overlaps ::/128, addresses of the appliance's own machine"),
+        ("::ffff:0.0.0.0/104", "overlaps 0.0.0.0/8, addresses of the appliance's own machine"),
         ("10.0.0.1/8", "has host bits set; did you mean 10.0.0.0/8?"),
         ("2001:db8::1/32", "has host bits set; did you mean 2001:db8::/32?"),
         ("intranet", "is not an IP address or CIDR range"),
@@ -209,6 +230,12 @@ def url_error(url: str, policy: AddressPolicy = OPEN) -> str:
         ("http://LOCALHOST./", "host 'localhost' names the appliance's own machine"),
         ("http://api.localhost/", "use its address (e.g. http://127.0.0.1:8080/)"),
         ("http://metadata.google.internal/", "is a cloud metadata service"),
+        # Normalised (IDNA, UTS #46) before the name is judged: fullwidth letters too.
+        ("http://ｍｅｔａｄａｔａ.google.internal/", "host 'metadata.google.internal' is a cloud"),
+        ("http://ＬＯＣＡＬＨＯＳＴ/", "host 'localhost' names the appliance's own machine"),
+        ("http://[::169.254.169.254]/", "is a cloud metadata address"),
+        ("http://[::127.0.0.1]/", "a loopback address: it embeds the IPv4 address 127.0.0.1"),
+        ("http://0.0.0.0/", f"0.0.0.0 is an unspecified address {OWN_MACHINE}"),
         ("http://metadata/", "is a cloud metadata service"),
         ("http://instance-data/", "is a cloud metadata service"),
         ("http://127.1/", "write addresses in full"),
@@ -236,3 +263,21 @@ def test_allow_list_opens_ip_literal_urls_but_never_localhost_names() -> None:
     policy = AddressPolicy.parse(["127.0.0.0/8"])
     assert check_target_url("http://127.0.0.1:9000/", policy) == "http://127.0.0.1:9000/"
     assert "own machine" in url_error("http://localhost:9000/", policy)
+
+
+def test_allowing_0_0_0_0_does_not_reach_the_host_itself() -> None:
+    """``--allow-target 0.0.0.0/8`` is refused at start, and no policy opens the URL."""
+    with pytest.raises(ConfigError, match="appliance's own machine"):
+        AddressPolicy.parse(["0.0.0.0/8"])
+    assert OWN_MACHINE in url_error("http://0.0.0.0:8080/", EVERYTHING)
+    assert OWN_MACHINE in url_error("http://[::]:8080/", EVERYTHING)
+
+
+@pytest.mark.parametrize(
+    ("host", "normalised"),
+    [("Example.COM", "example.com"), ("bücher.example", "xn--bcher-kva.example"),
+     ("ＥＸＡＭＰＬＥ.com", "example.com"), ("Straße.de", "xn--strae-oqa.de"),
+     ("hooks.example.", "hooks.example.")],
+)  # fmt: skip
+def test_host_names_are_normalised_once_for_every_use(host: str, normalised: str) -> None:
+    assert ascii_host(host) == normalised

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
-import httpx
 import jsonschema
 import pytest
 import referencing
@@ -26,16 +24,17 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock, WallClock
 from appliance.core.instants import format_instant
 from appliance.engine.assembly import Engine, EngineConfig, build_engine
+from appliance.engine.delivery import Exchange
 from appliance.engine.dispatcher import DispatchConfig, RenewLeases
-from appliance.engine.transport import DeliveryClient
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 from appliance.store.leases import renew_leases as store_renew_leases
 from appliance.store.tenants import create_tenant
+from tests.engine.fake_exchange import Endpoint, Received, reply
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
 from tests.test_event_schemas import SCHEMAS
 
-Respond = Callable[[httpx.Request, int], Awaitable[httpx.Response]]
+__all__ = ["Endpoint", "Received", "reply"]  # the fake endpoint, for every engine test
 
 
 @pytest.fixture
@@ -107,58 +106,26 @@ def make_schedule(inline_db: Database, tenant: str) -> Callable[..., str]:
     return make
 
 
-def reply(status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> httpx.Response:
-    """A response streamed like a real one (a plain ``content=`` response is pre-read, and
-    ``outbound.send`` reads the raw stream)."""
-
-    async def chunks() -> AsyncIterator[bytes]:
-        yield body
-
-    return httpx.Response(status, headers=headers, content=chunks())
-
-
-async def answer_ok(request: httpx.Request, n: int) -> httpx.Response:
-    return reply(200, b"ok")
-
-
-@dataclass
-class Endpoint:
-    """The tenant's endpoint: records every request (with the trio time it arrived) and
-    answers with ``respond(request, n)``, n counting from 1."""
-
-    respond: Respond = answer_ok
-    requests: list[httpx.Request] = field(default_factory=list)
-    arrived: list[float] = field(default_factory=list)
-
-    async def handle(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        self.arrived.append(trio.current_time())
-        return await self.respond(request, len(self.requests))
-
-    def header(self, name: str) -> list[str]:
-        return [r.headers[name] for r in self.requests]
-
-
 @asynccontextmanager
 async def running_engine(
     db: Database,
     wall: WallClock,
-    endpoint: Endpoint,
+    endpoint: Exchange,
     *,
     dispatch: DispatchConfig | None = None,
     renew_leases: RenewLeases = store_renew_leases,
     incarnation_id: str | None = None,
 ) -> AsyncIterator[Engine]:
     """The engine as ``runtime`` builds it (:func:`build_engine`: planner, dispatcher with
-    heartbeat, reaper) delivering to ``endpoint``, running in a nursery; cancelled on exit."""
-    transport = httpx.MockTransport(endpoint.handle)
-    async with DeliveryClient(transport=transport) as client, trio.open_nursery() as nursery:
+    heartbeat, reaper) delivering to ``endpoint`` — the fake (``Endpoint``) or the real
+    delivery client — running in a nursery; cancelled on exit."""
+    async with trio.open_nursery() as nursery:
         if incarnation_id is None:
             incarnation_id = await db.write(register_incarnation, pid=1, now=wall.now_ms())
         engine = build_engine(
             db=db,
             clock=wall,
-            client=client,
+            client=endpoint,
             incarnation_id=incarnation_id,
             config=EngineConfig(dispatch=dispatch or DispatchConfig(user_agent="Steeple/test")),
             rand=random.Random(7),

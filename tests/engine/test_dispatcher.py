@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import apsw
-import httpx
 import pytest
 import trio
 from trio.testing import MockClock
@@ -14,15 +13,17 @@ from appliance.clock import TrioWallClock
 from appliance.core.events import EventType
 from appliance.core.ids import idempotency_key
 from appliance.core.instants import format_scheduled_for
+from appliance.core.retry import TransportFailure
 from appliance.core.runs import AttemptOutcome, RunState
 from appliance.core.signing import verify
+from appliance.engine.delivery import Answer, DeliveryFailed
 from appliance.engine.dispatcher import DispatchConfig
-from appliance.errors import DestinationBlocked, StoreError
+from appliance.errors import StoreError
 from appliance.store.database import Database
 from appliance.store.events import list_events
 from appliance.store.runs import RunRecord, list_attempts, list_runs, replay_run
 from appliance.store.tenants import active_secrets
-from tests.engine.conftest import Endpoint, reply, running_engine
+from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0
 
 DAILY_AT_T0 = "0 3 * * *"  # T0 is 03:00 UTC: one occurrence at the start of each test
@@ -77,7 +78,7 @@ async def test_retry_then_success_keeps_the_key_and_instant(
 ) -> None:
     sid = make_schedule(cron=DAILY_AT_T0)
 
-    async def flaky(request: httpx.Request, n: int) -> httpx.Response:
+    async def flaky(request: Received, n: int) -> Answer:
         return reply(503, b"busy") if n == 1 else reply(200)
 
     endpoint = Endpoint(respond=flaky)
@@ -106,7 +107,7 @@ async def test_gone_fails_the_run_and_pauses_the_schedule(
 ) -> None:
     sid = make_schedule(cron="* * * * *")
 
-    async def gone(request: httpx.Request, n: int) -> httpx.Response:
+    async def gone(request: Received, n: int) -> Answer:
         return reply(410)
 
     endpoint = Endpoint(respond=gone)
@@ -134,8 +135,8 @@ async def test_blocked_destination_fails_without_retry(
 ) -> None:
     sid = make_schedule(cron=DAILY_AT_T0)
 
-    async def blocked(request: httpx.Request, n: int) -> httpx.Response:
-        raise DestinationBlocked("10.0.0.7 is a private address")
+    async def blocked(request: Received, n: int) -> Answer:
+        raise DeliveryFailed(TransportFailure.BLOCKED, "10.0.0.7 is a private address")
 
     endpoint = Endpoint(respond=blocked)
     async with running_engine(inline_db, wall, endpoint):
@@ -156,7 +157,7 @@ async def test_retries_stop_when_attempts_are_exhausted(
 ) -> None:
     sid = make_schedule(cron=DAILY_AT_T0, max_attempts=3)
 
-    async def broken(request: httpx.Request, n: int) -> httpx.Response:
+    async def broken(request: Received, n: int) -> Answer:
         return reply(500)
 
     endpoint = Endpoint(respond=broken)
@@ -179,7 +180,7 @@ async def test_concurrency_is_bounded(
         make_schedule(cron=DAILY_AT_T0)
     in_flight, peak = 0, 0
 
-    async def slow(request: httpx.Request, n: int) -> httpx.Response:
+    async def slow(request: Received, n: int) -> Answer:
         nonlocal in_flight, peak
         in_flight += 1
         peak = max(peak, in_flight)
@@ -210,7 +211,7 @@ async def test_claims_wait_for_a_batch_of_free_slots(
         make_schedule(cron=DAILY_AT_T0)
     durations = iter(range(1, 21))
 
-    async def staggered(request: httpx.Request, n: int) -> httpx.Response:
+    async def staggered(request: Received, n: int) -> Answer:
         await trio.sleep(next(durations))  # each finishes alone
         return reply(200)
 
@@ -248,7 +249,7 @@ async def test_heartbeats_keep_a_long_delivery_alive(
 ) -> None:
     sid = make_schedule(cron=DAILY_AT_T0, timeout_seconds=120)
 
-    async def slow(request: httpx.Request, n: int) -> httpx.Response:
+    async def slow(request: Received, n: int) -> Answer:
         await trio.sleep(100)  # more than three leases long
         return reply(200)
 
@@ -272,7 +273,7 @@ async def test_failing_renewals_cancel_a_delivery_before_its_lease_lapses(
     sid = make_schedule(cron=DAILY_AT_T0, timeout_seconds=120)
     cancelled_at: list[float] = []
 
-    async def slow(request: httpx.Request, n: int) -> httpx.Response:
+    async def slow(request: Received, n: int) -> Answer:
         try:
             await trio.sleep(100)
         finally:
@@ -310,7 +311,7 @@ async def test_a_lease_taken_back_stops_its_delivery_at_the_next_heartbeat(
     sid = make_schedule(cron=DAILY_AT_T0, timeout_seconds=120)
     cancelled_at: list[float] = []
 
-    async def slow(request: httpx.Request, n: int) -> httpx.Response:
+    async def slow(request: Received, n: int) -> Answer:
         try:
             await trio.sleep(100)
         finally:
@@ -347,7 +348,7 @@ async def test_nothing_new_is_claimed_while_renewals_fail(
     frequent = make_schedule(cron="* * * * * *", next_fire_at=T0 + 15_000)
     arrivals: dict[str, list[float]] = {long: [], frequent: []}
 
-    async def record(request: httpx.Request, n: int) -> httpx.Response:
+    async def record(request: Received, n: int) -> Answer:
         arrivals[request.headers["X-Schedule-Id"]].append(trio.current_time())
         if request.headers["X-Schedule-Id"] == long:
             await trio.sleep(100)
@@ -401,7 +402,7 @@ async def test_a_replay_gets_a_fresh_attempt_budget_and_retry_window(
     it up to max_attempts again; attempt numbers keep counting, the key never changes."""
     sid = make_schedule(cron=DAILY_AT_T0, max_attempts=2)
 
-    async def broken(request: httpx.Request, n: int) -> httpx.Response:
+    async def broken(request: Received, n: int) -> Answer:
         return reply(500)
 
     endpoint = Endpoint(respond=broken)
@@ -434,7 +435,7 @@ async def test_drain_stops_claiming_and_waits_for_deliveries_in_flight(
     slow_id = make_schedule(cron=DAILY_AT_T0)
     make_schedule(cron="* * * * * *", next_fire_at=T0 + 5_000)
 
-    async def respond(request: httpx.Request, n: int) -> httpx.Response:
+    async def respond(request: Received, n: int) -> Answer:
         if request.headers["X-Schedule-Id"] == slow_id:
             await trio.sleep(20)
         return reply(200)

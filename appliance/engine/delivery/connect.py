@@ -1,29 +1,27 @@
 """Opening delivery connections under the address policy (ADR 0032, "Outbound safety").
 
 Rules:
-- :class:`GuardedConnector` resolves the host itself, judges *every* resolved address with
+- :class:`Connector` resolves the host itself, judges *every* resolved address with
   ``core.addresses.block_reason`` (one bad address blocks the host) and then connects to a
   checked address — never to a name the OS would resolve again. This is what catches DNS
   rebinding: the check is on the address actually connected to.
 - TLS runs over that connection with ``server_hostname`` = the URL's host, so certificates
   are still verified against the name the tenant configured. The SSL context is built once
   (certifi's CAs, nothing from the environment) and shared by every connection.
-- The connect timeout covers resolution, TCP connect and the TLS handshake together.
-- Failures are httpx's exceptions: :class:`NameResolutionError` and
-  :class:`TLSHandshakeError` (both ``httpx.ConnectError``), ``httpx.ConnectError``,
-  ``httpx.ConnectTimeout``. ``DestinationBlocked`` is not a transport error and passes
-  through everything up to ``outbound.send``.
+- Every failure is a :class:`DeliveryFailed` raised here with its class: ``dns`` (no
+  address: fail closed), ``destination_blocked``, ``connect``, ``tls``. There is no
+  timeout of its own: the attempt's deadline covers resolving, connecting and the
+  handshake.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import math
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
 
-import httpx
+import certifi
 import trio
 
 from appliance.core.addresses import (
@@ -33,25 +31,18 @@ from appliance.core.addresses import (
     describe_block,
     parse_ip_literal,
 )
-from appliance.errors import DestinationBlocked
+from appliance.core.retry import TransportFailure
+from appliance.engine.delivery.exchange import DeliveryFailed
 
 Resolver = Callable[[str], Awaitable[list[IPAddress]]]
-"""Host name -> its addresses; raises :class:`NameNotResolved`. A seam for tests."""
+"""Host name -> its addresses; raises DeliveryFailed(DNS). A seam for tests."""
 
 OpenTCP = Callable[[IPAddress, int], Awaitable[trio.SocketStream]]
 """Connect to exactly this address and port; raises OSError. A seam for tests."""
 
 
-class NameNotResolved(Exception):
-    """DNS gave no address for a host name."""
-
-
-class NameResolutionError(httpx.ConnectError):
-    """httpx-level: the host name did not resolve (DNS failure fails closed)."""
-
-
-class TLSHandshakeError(httpx.ConnectError):
-    """httpx-level: the TLS handshake failed (certificate, host name, protocol)."""
+def name_not_resolved(message: str) -> DeliveryFailed:
+    return DeliveryFailed(TransportFailure.DNS, message)
 
 
 async def resolve_host(host: str) -> list[IPAddress]:
@@ -59,14 +50,14 @@ async def resolve_host(host: str) -> list[IPAddress]:
     try:
         infos = await trio.socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise NameNotResolved(f"could not resolve host {host!r} ({exc})") from exc
+        raise name_not_resolved(f"could not resolve host {host!r} ({exc})") from exc
     addresses: list[IPAddress] = []
     for *_, sockaddr in infos:
         address = ipaddress.ip_address(sockaddr[0])
         if address not in addresses:
             addresses.append(address)
     if not addresses:
-        raise NameNotResolved(f"host {host!r} has no addresses")
+        raise name_not_resolved(f"host {host!r} has no addresses")
     return addresses
 
 
@@ -94,12 +85,12 @@ async def open_tcp(address: IPAddress, port: int) -> trio.SocketStream:
 
 def default_ssl_context() -> ssl.SSLContext:
     """Verifying context with certifi's CAs, HTTP/1.1 only. Costly (≈ 25 ms): build once."""
-    context = httpx.create_ssl_context(trust_env=False)
+    context = ssl.create_default_context(cafile=certifi.where())
     context.set_alpn_protocols(["http/1.1"])
     return context
 
 
-class GuardedConnector:
+class Connector:
     """Opens connections only to addresses the policy allows."""
 
     def __init__(
@@ -116,45 +107,39 @@ class GuardedConnector:
         self._connect = connect
 
     async def open(
-        self, scheme: str, host: str, port: int, timeout_s: float | None
+        self, scheme: str, host: str, port: int
     ) -> tuple[trio.abc.Stream, trio.SocketStream]:
         """The stream to speak HTTP over (TLS for https) and the TCP stream beneath it."""
-        with trio.move_on_after(math.inf if timeout_s is None else timeout_s) as scope:
-            tcp = await self.connect_tcp(host, port)
-            if scheme != "https":
-                return tcp, tcp
-            try:
-                return await self._start_tls(tcp, host), tcp
-            except BaseException:
-                await trio.aclose_forcefully(tcp)
-                raise
-        assert scope.cancelled_caught
-        raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out")
+        tcp = await self.connect_tcp(host, port)
+        if scheme != "https":
+            return tcp, tcp
+        try:
+            return await self._start_tls(tcp, host), tcp
+        except BaseException:
+            tcp.socket.close()
+            raise
 
     async def connect_tcp(self, host: str, port: int) -> trio.SocketStream:
         """Resolve, check every address, connect to the first checked one that answers."""
         addresses = await self._addresses(host)
         message = blocked_message(self._policy, host, addresses)
         if message is not None:
-            raise DestinationBlocked(message)
+            raise DeliveryFailed(TransportFailure.BLOCKED, message)
         error: OSError | None = None
         for address in addresses:
             try:
                 return await self._connect(address, port)
             except OSError as exc:
                 error = exc
-        raise httpx.ConnectError(str(error))
+        raise DeliveryFailed(TransportFailure.CONNECT, str(error))
 
     async def _addresses(self, host: str) -> list[IPAddress]:
         literal = parse_ip_literal(host)
         if literal is not None:
             return [literal]
-        try:
-            addresses = await self._resolve(host)
-        except NameNotResolved as exc:
-            raise NameResolutionError(str(exc)) from exc
+        addresses = await self._resolve(host)
         if not addresses:
-            raise NameResolutionError(f"host {host!r} has no addresses")
+            raise name_not_resolved(f"host {host!r} has no addresses")
         return addresses
 
     async def _start_tls(
@@ -167,5 +152,7 @@ class GuardedConnector:
             await stream.do_handshake()
         except trio.BrokenResourceError as exc:
             cause = exc.__cause__ or exc
-            raise TLSHandshakeError(f"TLS handshake with {host} failed: {cause}") from exc
+            raise DeliveryFailed(
+                TransportFailure.TLS, f"TLS handshake with {host} failed: {cause}"
+            ) from exc
         return stream

@@ -1,0 +1,65 @@
+"""One delivery attempt as the dispatcher records it: an answer or a failure, timed.
+
+:func:`send` is where :class:`~appliance.engine.delivery.exchange.DeliveryFailed` stops: it
+never raises for a transport problem, and cancellation (the attempt's deadline, owned by
+the caller) is never caught.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import trio
+
+from appliance.core.delivery import DeliveryRequest
+from appliance.core.retry import TransportFailure
+from appliance.engine.delivery.exchange import DeliveryFailed, Exchange
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendResult:
+    """What one attempt saw: a status (any, 3xx included) or a transport failure."""
+
+    status: int | None
+    retry_after: str | None
+    location: str | None
+    excerpt: str
+    failure: TransportFailure | None
+    error: str | None
+    latency_ms: int
+
+    @classmethod
+    def failed(cls, error: str, *, started: float, failure: TransportFailure | None) -> SendResult:
+        """No response: a transport failure, or an attempt Steeple cut short or broke.
+        ``started`` is the attempt's trio start time."""
+        return cls(
+            status=None,
+            retry_after=None,
+            location=None,
+            excerpt="",
+            failure=failure,
+            error=error,
+            latency_ms=_elapsed_ms(started),
+        )
+
+
+async def send(exchange: Exchange, request: DeliveryRequest) -> SendResult:
+    """POST ``request`` once. Never raises for transport problems; cancellation propagates."""
+    started = trio.current_time()
+    try:
+        answer = await exchange.exchange(request)
+    except DeliveryFailed as exc:
+        return SendResult.failed(exc.message, started=started, failure=exc.failure)
+    return SendResult(
+        status=answer.status,
+        retry_after=answer.header(b"retry-after"),
+        location=answer.header(b"location"),
+        excerpt=answer.excerpt.decode("utf-8", errors="replace"),
+        failure=None,
+        error=answer.error,
+        latency_ms=_elapsed_ms(started),
+    )
+
+
+def _elapsed_ms(started: float) -> int:
+    return round((trio.current_time() - started) * 1000)

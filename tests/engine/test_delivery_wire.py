@@ -1,0 +1,79 @@
+"""The bytes on the wire: the delivery client frames its requests itself, and they are byte
+for byte what httpx would send for the same request (httpx is a test dependency only)."""
+
+from __future__ import annotations
+
+import h11
+import httpx
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from appliance.core.addresses import AddressPolicy, check_target_url
+from appliance.engine.delivery import DeliveryClient, send
+from appliance.engine.delivery.target import parse_target
+from appliance.errors import ValidationError
+from tests.engine.loopback import LOOPBACK_ALLOWED, delivery, fake_dns, keep_alive_server
+
+
+def as_httpx_sends(
+    method: str, url: str, headers: tuple[tuple[str, str], ...], body: bytes
+) -> bytes:
+    """The request httpx builds, framed the way its transport frames it (h11 over the
+    ``Request``'s target and raw headers)."""
+    request = httpx.Request(method, url, headers=headers, content=body)
+    conn = h11.Connection(our_role=h11.CLIENT)
+    head = conn.send(
+        h11.Request(method=method, target=request.url.raw_path, headers=request.headers.raw)
+    )
+    return head + conn.send(h11.Data(data=request.content)) + conn.send(h11.EndOfMessage())
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "hooks.example"])
+async def test_the_client_sends_the_bytes_httpx_would(host: str) -> None:
+    """``Host`` first (with the port), the delivery's headers in order, ``Content-Length``
+    last, then the body."""
+    resolve = fake_dns({"hooks.example": ["127.0.0.1"]})
+    async with (
+        keep_alive_server() as server,
+        DeliveryClient(LOOPBACK_ALLOWED, resolve=resolve) as client,
+    ):
+        request = delivery(server.url(host) + "?a=1&b=%20")
+        assert (await send(client, request)).status == 200
+    [raw] = server.raw
+    assert raw == as_httpx_sends("POST", request.url, request.headers, request.body)
+    head = raw.split(b"\r\n")
+    assert head[0] == b"POST /hook?a=1&b=%20 HTTP/1.1"
+    assert head[1] == f"Host: {host}:{server.port}".encode()
+    assert head[-3] == f"Content-Length: {len(request.body)}".encode()
+
+
+HOSTS = ["example.com", "EXAMPLE.com", "bücher.example", "Straße.de", "xn--bcher-kva.example",
+         "8.8.8.8", "[2606:4700::1]", "[2606:4700::ABCD]", "hooks.example."]  # fmt: skip
+PATH_CHARS = st.characters(codec="utf-8", exclude_characters="#?\x7f", min_codepoint=0x21)
+
+
+@given(
+    scheme=st.sampled_from(["http", "https", "HTTP"]),
+    host=st.sampled_from(HOSTS),
+    port=st.sampled_from(["", ":80", ":443", ":8080"]),
+    path=st.text(PATH_CHARS, max_size=30).map(lambda p: "/" + p),
+    query=st.none() | st.text(PATH_CHARS | st.just("?"), max_size=20),
+)
+@example(scheme="http", host="example.com", port="", path="/a/./b/../c", query=None)
+@example(scheme="http", host="example.com", port="", path="/", query="")
+def test_targets_parse_to_what_httpx_would_send(
+    scheme: str, host: str, port: str, path: str, query: str | None
+) -> None:
+    url = f"{scheme}://{host}{port}{path}" + ("" if query is None else f"?{query}")
+    try:
+        check_target_url(url, AddressPolicy())
+    except ValidationError:
+        return  # never reaches the client
+    # httpx keeps a default port written after an upper-case scheme (``HTTP://h:80/``);
+    # the client drops it whatever the scheme's case, so compare with the lower-case form.
+    target, theirs = parse_target(url), httpx.URL(scheme.lower() + url[len(scheme) :])
+    assert target.netloc == theirs.netloc
+    assert target.path == theirs.raw_path
+    assert target.origin == (theirs.scheme, theirs.raw_host.decode(), theirs.port or
+                             {"http": 80, "https": 443}[theirs.scheme])  # fmt: skip
