@@ -100,5 +100,5 @@ async def test_an_integral_float_overlap_is_accepted_as_json_schema_counts_integ
 
 async def test_rotate_is_not_a_secret_id(api: Api) -> None:
     reply = await api.call("DELETE", "/v1/signing-secrets/rotate")
-    assert reply.status == 405 and reply.headers["Allow"] == "OPTIONS, POST"
+    assert reply.status == 405 and set(reply.headers["Allow"].split(", ")) == {"OPTIONS", "POST"}
     assert len(await listed(api)) == 1
