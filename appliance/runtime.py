@@ -34,8 +34,8 @@ from appliance.errors import ValidationError
 from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.incarnations import end_incarnation, register_incarnation
-from appliance.store.leases import reclaim_previous
 from appliance.store.lockfile import LockFile
+from appliance.store.reclaim import reclaim_previous
 from appliance.store.tenants import NewTenant
 from appliance.store.tenants import create_tenant as store_create_tenant
 
@@ -124,7 +124,11 @@ async def _run(
             client=client,
             incarnation_id=incarnation,
             wakeup=dispatcher_wakeup,
-            config=DispatchConfig(concurrency=settings.dispatch_concurrency, user_agent=USER_AGENT),
+            config=DispatchConfig(
+                concurrency=settings.dispatch_concurrency,
+                tenant_cap=settings.tenant_in_flight_cap,
+                user_agent=USER_AGENT,
+            ),
         )
         await nursery.start(planner.run)
         await nursery.start(dispatcher.run)
@@ -149,6 +153,7 @@ async def _run(
             check_destination=check,
             policy=policy,
             version=__version__,
+            max_schedules=settings.max_schedules_per_tenant,
         )
         stop_http = trio.Event()
         addresses = await nursery.start(_serve_http, app, settings, stop_http)

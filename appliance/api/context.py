@@ -27,6 +27,7 @@ class ApiContext:
     check_destination: Callable[[str], Awaitable[None]]  # resolve + policy; ValidationError
     policy: AddressPolicy
     version: str
+    max_schedules: int | None = None  # live schedules per tenant (None: no limit)
     # next_runs of every schedule response; event-loop only (not in write transactions)
     upcoming: UpcomingOccurrences = field(default_factory=UpcomingOccurrences)
 

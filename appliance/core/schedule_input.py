@@ -31,6 +31,7 @@ from typing import Final
 from appliance.core.addresses import AddressPolicy, check_target_url
 from appliance.core.cron import parse_cron
 from appliance.core.delivery import check_tenant_headers
+from appliance.core.retry import MAX_ATTEMPTS_LIMIT
 from appliance.core.schedules import (
     DEFAULT_CATCHUP_WINDOW_SECONDS,
     DEFAULT_CONTENT_TYPE,
@@ -48,7 +49,6 @@ MAX_URL_CHARS: Final = 2048
 MAX_CONTENT_TYPE_CHARS: Final = 255
 MAX_JITTER_SECONDS: Final = 3600
 MAX_CATCHUP_WINDOW_SECONDS: Final = 7 * 24 * 3600
-MAX_ATTEMPTS_LIMIT: Final = 15
 MAX_TIMEOUT_SECONDS: Final = 300
 
 FIELDS: Final = (

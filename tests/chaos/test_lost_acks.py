@@ -32,7 +32,7 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
 from appliance.store.database import Database
-from appliance.store.schedules import pause_schedule
+from appliance.store.pauses import pause_schedule
 from appliance.store.tenants import create_tenant as store_create_tenant
 from tests.chaos.conftest import Profile
 from tests.chaos.recorder import (

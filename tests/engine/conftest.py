@@ -30,9 +30,9 @@ from appliance.engine.planner import Planner, PlannerConfig
 from appliance.engine.reaper import Reaper
 from appliance.engine.transport import DeliveryClient
 from appliance.engine.wakeup import Wakeup
+from appliance.store.claims import renew_leases as store_renew_leases
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.leases import renew_leases as store_renew_leases
 from appliance.store.tenants import create_tenant
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
 from tests.test_event_schemas import SCHEMAS

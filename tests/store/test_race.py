@@ -47,7 +47,7 @@ import sys
 import time
 from pathlib import Path
 from appliance.store.database import Database
-from appliance.store.leases import claim_runs
+from appliance.store.claims import claim_runs
 
 path, owner, now = sys.argv[1], sys.argv[2], int(sys.argv[3])
 db = Database.open(Path(path))
