@@ -112,11 +112,25 @@ _CLAIM: Final = (
     " RETURNING id"
 )
 
-# After the claim: per waiting tenant, its running count and earliest claimable due_at.
-_WAITING: Final = (
-    f"{_TENANTS} SELECT tenant_id, running, (SELECT MIN(due_at) FROM job_runs"
-    f" WHERE tenant_id = room.tenant_id AND state IN {CLAIMABLE_SQL}) FROM room"
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Waiting:
+    """A tenant with claimable runs, after the claim."""
+
+    tenant_id: str
+    running: int
+    due_at: int  # its earliest claimable due_at
+
+
+_WAITING_COLUMNS: Final = rows.Columns(
+    _Waiting,
+    ["tenant_id", "running", "due_at"],
+    sql={
+        "due_at": "(SELECT MIN(due_at) FROM job_runs WHERE tenant_id = room.tenant_id"
+        f" AND state IN {CLAIMABLE_SQL})"
+    },
 )
+_WAITING: Final = f"{_TENANTS} SELECT {_WAITING_COLUMNS.select} FROM room"
 
 
 def _claimed(*, budget_base: int, budget_from: int, **fields: Any) -> ClaimedRun:
@@ -214,12 +228,12 @@ def _details(
 def _waiting(conn: apsw.Connection, *, now: int, cap: int) -> tuple[int | None, frozenset[str]]:
     earliest: int | None = None
     capped: set[str] = set()
-    for tenant_id, running, due_at in conn.execute(_WAITING):
-        if running >= cap:
-            if due_at <= now:
-                capped.add(tenant_id)
-        elif earliest is None or due_at < earliest:
-            earliest = due_at
+    for tenant in _WAITING_COLUMNS.all(conn.execute(_WAITING)):
+        if tenant.running >= cap:
+            if tenant.due_at <= now:
+                capped.add(tenant.tenant_id)
+        elif earliest is None or tenant.due_at < earliest:
+            earliest = tenant.due_at
     return earliest, frozenset(capped)
 
 

@@ -15,6 +15,9 @@ most one claim cycle, which under virtual time (the database runs inline) is zer
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import apsw
 import httpx
 import trio
 from trio.testing import MockClock
@@ -88,3 +91,33 @@ async def test_a_tenant_with_slow_receivers_cannot_starve_another(
     # The attacker is served too, up to its cap and never beyond it.
     assert receivers.attacker_peak == TENANT_CAP
     assert receivers.attacker_answered >= TENANT_CAP * (ATTACK_S // SLOW_ANSWER_S - 1)
+
+
+async def test_a_tenant_held_by_its_cap_is_claimed_in_batches_not_one_by_one(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+) -> None:
+    for _ in range(40):
+        make_schedule(cron="0 3 * * *")  # all due at T0
+    config = DispatchConfig(concurrency=16, tenant_cap=8, user_agent="t")  # claim batch: 4
+
+    async def staggered(request: httpx.Request, n: int) -> httpx.Response:
+        await trio.sleep(1 + (n % 7) * 0.13)  # deliveries finish one at a time
+        return reply(200)
+
+    endpoint = Endpoint(respond=staggered)
+    async with running_engine(inline_db, wall, endpoint, dispatch=config):
+        await trio.sleep(30)
+    assert len(endpoint.requests) == 40
+
+    def claims(conn: apsw.Connection) -> list[int]:
+        query = "SELECT COUNT(*) FROM attempts GROUP BY started_at ORDER BY started_at"
+        return [count for (count,) in conn.execute(query)]
+
+    sizes = inline_db.read_now(claims)
+    # The first claim fills the cap; then a claim runs once a batch's worth of the
+    # tenant's slots is free, never once per finished delivery.
+    assert sizes[0] == 8 and sum(sizes) == 40
+    assert min(sizes[:-1]) >= config.min_claim, sizes
