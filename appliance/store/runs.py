@@ -169,13 +169,6 @@ def list_runs(
     return RUN_COLUMNS.all(conn.execute(sql, params))
 
 
-def earliest_due_at(conn: apsw.Connection) -> int | None:
-    """The earliest ``due_at`` of any claimable run (served by ``job_runs_claimable``)."""
-    row = conn.execute(f"SELECT MIN(due_at) FROM job_runs WHERE state IN {CLAIMABLE_SQL}")
-    value = row.fetchone()
-    return None if value is None or value[0] is None else int(value[0])
-
-
 # --- withdrawal ---------------------------------------------------------------------------
 
 
