@@ -41,14 +41,13 @@ import apsw
 from appliance.core.retry import RetryBudget
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, Transition, check_transition
 from appliance.store import rows
-from appliance.store.events import append_event
 from appliance.store.pauses import pause_by_receiver
 from appliance.store.runs import (
+    ATTEMPTED_RUN_SQL,
     CLAIMABLE_SQL,
-    EVENT_FOR,
     RUNNING_SQL,
+    announce_attempt,
     cancel_if_withdrawn,
-    run_event_data,
 )
 from appliance.store.tenants import active_secrets_of
 
@@ -158,17 +157,9 @@ _DETAILS: Final = rows.Columns(
         "timeout_seconds",
         "max_attempts",
     ],
+    table="r",
     sql={
-        "run_id": "r.id",
-        "tenant_id": "r.tenant_id",
-        "schedule_id": "r.schedule_id",
-        "scheduled_for": "r.scheduled_for",
-        "idempotency_key": "r.idempotency_key",
-        "attempt": "r.attempt",
-        "budget_base": "r.attempt_base",
-        "budget_from": "COALESCE(r.budget_from, r.scheduled_for)",
-        "lease_token": "r.lease_token",
-        "lease_expires_at": "r.lease_expires_at",
+        **ATTEMPTED_RUN_SQL,
         "target_url": "s.target_url",
         "headers": "s.headers",
         "body": "b.body",
@@ -340,24 +331,17 @@ def _finish_attempt(
 def _announce(
     conn: apsw.Connection, *, run: ClaimedRun, completion: Completion, state: RunState, now: int
 ) -> None:
-    """The run event (contracts/events/schedule.run.*.json): a failure's ``reason`` is its
-    failure reason; a retry's is the transport failure class, if there was one."""
+    """A failure's ``reason`` is its failure reason; a retry's is the transport failure
+    class, if there was one; a success has neither (nor an error)."""
     succeeded = state is RunState.SUCCEEDED
     reason = completion.failure_reason if state is RunState.FAILED else completion.failure_class
-    append_event(
+    announce_attempt(
         conn,
-        tenant_id=run.tenant_id,
-        type=EVENT_FOR[state],
+        run=run,
+        state=state,
         now=now,
-        schedule_id=run.schedule_id,
-        run_id=run.run_id,
-        data=run_event_data(
-            scheduled_for=run.scheduled_for,
-            attempt=run.attempt,
-            key=run.idempotency_key,
-            status=completion.http_status,
-            error=None if succeeded else completion.error,  # the attempt row keeps it
-            reason=None if succeeded else reason,
-            next_attempt_at=completion.due_at,
-        ),
+        status=completion.http_status,
+        error=None if succeeded else completion.error,  # the attempt row keeps it
+        reason=None if succeeded else reason,
+        next_attempt_at=completion.due_at,
     )

@@ -30,13 +30,12 @@ import apsw
 from appliance.core.retry import RetryBudget, RetryPolicy, decide_reclaim
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, check_transition
 from appliance.store import rows
-from appliance.store.events import append_event
 from appliance.store.runs import (
-    EVENT_FOR,
+    ATTEMPTED_RUN_SQL,
     RUNNING_SQL,
+    announce_attempt,
     cancel_if_withdrawn,
     expect_one,
-    run_event_data,
 )
 
 ABANDONED: Final = AttemptOutcome.ABANDONED.value  # a reclaim's retrying event says why
@@ -81,17 +80,10 @@ _COLUMNS: Final = rows.Columns(
         "budget_from",
         "abandoned",
     ],
+    table="r",
     sql={
-        "run_id": "r.id",
-        "tenant_id": "r.tenant_id",
-        "schedule_id": "r.schedule_id",
-        "scheduled_for": "r.scheduled_for",
-        "idempotency_key": "r.idempotency_key",
-        "attempt": "r.attempt",
-        "lease_token": "r.lease_token",
+        **ATTEMPTED_RUN_SQL,
         "max_attempts": "s.max_attempts",
-        "budget_base": "r.attempt_base",
-        "budget_from": "COALESCE(r.budget_from, r.scheduled_for)",
         "abandoned": (
             "(SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.id"
             " AND a.started_at >= COALESCE(r.budget_from, r.scheduled_for)"
@@ -196,20 +188,13 @@ def _abandon(
         conn, run_id=run.run_id, attempt=run.attempt, now=now
     ):
         return RunState.CANCELLED  # paused or deleted meanwhile: no retry, as in complete_run
-    append_event(
+    announce_attempt(
         conn,
-        tenant_id=run.tenant_id,
-        type=EVENT_FOR[target],
+        run=run,
+        state=target,
         now=now,
-        schedule_id=run.schedule_id,
-        run_id=run.run_id,
-        data=run_event_data(
-            scheduled_for=run.scheduled_for,
-            attempt=run.attempt,
-            key=run.idempotency_key,
-            error=error,
-            reason=reason or ABANDONED,
-            next_attempt_at=decision.due_at,
-        ),
+        error=error,
+        reason=reason or ABANDONED,
+        next_attempt_at=decision.due_at,
     )
     return target

@@ -23,14 +23,15 @@ Convert = Callable[[Value], object]
 
 class Columns(Generic[R]):
     """How rows become ``record`` values: ``fields`` in order, each read from the SQL
-    expression ``sql[field]`` (default: the column of the same name) through
-    ``convert[field]`` (default: as stored)."""
+    expression ``sql[field]`` (default: the column of the same name, of ``table`` when
+    given) through ``convert[field]`` (default: as stored)."""
 
     def __init__(
         self,
         record: Callable[..., R],
         fields: Sequence[str],
         *,
+        table: str | None = None,
         sql: Mapping[str, str] | None = None,
         convert: Mapping[str, Convert] | None = None,
     ) -> None:
@@ -40,8 +41,10 @@ class Columns(Generic[R]):
             raise ValueError(f"no such fields: {', '.join(sorted(unknown))}")
         self._record = record
         self.fields = tuple(fields)
+        expressions = {name: sql.get(name, f"{table}.{name}" if table else name) for name in fields}
         self.select = ", ".join(
-            name if sql.get(name, name) == name else f"{sql[name]} AS {name}" for name in fields
+            name if expression == name else f"{expression} AS {name}"
+            for name, expression in expressions.items()
         )
         self._converting = tuple((name, convert[name]) for name in self.fields if name in convert)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 import apsw
 
@@ -38,6 +38,7 @@ from appliance.core.runs import (
 )
 from appliance.errors import StoreError
 from appliance.store import rows
+from appliance.store.events import append_event
 
 
 def state_list(states: Iterable[RunState]) -> str:
@@ -48,6 +49,13 @@ def state_list(states: Iterable[RunState]) -> str:
 CLAIMABLE_SQL: Final = state_list(sources(Transition.CLAIM))  # ('pending','retry_wait')
 OPEN_SQL: Final = state_list(sources(Transition.CANCEL))  # open rows a pause or delete withdraws
 RUNNING_SQL: Final = f"'{RunState.RUNNING.value}'"
+# How claims and reclaims read an attempted run's id and retry budget from ``job_runs r``
+# (``rows.Columns`` sql; the record builds a ``core.retry.RetryBudget`` from the two).
+ATTEMPTED_RUN_SQL: Final = {
+    "run_id": "r.id",
+    "budget_base": "r.attempt_base",
+    "budget_from": "COALESCE(r.budget_from, r.scheduled_for)",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -225,6 +233,56 @@ EVENT_FOR: Final[dict[RunState, EventType]] = {
     RunState.RETRY_WAIT: EventType.RUN_RETRYING,
     RunState.FAILED: EventType.RUN_FAILED,
 }
+
+
+class AttemptedRun(Protocol):
+    """What a run event says about the run an attempt belonged to (a claimed run, or a
+    running one being reclaimed)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def tenant_id(self) -> str: ...
+    @property
+    def schedule_id(self) -> str: ...
+    @property
+    def scheduled_for(self) -> int: ...
+    @property
+    def idempotency_key(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+
+
+def announce_attempt(
+    conn: apsw.Connection,
+    *,
+    run: AttemptedRun,
+    state: RunState,
+    now: int,
+    status: int | None = None,
+    error: str | None = None,
+    reason: str | None = None,
+    next_attempt_at: int | None = None,
+) -> None:
+    """The ``schedule.run.succeeded|retrying|failed`` event of the attempt that left
+    ``run`` in ``state`` (contracts/events/schedule.run.*.json)."""
+    append_event(
+        conn,
+        tenant_id=run.tenant_id,
+        type=EVENT_FOR[state],
+        now=now,
+        schedule_id=run.schedule_id,
+        run_id=run.run_id,
+        data=run_event_data(
+            scheduled_for=run.scheduled_for,
+            attempt=run.attempt,
+            key=run.idempotency_key,
+            status=status,
+            error=error,
+            reason=reason,
+            next_attempt_at=next_attempt_at,
+        ),
+    )
 
 
 def run_event_data(
