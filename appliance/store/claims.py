@@ -18,7 +18,9 @@ Rules this module guards:
   take every delivery slot from the others. The claim finds the tenants with claimable
   runs by a skip scan of ``job_runs_claimable_tenant`` and reads at most ``limit`` due
   runs of each tenant below its cap through the same index, so its cost follows the
-  slots it fills and the tenants waiting, not the backlog.
+  slots it fills and the tenants waiting, not the backlog. When one tenant alone has
+  claimable runs (the common case, and every burst), the turns are just its due runs in
+  order, and the claim is the same ``UPDATE`` over one range read of that index.
 - One batched query reads every claimed run's details, one statement inserts their
   ``attempts`` rows, one query reads their tenants' signing secrets.
 - **Heartbeat**: one ``UPDATE`` renews every unexpired running row of an incarnation.
@@ -98,16 +100,28 @@ _TENANTS = (
     " WHERE w.tenant_id IS NOT NULL)"
 )
 
+_SET_CLAIMED = (
+    f"UPDATE job_runs SET state = '{check_transition(RunState.PENDING, Transition.CLAIM).value}',"
+    " attempt = attempt + 1, lease_owner = :owner, lease_token = lower(hex(randomblob(16))),"
+    " lease_expires_at = :expires, heartbeat_at = :now, updated_at = :now"
+)
+# Tenants take turns: a run's turn is its rank among its tenant's due runs plus the runs
+# its tenant has running. At most :limit due runs are read per tenant below its cap.
 _CLAIM: Final = (
     f"{_TENANTS}, turns(id, due_at, turn) AS (SELECT r.id, r.due_at,"
     " t.running + ROW_NUMBER() OVER (PARTITION BY t.tenant_id ORDER BY r.due_at)"
     " FROM room t JOIN job_runs r ON r.rowid IN (SELECT rowid FROM job_runs"
     f" WHERE tenant_id = t.tenant_id AND state IN {CLAIMABLE_SQL} AND due_at <= :now"
     " ORDER BY due_at LIMIT :limit) WHERE t.running < :cap)"
-    f" UPDATE job_runs SET state = '{check_transition(RunState.PENDING, Transition.CLAIM).value}',"
-    " attempt = attempt + 1, lease_owner = :owner, lease_token = lower(hex(randomblob(16))),"
-    " lease_expires_at = :expires, heartbeat_at = :now, updated_at = :now"
+    f" {_SET_CLAIMED}"
     " WHERE id IN (SELECT id FROM turns WHERE turn <= :cap ORDER BY turn, due_at LIMIT :limit)"
+    " RETURNING id"
+)
+# The same claim when one tenant alone has claimable runs: its turns are its due runs in
+# due_at order, so the pick is one range read of its index (:limit within its cap).
+_CLAIM_ALONE: Final = (
+    f"{_SET_CLAIMED} WHERE id IN (SELECT id FROM job_runs WHERE tenant_id = :tenant"
+    f" AND state IN {CLAIMABLE_SQL} AND due_at <= :now ORDER BY due_at LIMIT :limit)"
     " RETURNING id"
 )
 
@@ -185,11 +199,17 @@ def claim_runs(
     """Claim up to ``limit`` due runs for incarnation ``owner``, shared fairly between
     tenants, none beyond ``tenant_cap`` running runs per tenant (None: no cap)."""
     cap = _NO_CAP if tenant_cap is None else tenant_cap
-    claimed: tuple[ClaimedRun, ...] = ()
-    if limit > 0:
-        params = {"owner": owner, "now": now, "expires": now + lease_ms, "limit": limit}
-        ids = [rid for (rid,) in conn.execute(_CLAIM, {**params, "cap": cap})]
-        claimed = _details(conn, owner=owner, ids=ids, now=now) if ids else ()
+    params = {"owner": owner, "now": now, "expires": now + lease_ms, "limit": limit, "cap": cap}
+    # Two tenants at most: enough to tell a contested claim from a lone tenant's.
+    waiting = _WAITING_COLUMNS.all(conn.execute(f"{_WAITING} LIMIT 2")) if limit > 0 else []
+    if len(waiting) == 1:
+        (alone,) = waiting
+        room = min(limit, cap - alone.running)
+        params.update(tenant=alone.tenant_id, limit=room)
+        ids = [rid for (rid,) in conn.execute(_CLAIM_ALONE, params)] if room > 0 else []
+    else:
+        ids = [rid for (rid,) in conn.execute(_CLAIM, params)] if waiting else []
+    claimed = _details(conn, owner=owner, ids=ids, now=now) if ids else ()
     next_due_at, capped = _waiting(conn, now=now, cap=cap)
     return ClaimBatch(runs=claimed, next_due_at=next_due_at, capped=capped)
 
