@@ -1,15 +1,15 @@
 """Run states, the one transition table, and the row of a new run (ADR 0033).
 
-    pending ───claim───▶ running ───succeed (2xx)──────────────▶ succeeded
-     │    ▲                │  ├────retry (retryable answer)────▶ retry_wait
-     │    │                │  ├────fail (permanent, exhausted)─▶ failed
-     │    │                │  └────reclaim (lease lost, boot)──▶ retry_wait | failed (fail)
-     │    │              retry_wait ───claim───▶ running
-     │    │              retry_wait ───cancel──▶ cancelled
-     │    │              retry_wait ───fail────▶ failed (no attempts left)
-     └──cancel──▶ cancelled
-          └── replay ◀── succeeded | failed | missed | cancelled (same run, same key)
-    missed: inserted so by the planner (catch-up policy), never delivered unless replayed
+    pending ──claim──▶ running ──succeed (2xx)─────────────────▶ succeeded
+      │  ▲               │ ├──retry (retryable answer)─────────▶ retry_wait
+      │  │               │ ├──reclaim (lease lost, restart)────▶ retry_wait
+      │  │               │ └──fail (permanent, or exhausted)───▶ failed
+      │  │   retry_wait ──claim──▶ running
+      │  │   retry_wait ──fail (reclaimed, no attempts left)──▶ failed
+      │  │   retry_wait ──cancel──▶ cancelled
+      └──┼──cancel (schedule paused, deleted or edited)──▶ cancelled
+         └──replay── succeeded | failed | missed | cancelled  (same run, same key)
+    missed: inserted so by the planner (catch-up policy); delivered only if replayed
 
 The same table, one transition a line (tests/core/test_runs.py checks it against
 :data:`TRANSITIONS`):
