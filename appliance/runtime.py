@@ -1,7 +1,8 @@
 """The composition root: builds every part from the settings and runs them in one nursery.
 
-Start order (docs/architecture.md, "One process"): lock file → database (migrate) → incarnation and boot-time
-reclaim → engine services (planner, dispatcher with heartbeats, reaper, checkpointer) and
+Start order (docs/architecture.md, "One process"): lock file → database (migrate) →
+incarnation and boot-time reclaim → engine services (planner, dispatcher with heartbeats,
+reaper, checkpointer) and
 the database check (``quick_check``, beside them: it reads the whole file, and a restart
 must not wait for that before delivering) → the HTTP server. A failed check stops the
 appliance like any store failure. The root nursery owns every task; the web app owns none.

@@ -1,4 +1,5 @@
-"""The tenant REST API as a quart-trio app (docs/architecture.md, "The API"): ``/v1`` routes and ``/healthz``.
+"""The tenant REST API as a quart-trio app (docs/architecture.md, "The API"): ``/v1``
+routes and ``/healthz``.
 
 ``create_app`` is the only way to get an app: nothing is built at import time, the app owns
 no tasks (the runtime's root nursery runs the scheduler; hypercorn serves this), and every

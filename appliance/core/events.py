@@ -1,4 +1,5 @@
-"""Event types (docs/architecture.md, "Events"). Events are append-only rows with a per-database sequence."""
+"""Event types (docs/architecture.md, "Events"). Events are append-only rows with a
+per-database sequence."""
 
 from __future__ import annotations
 

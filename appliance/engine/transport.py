@@ -1,8 +1,9 @@
 """The guarded delivery transport: httpx's client API over Steeple's own HTTP/1.1 pool.
 
 httpx's default transport costs ≈ 1 ms CPU per request and degrades with concurrency
-(measured: docs/performance.md); this one speaks h11 over trio directly (``engine.h11conn``) and is also
-where the connect-time address policy is enforced (``engine.connector``).
+(measured: docs/performance.md); this one speaks h11 over trio directly
+(``engine.h11conn``) and is also where the connect-time address policy is enforced
+(``engine.connector``).
 
 Rules:
 - Every connection is opened by :class:`~appliance.engine.connector.GuardedConnector`:

@@ -410,8 +410,9 @@ async def test_disk_full_then_space_returns(
     autojump_clock: MockClock, tmp_path: Path, failure: type[apsw.Error], says: str
 ) -> None:
     """Writes start failing while a delivery is in flight. The decided behaviour (the
-    dispatcher's docstring; docs/reliability.md): the first failed write — here the completion of the
-    in-flight delivery — stops the engine loudly with a :class:`StoreError` naming the
+    dispatcher's docstring; docs/reliability.md): the first failed write — here the
+    completion of the in-flight delivery — stops the engine loudly with a
+    :class:`StoreError` naming the
     cause; nothing is claimed or delivered after the failure; a restart while the disk is
     still full refuses at its first write with the same message; nothing acknowledged is
     lost; when space returns a restart reclaims the interrupted run (redelivered with the
