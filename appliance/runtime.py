@@ -36,8 +36,8 @@ from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.datadir import DIR_MODE, tighten_modes
 from appliance.store.incarnations import end_incarnation, register_incarnation
-from appliance.store.leases import reclaim_previous
 from appliance.store.lockfile import LockFile
+from appliance.store.reclaim import reclaim_previous
 from appliance.store.tenants import NewTenant
 from appliance.store.tenants import create_tenant as store_create_tenant
 
@@ -145,6 +145,7 @@ async def _run(
             check_destination=check,
             policy=policy,
             version=__version__,
+            max_schedules=settings.max_schedules_per_tenant,
         )
         stop_http = trio.Event()
         addresses = await nursery.start(_serve_http, app, settings, stop_http)
@@ -169,7 +170,11 @@ async def _run(
 def engine_config(settings: Settings) -> EngineConfig:
     """The appliance's engine: every service, limits from the settings."""
     return EngineConfig(
-        dispatch=DispatchConfig(concurrency=settings.dispatch_concurrency, user_agent=USER_AGENT),
+        dispatch=DispatchConfig(
+            concurrency=settings.dispatch_concurrency,
+            tenant_cap=settings.tenant_in_flight_cap,
+            user_agent=USER_AGENT,
+        ),
         pruner=PrunerConfig(retention_ms=settings.retention_days * 86_400_000),
         checkpointer=CheckpointerConfig(),
     )

@@ -36,6 +36,7 @@ def create_app(
     check_destination: Callable[[str], Awaitable[None]],
     policy: AddressPolicy,
     version: str,
+    max_schedules: int | None = None,
 ) -> QuartTrio:
     app = QuartTrio(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
@@ -48,6 +49,7 @@ def create_app(
             check_destination=check_destination,
             policy=policy,
             version=version,
+            max_schedules=max_schedules,
         ),
     )
     register_problem_handlers(app)

@@ -28,6 +28,7 @@ class ApiContext:
     check_destination: Callable[[str], Awaitable[None]]  # resolve + policy; ValidationError
     policy: AddressPolicy
     version: str
+    max_schedules: int | None = None  # live schedules per tenant (None: no limit)
     # The app's own occurrence cache (next_runs of every schedule response): event-loop
     # only, never in write transactions (the planner owns another, on the writer thread)
     upcoming: OccurrenceCache = field(default_factory=OccurrenceCache)

@@ -9,9 +9,16 @@ import apsw
 
 from appliance.core.events import Event, EventType, JsonScalar
 from appliance.core.ids import new_id
+from appliance.store import rows
 
 # Events not scoped to a tenant (e.g. clock jumps) belong to this pseudo tenant.
 SYSTEM_TENANT = "system"
+
+_COLUMNS = rows.Columns(
+    Event,
+    ["seq", "id", "tenant_id", "type", "schedule_id", "run_id", "occurred_at", "data"],
+    convert={"type": rows.enum_of(EventType), "data": lambda value: json.loads(rows.text(value))},
+)
 
 
 def append_event(
@@ -51,10 +58,7 @@ def list_events(
     types: frozenset[EventType] | None = None,
 ) -> list[Event]:
     """Events of one tenant with ``seq > after``, oldest first."""
-    sql = (
-        "SELECT seq, id, tenant_id, type, schedule_id, run_id, occurred_at, data FROM events"
-        " WHERE tenant_id = ? AND seq > ?"
-    )
+    sql = f"SELECT {_COLUMNS.select} FROM events WHERE tenant_id = ? AND seq > ?"
     params: list[object] = [tenant_id, after]
     if schedule_id is not None:
         sql += " AND schedule_id = ?"
@@ -64,16 +68,4 @@ def list_events(
         params.extend(str(t) for t in sorted(types))
     sql += " ORDER BY seq LIMIT ?"
     params.append(limit)
-    return [
-        Event(
-            seq=seq,
-            id=eid,
-            tenant_id=tid,
-            type=EventType(etype),
-            schedule_id=sid,
-            run_id=rid,
-            occurred_at=at,
-            data=json.loads(data),
-        )
-        for seq, eid, tid, etype, sid, rid, at, data in conn.execute(sql, params)
-    ]
+    return _COLUMNS.all(conn.execute(sql, params))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import apsw
@@ -52,11 +54,27 @@ def tenant_for_api_key(conn: apsw.Connection, *, api_key: str) -> str | None:
     return str(row[0]) if row else None
 
 
+MAX_ACTIVE_SECRETS = 3  # ADR 0032
+
+
 def active_secrets(conn: apsw.Connection, *, tenant_id: str, now: int) -> list[str]:
     """Secrets that sign deliveries now, newest first (ADR 0032: at most 3)."""
+    return list(active_secrets_of(conn, tenant_ids={tenant_id}, now=now).get(tenant_id, ()))
+
+
+def active_secrets_of(
+    conn: apsw.Connection, *, tenant_ids: Iterable[str], now: int
+) -> dict[str, tuple[str, ...]]:
+    """:func:`active_secrets` of several tenants in one query (a claim's batch)."""
+    found: dict[str, list[str]] = {}
     rows = conn.execute(
-        "SELECT secret FROM signing_secrets WHERE tenant_id = ? AND revoked_at IS NULL"
-        " AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at DESC, id DESC LIMIT 3",
-        (tenant_id, now),
+        "SELECT tenant_id, secret FROM (SELECT tenant_id, secret, ROW_NUMBER() OVER"
+        " (PARTITION BY tenant_id ORDER BY created_at DESC, id DESC) AS newest"
+        " FROM signing_secrets WHERE tenant_id IN (SELECT value FROM json_each(?))"
+        " AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?))"
+        " WHERE newest <= ? ORDER BY tenant_id, newest",
+        (json.dumps(sorted(tenant_ids)), now, MAX_ACTIVE_SECRETS),
     )
-    return [str(secret) for (secret,) in rows]
+    for tenant_id, secret in rows:
+        found.setdefault(str(tenant_id), []).append(str(secret))
+    return {tenant_id: tuple(secrets) for tenant_id, secrets in found.items()}
