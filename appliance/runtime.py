@@ -35,8 +35,8 @@ from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.datadir import DIR_MODE, tighten_modes
 from appliance.store.incarnations import end_incarnation, register_incarnation
-from appliance.store.leases import reclaim_previous
 from appliance.store.lockfile import LockFile
+from appliance.store.reclaim import reclaim_previous
 
 if TYPE_CHECKING:
     from quart_trio import QuartTrio
@@ -131,6 +131,7 @@ async def _run(
             policy=policy,
             version=__version__,
             event_hub=(event_hub := EventHub(db)),
+            max_schedules=settings.max_schedules_per_tenant,
         )
         await nursery.start(event_hub.run)
         stop_http = trio.Event()
@@ -157,7 +158,11 @@ async def _run(
 def engine_config(settings: Settings) -> EngineConfig:
     """The appliance's engine: every service, limits from the settings."""
     return EngineConfig(
-        dispatch=DispatchConfig(concurrency=settings.dispatch_concurrency, user_agent=USER_AGENT),
+        dispatch=DispatchConfig(
+            concurrency=settings.dispatch_concurrency,
+            tenant_cap=settings.tenant_in_flight_cap,
+            user_agent=USER_AGENT,
+        ),
         pruner=PrunerConfig(retention_ms=settings.retention_days * 86_400_000),
         checkpointer=CheckpointerConfig(),
     )

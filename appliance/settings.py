@@ -42,9 +42,18 @@ class Settings:
     listen: Listen
     allow_targets: tuple[str, ...]
     dispatch_concurrency: int
+    tenant_max_in_flight: int | None  # None: auto, half of dispatch_concurrency
+    max_schedules_per_tenant: int
     shutdown_grace_seconds: int
     retention_days: int
     log_level: LogLevel
+
+    @property
+    def tenant_in_flight_cap(self) -> int:
+        """Deliveries one tenant may have in flight: the setting, or half the slots."""
+        if self.tenant_max_in_flight is None:
+            return max(1, self.dispatch_concurrency // 2)
+        return min(self.tenant_max_in_flight, self.dispatch_concurrency)
 
     @property
     def db_path(self) -> Path:
@@ -97,6 +106,15 @@ def _bounded_int(low: int, high: int) -> Callable[[str, str], int]:
     return parse
 
 
+def _auto_or(parse: Callable[[str, str], int]) -> Callable[[str, str], int | None]:
+    """``auto`` (None: derived from other settings) or a value ``parse`` accepts."""
+
+    def parse_auto(name: str, text: str) -> int | None:
+        return None if text.strip().lower() == "auto" else parse(name, text)
+
+    return parse_auto
+
+
 def _log_level(name: str, text: str) -> LogLevel:
     try:
         return LogLevel(text.lower())
@@ -134,6 +152,21 @@ SETTINGS: tuple[SettingDef, ...] = (
         default=lambda: "32",
         parse=_bounded_int(1, 1024),
         help="Deliveries in flight at once.",
+    ),
+    SettingDef(
+        name="tenant_max_in_flight",
+        env="STEEPLE_TENANT_MAX_IN_FLIGHT",
+        default=lambda: "auto",
+        parse=_auto_or(_bounded_int(1, 1024)),
+        help="Deliveries one tenant may have in flight at once, so one tenant's slow "
+        "receivers cannot hold every slot. auto: half of dispatch_concurrency.",
+    ),
+    SettingDef(
+        name="max_schedules_per_tenant",
+        env="STEEPLE_MAX_SCHEDULES_PER_TENANT",
+        default=lambda: "1000",
+        parse=_bounded_int(1, 1_000_000),
+        help="Live schedules one tenant may have; a create beyond it is refused (409).",
     ),
     SettingDef(
         name="shutdown_grace_seconds",

@@ -3,7 +3,7 @@ last delivery.
 
 Setup (not measured): P pending runs, due in the seconds just before now, spread over
 P/100 schedules whose own expression fires only once a year (so the planner adds
-nothing); rows written with the store's ``insert_run`` (real ids and keys). The appliance
+nothing); rows written with the store's ``insert_runs`` (real ids and keys). The appliance
 starts, delivers until the sink has ``--kill-after`` deliveries (so some runs are
 ``running`` under leases), and is SIGKILLed. Measured from the restart (just before the
 new process is spawned): ``listening_s`` (the process serves the API),

@@ -90,7 +90,7 @@ def bytes_per_run(path: Path, run_rows: int) -> Figures:
         "job_runs",
         "sqlite_autoindex_job_runs_1",
         "sqlite_autoindex_job_runs_2",
-        "job_runs_claimable",
+        "job_runs_claimable_tenant",
         "job_runs_leases",
         "job_runs_lease_owner",
     )

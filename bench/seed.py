@@ -24,13 +24,13 @@ from pathlib import Path
 
 import apsw
 
-from appliance.core.ids import idempotency_key, new_id, run_id
+from appliance.core.ids import idempotency_key, new_id
 from appliance.core.instants import format_scheduled_for
-from appliance.core.runs import RunState
+from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
 from appliance.settings import DB_FILENAME
 from appliance.store.database import Database
-from appliance.store.runs import NewRun, Trigger, insert_run, store_body
+from appliance.store.materialise import insert_runs, store_body
 from appliance.store.schedules import create_schedule, first_fire_at
 from appliance.store.tenants import NewTenant, create_tenant
 
@@ -115,7 +115,7 @@ def pending_runs(
     db: Database, *, tenant_id: str, schedule_ids: Sequence[str], per_schedule: int, now: int
 ) -> list[PendingRun]:
     """``per_schedule`` pending runs per schedule, due in the last seconds before ``now``
-    (whole seconds ``now - 1 s`` backwards). Real ids and keys (store ``insert_run``)."""
+    (whole seconds ``now - 1 s`` backwards). Real ids and keys (``core.runs.occurrence_run``)."""
     digest = db.write_now(store_body, content_type=CONTENT_TYPE, body=BODY)
     base = now - now % 1000
     rows: list[PendingRun] = []
@@ -124,15 +124,15 @@ def pending_runs(
         for sid in sids:
             for k in range(1, per_schedule + 1):
                 at = base - k * 1000
-                text = format_scheduled_for(at)
-                run = NewRun(
-                    id=run_id(sid, text), tenant_id=tenant_id, schedule_id=sid,
-                    schedule_version=1, scheduled_for=at,
-                    idempotency_key=idempotency_key(sid, text), due_at=at,
-                    state=RunState.PENDING, trigger=Trigger.SCHEDULE, body_digest=digest,
+                run = occurrence_run(
+                    schedule_id=sid, tenant_id=tenant_id, schedule_version=1,
+                    scheduled_for=at, due_at=at, state=RunState.PENDING,
+                    trigger=Trigger.SCHEDULE, body_digest=digest,
                 )  # fmt: skip
-                insert_run(conn, run=run, now=now)
-                rows.append(PendingRun(key=run.idempotency_key, scheduled_for=text))
+                insert_runs(conn, [run], now=now)
+                rows.append(
+                    PendingRun(key=run.idempotency_key, scheduled_for=format_scheduled_for(at))
+                )
 
     for start in range(0, len(schedule_ids), 1000):
         db.write_now(insert, schedule_ids[start : start + 1000])

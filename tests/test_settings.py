@@ -39,6 +39,9 @@ def test_precedence_flag_over_environment_over_file(tmp_path: Path) -> None:
         ({"STEEPLE_DISPATCH_CONCURRENCY": "0"}, "between 1 and 1024"),
         ({"STEEPLE_DISPATCH_CONCURRENCY": "many"}, "expected a whole number"),
         ({"STEEPLE_LOG_LEVEL": "loud"}, "expected one of debug"),
+        ({"STEEPLE_TENANT_MAX_IN_FLIGHT": "0"}, "STEEPLE_TENANT_MAX_IN_FLIGHT: must be between"),
+        ({"STEEPLE_TENANT_MAX_IN_FLIGHT": "half"}, "expected a whole number"),
+        ({"STEEPLE_MAX_SCHEDULES_PER_TENANT": "0"}, "STEEPLE_MAX_SCHEDULES_PER_TENANT"),
     ],
 )
 def test_bad_values_name_the_setting(env: dict[str, str], message: str) -> None:
@@ -58,3 +61,16 @@ def test_config_file_errors(tmp_path: Path) -> None:
 def test_flag_errors_name_the_flag() -> None:
     with pytest.raises(ConfigError, match="--listen"):
         load_settings(environ={}, overrides={"listen": "x"})
+
+
+def test_tenant_limits_default_to_half_the_slots_and_a_thousand_schedules() -> None:
+    defaults = load_settings(environ={})
+    assert defaults.tenant_max_in_flight is None  # auto
+    assert defaults.tenant_in_flight_cap == defaults.dispatch_concurrency // 2 == 16
+    assert defaults.max_schedules_per_tenant == 1000
+    small = load_settings(environ={"STEEPLE_DISPATCH_CONCURRENCY": "1"})
+    assert small.tenant_in_flight_cap == 1
+    env = {"STEEPLE_TENANT_MAX_IN_FLIGHT": "40", "STEEPLE_DISPATCH_CONCURRENCY": "32"}
+    assert load_settings(environ=env).tenant_in_flight_cap == 32  # never above the slots
+    env["STEEPLE_TENANT_MAX_IN_FLIGHT"] = "5"
+    assert load_settings(environ=env).tenant_in_flight_cap == 5

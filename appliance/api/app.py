@@ -38,6 +38,7 @@ def create_app(
     policy: AddressPolicy,
     version: str,
     event_hub: EventHub,
+    max_schedules: int | None = None,
 ) -> QuartTrio:
     app = QuartTrio(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
@@ -51,6 +52,7 @@ def create_app(
             policy=policy,
             version=version,
             event_hub=event_hub,
+            max_schedules=max_schedules,
         ),
     )
     register_problem_handlers(app)

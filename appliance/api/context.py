@@ -33,6 +33,7 @@ class ApiContext:
     policy: AddressPolicy
     version: str
     event_hub: EventHub  # the live event stream's fan-out, run by the runtime's nursery
+    max_schedules: int | None = None  # live schedules per tenant (None: no limit)
     # The app's own occurrence cache (next_runs of every schedule response): event-loop
     # only, never in write transactions (the planner owns another, on the writer thread)
     upcoming: OccurrenceCache = field(default_factory=OccurrenceCache)

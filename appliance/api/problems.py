@@ -5,11 +5,11 @@ Rules this module guards (docs/architecture.md, "The API"):
 - One translation point from exceptions to responses, registered on the app by
   :func:`register_problem_handlers`: ``ValidationError`` → 422 with one ``errors`` entry per
   field, ``NotFound`` → 404, ``VersionMismatch`` → 412, ``RequestKeyReused`` → 422,
-  ``Conflict`` → 409, werkzeug's HTTP errors (unknown route 404, 405 with ``Allow``, 413)
-  keep their status, ``StoreError`` → 503 (disk full, I/O: the operator's problem, logged),
-  and :class:`Problem` carries anything a view decides itself (400, 401,
-  415). Anything else is a bug: logged with its traceback, answered as a bare 500 that
-  leaks nothing.
+  ``ScheduleLimitReached`` → 409 ``schedule-limit``, ``Conflict`` → 409, werkzeug's HTTP
+  errors (unknown route 404, 405 with ``Allow``, 413) keep their status, ``StoreError`` →
+  503 (disk full, I/O: the operator's problem, logged), and :class:`Problem` carries
+  anything a view decides itself (400, 401, 415). Anything else is a bug: logged with its
+  traceback, answered as a bare 500 that leaks nothing.
 - ``type`` is a stable URN per problem kind, so clients can branch on it; ``title`` is the
   kind's summary, ``detail`` this occurrence's explanation.
 """
@@ -25,7 +25,8 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from appliance.errors import Conflict, FieldError, NotFound, StoreError, ValidationError
-from appliance.store.schedules import RequestKeyReused, VersionMismatch
+from appliance.store.request_keys import RequestKeyReused
+from appliance.store.schedules import ScheduleLimitReached, VersionMismatch
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,13 @@ def _from_conflict(error: Conflict) -> Response:
             title="Idempotency-Key reused with a different request",
             detail=f"{error}; use a new key for a new request",
             errors=(FieldError(field="Idempotency-Key", message=str(error)),),
+        )
+    elif isinstance(error, ScheduleLimitReached):
+        problem = Problem(
+            status=409,
+            kind="schedule-limit",
+            title="Schedule limit reached",
+            detail=str(error),
         )
     else:
         problem = Problem(status=409, kind="conflict", title="Conflict", detail=str(error))

@@ -18,7 +18,8 @@ from appliance.api.rendering import render_run, render_run_with_attempts
 from appliance.errors import NotFound
 from appliance.store import runs as run_store
 from appliance.store.database import Connection
-from appliance.store.schedules import get_schedule, replay_schedule_run
+from appliance.store.manual import replay_run as store_replay_run
+from appliance.store.schedules import get_schedule
 
 
 def register(app: QuartTrio) -> None:
@@ -86,7 +87,7 @@ async def replay_run(run_id: str) -> Response:
     tenant_id = await authenticate()
     ctx = context()
     run = await ctx.db.write(
-        replay_schedule_run, tenant_id=tenant_id, run_id=run_id, now=ctx.clock.now_ms()
+        store_replay_run, tenant_id=tenant_id, run_id=run_id, now=ctx.clock.now_ms()
     )
     ctx.nudge()
     attempts = await ctx.db.read(run_store.list_attempts, run_id=run.id)

@@ -11,6 +11,8 @@ Rules this module guards (docs/architecture.md, "The API"):
   race is retried a few times before answering 409.
 - A create with ``Idempotency-Key`` is remembered with a hash of its JSON (key order and
   whitespace do not matter): a retry replays the stored 201, another body is refused.
+- A tenant holds at most ``max_schedules`` live schedules (the ``max_schedules_per_tenant``
+  setting): a create beyond it answers 409 ``schedule-limit`` naming the limit.
 - Every successful write calls ``nudge()`` so the planner and dispatcher see it at once.
 """
 
@@ -32,8 +34,10 @@ from appliance.api.rendering import render_run, render_schedule
 from appliance.core.schedule_input import merge_patch, parse_schedule
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import NotFound, ValidationError
+from appliance.store import manual, pauses, request_keys
 from appliance.store import schedules as store
-from appliance.store.schedules import StoredResponse, VersionMismatch
+from appliance.store.request_keys import StoredResponse
+from appliance.store.schedules import VersionMismatch, check_version
 
 _PATCH_RETRIES = 3
 _MAX_REQUEST_KEY_CHARS = 255
@@ -65,7 +69,7 @@ async def create_schedule() -> Response:
         # A retry of a create that succeeded is answered as it was, even if the spec would
         # no longer pass (say, its host stopped resolving).
         remembered = await ctx.db.read(
-            store.recall_request,
+            request_keys.recall_request,
             tenant_id=tenant_id,
             request_key=request_key,
             request_hash=_request_hash(obj),
@@ -91,18 +95,23 @@ async def _create(
 
     if request_key is None:
         schedule = await ctx.db.write(
-            store.create_schedule, tenant_id=tenant_id, spec=spec, now=now
+            store.create_schedule,
+            tenant_id=tenant_id,
+            spec=spec,
+            now=now,
+            max_schedules=ctx.max_schedules,
         )
         return render(schedule), True
     # Looked up again inside the write: two retries racing each other create one schedule.
     return await ctx.db.write(
-        store.create_schedule_once,
+        request_keys.create_schedule_once,
         tenant_id=tenant_id,
         spec=spec,
         request_key=request_key,
         request_hash=_request_hash(obj),
         render=render,
         now=now,
+        max_schedules=ctx.max_schedules,
     )
 
 
@@ -164,10 +173,7 @@ async def patch_schedule(schedule_id: str) -> Response:
     expected = _if_match()
     for _ in range(_PATCH_RETRIES):
         current = await _load(ctx, tenant_id, schedule_id)
-        if expected is not None and expected != current.version:
-            raise VersionMismatch(
-                f"schedule {schedule_id} is at version {current.version}, not {expected}"
-            )
+        check_version(current, expected)
         spec = merge_patch(current.spec, patch, policy=ctx.policy)
         if spec == current.spec:
             return _schedule_response(ctx, current)  # nothing changes: no new version
@@ -217,11 +223,11 @@ async def delete_schedule(schedule_id: str) -> Response:
 
 
 async def pause_schedule(schedule_id: str) -> Response:
-    return await _change_schedule(store.pause_schedule, schedule_id)
+    return await _change_schedule(pauses.pause_schedule, schedule_id)
 
 
 async def resume_schedule(schedule_id: str) -> Response:
-    return await _change_schedule(store.resume_schedule, schedule_id)
+    return await _change_schedule(pauses.resume_schedule, schedule_id)
 
 
 async def _change_schedule(change: Callable[..., Schedule], schedule_id: str) -> Response:
@@ -245,7 +251,10 @@ async def trigger_schedule(schedule_id: str) -> Response:
     tenant_id = await authenticate()
     ctx = context()
     run, created = await ctx.db.write(
-        store.trigger_schedule, tenant_id=tenant_id, schedule_id=schedule_id, now=ctx.clock.now_ms()
+        manual.trigger_schedule,
+        tenant_id=tenant_id,
+        schedule_id=schedule_id,
+        now=ctx.clock.now_ms(),
     )
     if created:
         ctx.nudge()

@@ -7,6 +7,8 @@
 - ``run_id`` = ``run_`` + first 26 Crockford base32 characters of
   SHA-256(``"run:" + schedule_id + scheduled_for``): a run re-created after a restore keeps
   its id.
+- :func:`occurrence_ids` derives both for one occurrence: the one place a run's identity
+  is computed (``core.runs.occurrence_run`` builds every new run's row with it).
 """
 
 from __future__ import annotations
@@ -58,3 +60,9 @@ def run_id(schedule_id: str, scheduled_for_text: str) -> str:
     """The derived id of the run for one occurrence."""
     digest = hashlib.sha256(("run:" + schedule_id + scheduled_for_text).encode("utf-8")).digest()
     return "run_" + _base32(int.from_bytes(digest, "big") >> (256 - 130), 26)
+
+
+def occurrence_ids(schedule_id: str, scheduled_for_text: str) -> tuple[str, str]:
+    """``(run id, idempotency key)`` of the occurrence of ``schedule_id`` at the canonical
+    ``scheduled_for`` text (``core.instants.format_scheduled_for``)."""
+    return run_id(schedule_id, scheduled_for_text), idempotency_key(schedule_id, scheduled_for_text)

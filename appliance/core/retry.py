@@ -16,9 +16,10 @@ repeats), times a factor uniform in [0.8, 1.2), then raised to the verdict's min
 ``exhausted`` when the attempt that just finished was its last (``max_attempts``) or when the
 next attempt would be due after ``scheduled_for + window_ms``. An attempt abandoned because
 the appliance died is not charged to the budget (:func:`decide_after_restart`); one whose
-lease merely expired is (:func:`decide_after_abandon`). Retrying never changes
-``scheduled_for`` or the idempotency key. Everything here is pure: time and randomness are
-parameters.
+lease merely expired is (:func:`decide_after_abandon`); :func:`decide_reclaim` picks between
+the two for the store's reclaims, as :func:`decide` decides after an answered attempt: the
+store only applies these decisions. Retrying never changes ``scheduled_for`` or the
+idempotency key. Everything here is pure: time and randomness are parameters.
 """
 
 from __future__ import annotations
@@ -112,12 +113,28 @@ class RetryPolicy:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RetryBudget:
+    """Where a run's attempt budget and retry window start: at materialisation, or at its
+    last replay. Attempt numbers keep counting across replays and restarts (X-Attempt,
+    attempts rows); the budget counts only the attempts charged to it since."""
+
+    attempt_base: int  # attempts not charged: those before the last replay, and restarts
+    window_start: int  # ms: scheduled_for, or the last replay instant
+
+    def attempts_used(self, attempt: int) -> int:
+        return attempt - self.attempt_base
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Decision:
-    """What to do with the run: SUCCEED, RETRY at ``due_at`` (epoch ms), or FAIL."""
+    """What to do with the run: SUCCEED, RETRY (RECLAIM after an abandoned attempt) at
+    ``due_at`` (epoch ms), or FAIL. ``charged``: False when the attempt just ended does not
+    count against the run's budget (a restart), so the budget's base moves past it."""
 
     transition: Transition
     due_at: int | None
     failure_reason: FailureReason | None
+    charged: bool = True
 
 
 _OK = Verdict(outcome=AttemptOutcome.OK)
@@ -230,6 +247,43 @@ def decide_after_restart(
     if abandoned_in_a_row >= RESTART_LIMIT:
         return _fail(FailureReason.EXHAUSTED)
     return _retry_within_window(policy, due_at=now_ms, scheduled_for_ms=scheduled_for_ms)
+
+
+def decide_reclaim(
+    policy: RetryPolicy,
+    *,
+    budget: RetryBudget,
+    attempt: int,
+    restart: bool,
+    abandoned_in_a_row: int,
+    now_ms: int,
+) -> Decision:
+    """What follows the abandoned attempt ``attempt`` of a run taken back from its executor:
+    RECLAIM (due at once) or FAIL. ``restart``: the whole appliance died (the boot reclaim),
+    so the attempt is not charged (:func:`decide_after_restart`, bounded by
+    ``abandoned_in_a_row``, this attempt included); otherwise its lease lapsed and it is
+    (:func:`decide_after_abandon`)."""
+    if restart:
+        decision = decide_after_restart(
+            policy,
+            abandoned_in_a_row=abandoned_in_a_row,
+            scheduled_for_ms=budget.window_start,
+            now_ms=now_ms,
+        )
+    else:
+        decision = decide_after_abandon(
+            policy,
+            attempt=budget.attempts_used(max(attempt, 1)),
+            scheduled_for_ms=budget.window_start,
+            now_ms=now_ms,
+        )
+    transition = Transition.RECLAIM if decision.transition is Transition.RETRY else Transition.FAIL
+    return Decision(
+        transition=transition,
+        due_at=decision.due_at,
+        failure_reason=decision.failure_reason,
+        charged=not restart,
+    )
 
 
 def _retry_within_window(policy: RetryPolicy, *, due_at: int, scheduled_for_ms: int) -> Decision:

@@ -1,20 +1,48 @@
-"""Run states and the one transition table (ADR 0033).
+"""Run states, the one transition table, and the row of a new run (ADR 0033).
 
-    pending ──claim──▶ running ──2xx──────────▶ succeeded
-       ▲                 │  ├──retryable─────▶ retry_wait ──claim──▶ running
-       │                 │  └──permanent/exh.─▶ failed
-       │                 └──lease lost/reclaim▶ retry_wait | failed
-    missed, cancelled: recorded, never delivered unless replayed
-    replay: any terminal state ──▶ pending (same run, same key)
+    pending ──claim──▶ running ──succeed (2xx)─────────────────▶ succeeded
+      │  ▲               │ ├──retry (retryable answer)─────────▶ retry_wait
+      │  │               │ ├──reclaim (lease lost, restart)────▶ retry_wait
+      │  │               │ └──fail (permanent, or exhausted)───▶ failed
+      │  │   retry_wait ──claim──▶ running
+      │  │   retry_wait ──fail (reclaimed, no attempts left)──▶ failed
+      │  │   retry_wait ──cancel──▶ cancelled
+      └──┼──cancel (schedule paused, deleted or edited)──▶ cancelled
+         └──replay── succeeded | failed | missed | cancelled  (same run, same key)
+    missed: inserted so by the planner (catch-up policy); delivered only if replayed
+
+The same table, one transition a line (tests/core/test_runs.py checks it against
+:data:`TRANSITIONS`):
+
+    pending     claim    running
+    retry_wait  claim    running
+    running     succeed  succeeded
+    running     retry    retry_wait
+    running     fail     failed
+    running     reclaim  retry_wait
+    pending     cancel   cancelled
+    retry_wait  cancel   cancelled
+    retry_wait  fail     failed
+    succeeded   replay   pending
+    failed      replay   pending
+    missed      replay   pending
+    cancelled   replay   pending
 
 Every state change in the engine and the store goes through :func:`check_transition`;
 anything the table does not list raises :class:`IllegalTransition`.
+
+A new run's row (:class:`NewRun`) is built by :func:`occurrence_run` alone, for the
+planner and for a manual trigger alike: its id and idempotency key derive from the
+schedule id and the canonical ``scheduled_for`` (:func:`appliance.core.ids.occurrence_ids`).
 """
 
 from __future__ import annotations
 
 import enum
+from typing import NamedTuple
 
+from appliance.core.ids import occurrence_ids
+from appliance.core.instants import format_scheduled_for
 from appliance.errors import IllegalTransition
 
 
@@ -77,3 +105,55 @@ def check_transition(state: RunState, transition: Transition) -> RunState:
 def sources(transition: Transition) -> frozenset[RunState]:
     """Every state ``transition`` may start from (for SQL ``state IN (...)`` guards)."""
     return frozenset(state for (state, t) in TRANSITIONS if t is transition)
+
+
+class Trigger(enum.StrEnum):
+    SCHEDULE = "schedule"  # materialised by the planner
+    MANUAL = "manual"  # a tenant asked for it now
+
+
+class NewRun(NamedTuple):
+    """A run row about to be inserted; the field names are the ``job_runs`` columns. A
+    named tuple rather than a frozen dataclass: the planner builds one per occurrence, and
+    the dataclass cost several times more to build."""
+
+    id: str
+    tenant_id: str
+    schedule_id: str
+    schedule_version: int
+    scheduled_for: int
+    idempotency_key: str
+    due_at: int
+    state: RunState  # pending, or missed for an occurrence the catch-up policy drops
+    trigger: Trigger
+    body_digest: str
+
+
+def occurrence_run(
+    *,
+    schedule_id: str,
+    tenant_id: str,
+    schedule_version: int,
+    scheduled_for: int,
+    due_at: int,
+    state: RunState,
+    trigger: Trigger,
+    body_digest: str,
+) -> NewRun:
+    """The row for one occurrence of a schedule; id and key derive from the canonical
+    instant (ADR 0037), so the same occurrence always gets the same run."""
+    if state not in (RunState.PENDING, RunState.MISSED):
+        raise ValueError(f"a new run is pending or missed, not {state}")
+    run_id, key = occurrence_ids(schedule_id, format_scheduled_for(scheduled_for))
+    return NewRun(
+        run_id,
+        tenant_id,
+        schedule_id,
+        schedule_version,
+        scheduled_for,
+        key,
+        due_at,
+        state,
+        trigger,
+        body_digest,
+    )

@@ -33,6 +33,7 @@ from appliance.core.addresses import AddressPolicy, check_target_url
 from appliance.core.cron import MAX_EXPRESSION_CHARS, MAX_TIMEZONE_CHARS, parse_cron
 from appliance.core.delivery import check_tenant_headers
 from appliance.core.json_fields import FieldReader
+from appliance.core.retry import MAX_ATTEMPTS_LIMIT
 from appliance.core.schedules import (
     DEFAULT_CATCHUP_WINDOW_SECONDS,
     DEFAULT_CONTENT_TYPE,
@@ -50,7 +51,6 @@ MAX_URL_CHARS: Final = 2048
 MAX_CONTENT_TYPE_CHARS: Final = 255
 MAX_JITTER_SECONDS: Final = 3600
 MAX_CATCHUP_WINDOW_SECONDS: Final = 7 * 24 * 3600
-MAX_ATTEMPTS_LIMIT: Final = 15
 MAX_TIMEOUT_SECONDS: Final = 300
 
 FIELDS: Final = (

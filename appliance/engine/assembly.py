@@ -32,8 +32,8 @@ from appliance.engine.planner import Planner, PlannerConfig
 from appliance.engine.pruner import Pruner, PrunerConfig
 from appliance.engine.reaper import Reaper, ReaperConfig
 from appliance.engine.wakeup import Wakeup
+from appliance.store.claims import renew_leases as store_renew_leases
 from appliance.store.database import Database
-from appliance.store.leases import renew_leases as store_renew_leases
 
 
 class Service(Protocol):

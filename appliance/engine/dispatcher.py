@@ -3,11 +3,16 @@
 Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
 
 - At most ``concurrency`` deliveries in flight. Claims take only free slots, in one
-  statement (:func:`appliance.store.leases.claim_runs`), and only once at least
+  statement (:func:`appliance.store.claims.claim_runs`), and only once at least
   ``claim_batch`` slots are free (default a quarter of ``concurrency``): under load, one
   claim per freed slot would cost a transaction per delivery (≈ 6× the CPU of a claim
   of 32, docs/performance.md). Work that is due still waits at most for that many of the
   deliveries in flight to finish.
+- Claims are fair between tenants (the claim's rules are in :mod:`appliance.store.claims`),
+  and no tenant has more than ``tenant_cap`` deliveries in flight: one tenant's slow
+  receivers leave the other slots to the other tenants. A freed slot of a tenant held
+  back by its cap wakes the claim loop only once that tenant has a claim's worth of room
+  (or others have due runs), so a busy tenant's runs are claimed in batches too.
 - The dispatcher sleeps until the earliest ``due_at`` of a claimable run, a nudge (the
   planner materialised runs, the API changed something, a delivery freed a slot) or
   ``max_sleep_s`` — never on a fixed poll.
@@ -47,6 +52,7 @@ import trio
 from appliance.clock import WallClock
 from appliance.core.delivery import build_request
 from appliance.core.retry import (
+    RetryPolicy,
     TransportFailure,
     Verdict,
     classify_failure,
@@ -57,10 +63,9 @@ from appliance.core.runs import AttemptOutcome
 from appliance.engine.delivery import Exchange, SendResult, send
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
+from appliance.store.claims import ClaimedRun, Completion, claim_runs, complete_run
+from appliance.store.claims import renew_leases as store_renew_leases
 from appliance.store.database import Connection, Database
-from appliance.store.leases import ClaimedRun, Completion, claim_runs, complete_run
-from appliance.store.leases import renew_leases as store_renew_leases
-from appliance.store.runs import retry_policy
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +74,7 @@ log = logging.getLogger(__name__)
 class DispatchConfig:
     concurrency: int = 32  # deliveries in flight
     claim_batch: int | None = None  # claim only when this many slots are free (None: 1/4)
+    tenant_cap: int | None = None  # deliveries in flight per tenant (None: no cap)
     lease_ms: int = 30_000  # a claim's lease, renewed by heartbeats
     heartbeat_ms: int = 10_000
     margin_ms: int = 2_000  # a delivery is cancelled this long before its lease could lapse
@@ -83,6 +89,8 @@ class DispatchConfig:
                 f"claim_batch must be 1–{self.concurrency} (the concurrency),"
                 f" not {self.claim_batch}"
             )
+        if self.tenant_cap is not None and self.tenant_cap < 1:
+            raise ValueError(f"tenant_cap must be at least 1, not {self.tenant_cap}")
 
     @property
     def min_claim(self) -> int:
@@ -91,7 +99,7 @@ class DispatchConfig:
 
 
 class RenewLeases(Protocol):
-    """The heartbeat's store call (:func:`appliance.store.leases.renew_leases`);
+    """The heartbeat's store call (:func:`appliance.store.claims.renew_leases`);
     a seam so tests can make renewals fail."""
 
     def __call__(
@@ -149,6 +157,10 @@ class Dispatcher:
         self._draining = False
         self._emptied = trio.Event()
         self._nursery: trio.Nursery | None = None
+        # What the last claim left behind: tenants with due runs held back by their cap,
+        # and the earliest due_at of anyone else's (None: nothing claimable).
+        self._capped: frozenset[str] = frozenset()
+        self._next_due_at: int | None = None
 
     @property
     def in_flight(self) -> int:
@@ -179,8 +191,14 @@ class Dispatcher:
         assert self._nursery is not None, "run_once runs inside run()"
         now, claimed_at = self._clock.now_ms(), trio.current_time()
         batch = await self._db.write(
-            claim_runs, owner=self._owner, now=now, lease_ms=self._config.lease_ms, limit=free
+            claim_runs,
+            owner=self._owner,
+            now=now,
+            lease_ms=self._config.lease_ms,
+            limit=free,
+            tenant_cap=self._config.tenant_cap,
         )
+        self._capped, self._next_due_at = batch.capped, batch.next_due_at
         for run in batch.runs:
             live = _Live(run, claimed_at=claimed_at, lease_s=self._lease_budget_s())
             self._live[run.lease_token] = live
@@ -192,6 +210,22 @@ class Dispatcher:
 
     def _lease_budget_s(self) -> float:
         return (self._config.lease_ms - self._config.margin_ms) / 1000
+
+    def _slot_freed(self, run: ClaimedRun) -> None:
+        """Wake the claim loop for a freed slot, unless it is the slot of a tenant held
+        back by its cap that has not yet room for a claim's worth while nobody else has
+        due runs: then the claim would take one run per finished delivery."""
+        cap = self._config.tenant_cap
+        if cap is not None and run.tenant_id in self._capped and not self._others_due():
+            in_flight = sum(
+                1 for live in self._live.values() if live.run.tenant_id == run.tenant_id
+            )
+            if cap - in_flight < min(self._config.min_claim, cap):
+                return
+        self._wakeup.nudge()
+
+    def _others_due(self) -> bool:
+        return self._next_due_at is not None and self._next_due_at <= self._clock.now_ms()
 
     # --- one delivery --------------------------------------------------------------------
 
@@ -211,7 +245,7 @@ class Dispatcher:
             del self._live[live.run.lease_token]
             if not self._live:
                 self._emptied.set()
-            self._wakeup.nudge()  # a slot is free
+            self._slot_freed(live.run)
 
     async def _attempt(self, live: _Live) -> Completion:
         run = live.run
@@ -261,7 +295,7 @@ class Dispatcher:
 
     def _complete(self, run: ClaimedRun, verdict: Verdict, result: SendResult) -> Completion:
         decision = decide(
-            retry_policy(run.max_attempts),
+            RetryPolicy(max_attempts=run.max_attempts),
             attempt=run.budget.attempts_used(run.attempt),
             verdict=verdict,
             scheduled_for_ms=run.budget.window_start,

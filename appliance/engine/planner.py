@@ -36,26 +36,23 @@ import trio
 
 from appliance.clock import WallClock
 from appliance.core.events import EventType, JsonScalar
-from appliance.core.ids import idempotency_key, run_id
 from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import PlannedOccurrence, planned_occurrences
 from appliance.core.occurrence_cache import OccurrenceCache
-from appliance.core.runs import RunState
+from appliance.core.runs import NewRun, RunState, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import ValidationError
 from appliance.store.database import Connection, Database
 from appliance.store.events import SYSTEM_TENANT, append_event
+from appliance.store.materialise import insert_runs, store_body
 from appliance.store.planning import (
     CursorMove,
     DueSchedule,
-    PlannedRun,
     advance_cursors,
     due_cursors,
     earliest_cursor,
-    insert_planned_runs,
 )
-from appliance.store.runs import store_body
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +105,7 @@ def plan_once(
         occurrences=OccurrenceCache() if occurrences is None else occurrences,
     )
     plans = [_plan_schedule(work, schedule) for schedule in due]
-    created = insert_planned_runs(conn, [run for plan in plans for run in plan.runs], now=now)
+    created = insert_runs(conn, [run for plan in plans for run in plan.runs], now=now)
     advance_cursors(conn, [plan.move for plan in plans if plan.move is not None])
     materialised = missed = 0
     for plan in plans:
@@ -156,9 +153,9 @@ def judge(
 
 
 class _PassWork:
-    """What one pass shares between its schedules: the planner's occurrence cache (specs,
-    occurrences and the canonical text of each instant, kept across passes) and the digest
-    of each distinct body (stored once per pass, not once per schedule)."""
+    """What one pass shares between its schedules: the planner's occurrence cache (specs
+    and occurrences, kept across passes) and the digest of each distinct body (stored once
+    per pass, not once per schedule)."""
 
     def __init__(
         self, conn: Connection, *, now: int, config: PlannerConfig, occurrences: OccurrenceCache
@@ -168,9 +165,6 @@ class _PassWork:
         self.config = config
         self.shared = occurrences
         self._digests: dict[tuple[str, bytes], str] = {}
-
-    def text(self, scheduled_for: int) -> str:
-        return self.shared.text(scheduled_for)
 
     def digest(self, content_type: str, body: bytes) -> str:
         digest = self._digests.get((content_type, body))
@@ -185,7 +179,7 @@ class _SchedulePlan(NamedTuple):
     schedule per pass, cheaper to build than a frozen dataclass)."""
 
     schedule: DueSchedule
-    runs: list[PlannedRun]  # every occurrence examined, in order
+    runs: list[NewRun]  # every occurrence examined, in order
     reasons: list[MissReason | None]  # per run: None to deliver, else why it is missed
     move: CursorMove | None  # None: the cursor stays
     more: bool  # a per-schedule bound was hit
@@ -219,7 +213,7 @@ def _materialise(
     horizon = now + config.lookahead_ms
     digest = work.digest(schedule.content_type, schedule.body)
     window_ms = schedule.catchup_window_seconds * 1000
-    runs: list[PlannedRun] = []
+    runs: list[NewRun] = []
     reasons: list[MissReason | None] = []
     late, more = 0, False
     current = next(stream, None)
@@ -237,7 +231,7 @@ def _materialise(
         if len(runs) >= config.max_occurrences or (is_late and late >= config.max_catchup):
             more = True
             break
-        runs.append(_planned_run(work, schedule, current, reason, digest))
+        runs.append(_planned_run(schedule, current, reason, digest))
         reasons.append(reason)
         late += is_late
         current = following
@@ -251,24 +245,20 @@ def _materialise(
 
 
 def _planned_run(
-    work: _PassWork,
     schedule: DueSchedule,
     occurrence: PlannedOccurrence,
     reason: MissReason | None,
     digest: str,
-) -> PlannedRun:
-    """The row for one occurrence; id and key derive from the canonical instant (ADR 0037)."""
-    text = work.text(occurrence.scheduled_for)
-    return PlannedRun(
-        run_id(schedule.id, text),
-        schedule.tenant_id,
-        schedule.id,
-        schedule.version,
-        occurrence.scheduled_for,
-        idempotency_key(schedule.id, text),
-        occurrence.due_at,
-        RunState.PENDING if reason is None else RunState.MISSED,
-        digest,
+) -> NewRun:
+    return occurrence_run(
+        schedule_id=schedule.id,
+        tenant_id=schedule.tenant_id,
+        schedule_version=schedule.version,
+        scheduled_for=occurrence.scheduled_for,
+        due_at=occurrence.due_at,
+        state=RunState.PENDING if reason is None else RunState.MISSED,
+        trigger=Trigger.SCHEDULE,
+        body_digest=digest,
     )
 
 

@@ -11,8 +11,8 @@ import trio
 
 from appliance.clock import WallClock
 from appliance.store.database import Database
+from appliance.store.request_keys import prune_request_keys
 from appliance.store.retention import Pruned, prune
-from appliance.store.schedules import prune_request_keys
 
 log = logging.getLogger(__name__)
 

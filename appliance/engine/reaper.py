@@ -23,7 +23,7 @@ import trio
 from appliance.clock import WallClock
 from appliance.engine.wakeup import Wakeup
 from appliance.store.database import Connection, Database
-from appliance.store.leases import earliest_lease_expiry, reclaim_expired
+from appliance.store.reclaim import earliest_lease_expiry, reclaim_expired
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,17 @@ import apsw
 
 from appliance.core.events import Event, EventType, JsonScalar
 from appliance.core.ids import new_id
+from appliance.store import rows
 
 # Events not scoped to a tenant (e.g. clock jumps) belong to this pseudo tenant.
 SYSTEM_TENANT = "system"
+
+_COLUMNS = rows.Columns(
+    Event,
+    ["seq", "id", "tenant_id", "type", "schedule_id", "run_id", "occurred_at", "data"],
+    convert={"type": rows.enum_of(EventType), "data": lambda value: json.loads(rows.text(value))},
+)
+_SELECT = f"SELECT {_COLUMNS.select} FROM events"
 
 
 def append_event(
@@ -81,11 +89,9 @@ def latest_seq(conn: apsw.Connection) -> int:
 
 def events_after(conn: apsw.Connection, *, after: int, limit: int) -> list[Event]:
     """Every tenant's events with ``seq > after``, oldest first (the live stream's hub)."""
-    rows = conn.execute(f"{_SELECT} WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit))
-    return [_event(row) for row in rows]
-
-
-_SELECT = "SELECT seq, id, tenant_id, type, schedule_id, run_id, occurred_at, data FROM events"
+    return _COLUMNS.all(
+        conn.execute(f"{_SELECT} WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit))
+    )
 
 
 def _page(
@@ -101,19 +107,4 @@ def _page(
     if types:
         sql += f" AND type IN ({','.join('?' * len(types))})"
         params.extend(str(t) for t in sorted(types))
-    rows = conn.execute(f"{sql} ORDER BY seq LIMIT ?", [*params, limit])
-    return [_event(row) for row in rows]
-
-
-def _event(row: tuple[apsw.SQLiteValue, ...]) -> Event:
-    seq, eid, tid, etype, sid, rid, at, data = row
-    return Event(
-        seq=int(seq),  # type: ignore[arg-type]
-        id=str(eid),
-        tenant_id=str(tid),
-        type=EventType(str(etype)),
-        schedule_id=None if sid is None else str(sid),
-        run_id=None if rid is None else str(rid),
-        occurred_at=int(at),  # type: ignore[arg-type]
-        data=json.loads(str(data)),
-    )
+    return _COLUMNS.all(conn.execute(f"{sql} ORDER BY seq LIMIT ?", [*params, limit]))

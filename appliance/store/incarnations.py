@@ -1,7 +1,7 @@
 """Incarnations: one row per process start (ADR 0033 "Reclaim").
 
 An incarnation's id is the ``lease_owner`` of every run it claims; at boot the new
-incarnation takes back what earlier ones left ``running`` (``store.leases.reclaim_previous``).
+incarnation takes back what earlier ones left ``running`` (``store.reclaim.reclaim_previous``).
 """
 
 from __future__ import annotations

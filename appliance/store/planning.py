@@ -10,11 +10,11 @@ Rules this module guards (ADR 0033 "Planning"):
   racing planner a no-op.
 - Paused and deleted schedules are never planned (resuming moves the cursor to now, so
   paused time is not a misfire).
-- A pass works in batches: :func:`insert_planned_runs` inserts all its rows with one
-  prepared statement (each row still ``ON CONFLICT (schedule_id, scheduled_for) DO
-  NOTHING``, and only the rows actually inserted come back), and :func:`advance_cursors`
-  moves all its cursors, each by the same compare-and-set, refusing the whole batch if
-  any one cursor no longer reads what the planner read.
+- A pass works in batches: :func:`appliance.store.materialise.insert_runs` inserts all
+  its rows with one prepared statement (each row still ``ON CONFLICT (schedule_id,
+  scheduled_for) DO NOTHING``, and only the rows actually inserted come back), and
+  :func:`advance_cursors` moves all its cursors, each by the same compare-and-set,
+  refusing the whole batch if any one cursor no longer reads what the planner read.
 """
 
 from __future__ import annotations
@@ -25,21 +25,12 @@ from typing import NamedTuple
 
 import apsw
 
-from appliance.core.runs import TERMINAL, RunState
 from appliance.core.schedules import CatchupPolicy
 from appliance.errors import StoreError
-from appliance.store.runs import Trigger
+from appliance.store import rows
 
 # Literal conditions matching the ``schedules_due`` partial index.
 PLANNABLE_SQL = "paused = 0 AND deleted_at IS NULL AND next_fire_at IS NOT NULL"
-
-
-# What planning reads; the order of the fields of DueSchedule.
-_DUE_COLUMNS = (
-    "id, tenant_id, version, cron, timezone, content_type, body, jitter_seconds,"
-    " catchup_policy, catchup_window_seconds, next_fire_at"
-)
-_POLICIES = {policy.value: policy for policy in CatchupPolicy}
 
 
 class DueSchedule(NamedTuple):
@@ -60,54 +51,24 @@ class DueSchedule(NamedTuple):
     cursor: int  # next_fire_at: set, or the schedule would not be due
 
 
-def due_cursors(conn: apsw.Connection, *, horizon: int, limit: int) -> list[DueSchedule]:
-    """Unpaused, undeleted schedules whose cursor is at or before ``horizon`` (epoch ms),
-    earliest cursor first, at most ``limit`` — only the columns planning needs."""
-    rows = conn.execute(
-        f"SELECT {_DUE_COLUMNS} FROM schedules WHERE {PLANNABLE_SQL} AND next_fire_at <= ?"
-        " ORDER BY next_fire_at LIMIT ?",
-        (horizon, limit),
-    )
-    return [
-        DueSchedule(
-            sid, tenant, version, cron, tz, ctype, body, jitter, _POLICIES[policy], window, cursor
-        )
-        for sid, tenant, version, cron, tz, ctype, body, jitter, policy, window, cursor in rows
-    ]
-
-
-class PlannedRun(NamedTuple):
-    """One occurrence's row as the planner inserts it (``trigger`` is ``schedule``);
-    id and key derived from the canonical instant as :func:`runs.occurrence_run` does."""
-
-    id: str
-    tenant_id: str
-    schedule_id: str
-    schedule_version: int
-    scheduled_for: int
-    idempotency_key: str
-    due_at: int
-    state: RunState  # pending, or missed for an occurrence the catch-up policy drops
-    body_digest: str
-
-
-_INSERT_PLANNED = (
-    "INSERT INTO job_runs (id, tenant_id, schedule_id, schedule_version, scheduled_for,"
-    " idempotency_key, due_at, state, trigger, body_digest, created_at, updated_at,"
-    f" finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '{Trigger.SCHEDULE.value}', ?9,"
-    " ?10, ?10, ?11) ON CONFLICT (schedule_id, scheduled_for) DO NOTHING RETURNING id"
+_DUE_COLUMNS = rows.Columns(
+    DueSchedule,
+    DueSchedule._fields,
+    sql={"cursor": "next_fire_at"},
+    convert={"catchup_policy": rows.enum_of(CatchupPolicy)},
 )
 
 
-def insert_planned_runs(conn: apsw.Connection, runs: Sequence[PlannedRun], *, now: int) -> set[str]:
-    """Insert every run whose occurrence has none yet; the ids of those this call created.
-    A row that meets the unique index (already planned, or a racing planner got there
-    first) is skipped, exactly as :func:`runs.insert_run` skips it."""
-    if not runs:
-        return set()
-    rows = [(*run, now, now if run.state in TERMINAL else None) for run in runs]
-    # The statement runs row by row as its RETURNING rows are read: read them all.
-    return {run_id for (run_id,) in conn.executemany(_INSERT_PLANNED, rows)}
+def due_cursors(conn: apsw.Connection, *, horizon: int, limit: int) -> list[DueSchedule]:
+    """Unpaused, undeleted schedules whose cursor is at or before ``horizon`` (epoch ms),
+    earliest cursor first, at most ``limit`` — only the columns planning needs."""
+    return _DUE_COLUMNS.all(
+        conn.execute(
+            f"SELECT {_DUE_COLUMNS.select} FROM schedules WHERE {PLANNABLE_SQL}"
+            " AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?",
+            (horizon, limit),
+        )
+    )
 
 
 class CursorMove(NamedTuple):

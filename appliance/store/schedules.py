@@ -1,10 +1,13 @@
-"""Queries on ``schedules`` (and the create-side ``request_keys``), scoped by tenant.
+"""Queries on ``schedules``, scoped by tenant: create, read, list, edit, delete.
 
 Rules this module guards (ADR 0033, docs/architecture.md):
 
 - Every function takes ``tenant_id`` and never returns or changes another tenant's row: a
   foreign id behaves exactly like a missing one (:class:`NotFound`). Deleted schedules are
   soft-deleted (``deleted_at``) and invisible here.
+- A tenant holds at most ``max_schedules`` live schedules: a create past it is refused
+  (:class:`ScheduleLimitReached`), so one tenant cannot grow the planner's work without
+  bound (docs/configuration.md, ``max_schedules_per_tenant``).
 - ``next_fire_at`` is the planner's forward-only cursor: the ``scheduled_for`` of the next
   occurrence not yet materialised. Here it is only ever *re-derived from now* — on create,
   on resume (time spent paused is not a misfire), and when a change makes already planned
@@ -13,20 +16,17 @@ Rules this module guards (ADR 0033, docs/architecture.md):
   (:func:`appliance.store.runs.withdraw_future_runs`); occurrences already due keep their
   runs (retries included) and are delivered with the edited target and headers.
 - Every change bumps ``version`` (the API's ETag) with a compare-and-set when the caller
-  gives ``expected_version``, and appends one ``schedule.*`` event in the same transaction.
-- An ``Idempotency-Key`` on a create is remembered for :data:`REQUEST_KEY_TTL_MS` with a
-  hash of the request: the same key and body replays the stored response; the same key with
-  another body is refused (:class:`RequestKeyReused`).
+  gives ``expected_version`` (:func:`check_version`), and appends one ``schedule.*``
+  event in the same transaction.
 
-Functions have the store shape ``fn(conn, *, …, now)`` and never commit.
+Pausing and resuming are :mod:`appliance.store.pauses`; the ``Idempotency-Key`` cache of
+creates is :mod:`appliance.store.request_keys`. Functions have the store shape
+``fn(conn, *, …, now)`` and never commit.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final
 
 import apsw
 
@@ -36,26 +36,64 @@ from appliance.core.ids import new_id
 from appliance.core.jitter import planned_occurrences
 from appliance.core.schedules import CatchupPolicy, PayloadKind, Schedule, ScheduleSpec
 from appliance.errors import Conflict, NotFound
+from appliance.store import rows
 from appliance.store.events import append_event
-from appliance.store.runs import (
-    RunRecord,
-    get_run,
-    replay_run,
-    trigger_run,
-    withdraw_future_runs,
-    withdraw_open_runs,
-)
-
-REQUEST_KEY_TTL_MS: Final = 24 * 3600 * 1000
+from appliance.store.runs import withdraw_future_runs, withdraw_open_runs
 
 # Changing any of these makes rows planned from the old spec wrong (their time, their
 # due_at or their frozen body), so open rows are withdrawn and the cursor re-derived.
 _REPLANNING_FIELDS: Final = ("cron", "timezone", "jitter_seconds", "body", "content_type")
 
-_COLUMNS: Final = (
-    "id, tenant_id, name, cron, timezone, target_url, payload_kind, body, content_type,"
-    " headers, jitter_seconds, catchup_policy, catchup_window_seconds, max_attempts,"
-    " timeout_seconds, paused, next_fire_at, version, created_at, updated_at"
+# The spec's fields are the schedules columns of the same names.
+_SPEC_FIELDS: Final = tuple(ScheduleSpec.__dataclass_fields__)
+
+
+def _schedule(
+    *,
+    id: str,
+    tenant_id: str,
+    next_fire_at: int | None,
+    version: int,
+    created_at: int,
+    updated_at: int,
+    **spec: Any,
+) -> Schedule:
+    return Schedule(
+        id=id,
+        tenant_id=tenant_id,
+        spec=ScheduleSpec(**spec),
+        version=version,
+        next_fire_at=next_fire_at,
+        created_at=created_at,
+        updated_at=updated_at,
+    )
+
+
+_COLUMNS: Final = rows.Columns(
+    _schedule,
+    ["id", "tenant_id", *_SPEC_FIELDS, "next_fire_at", "version", "created_at", "updated_at"],
+    convert={
+        "id": rows.text,
+        "tenant_id": rows.text,
+        "name": rows.text,
+        "cron": rows.text,
+        "timezone": rows.text,
+        "target_url": rows.text,
+        "payload_kind": rows.enum_of(PayloadKind),
+        "body": rows.blob,
+        "content_type": rows.text,
+        "headers": rows.headers,
+        "jitter_seconds": rows.integer,
+        "catchup_policy": rows.enum_of(CatchupPolicy),
+        "catchup_window_seconds": rows.integer,
+        "max_attempts": rows.integer,
+        "timeout_seconds": rows.integer,
+        "paused": rows.flag,
+        "next_fire_at": rows.optional_integer,
+        "version": rows.integer,
+        "created_at": rows.integer,
+        "updated_at": rows.integer,
+    },
 )
 
 
@@ -63,16 +101,15 @@ class VersionMismatch(Conflict):
     """The caller's expected version (``If-Match``) is not the stored one (-> 412)."""
 
 
-class RequestKeyReused(Conflict):
-    """An ``Idempotency-Key`` was reused with a different request body (-> 422)."""
+class ScheduleLimitReached(Conflict):
+    """The tenant already holds its maximum number of live schedules."""
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoredResponse:
-    """The response remembered for an ``Idempotency-Key``: status and JSON text."""
-
-    status: int
-    body: str
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"this tenant already has {limit} schedules, the most it may have"
+            f" (max_schedules_per_tenant = {limit}); delete one to create another"
+        )
+        self.limit = limit
 
 
 def first_fire_at(spec: ScheduleSpec, *, schedule_id: str, now: int) -> int | None:
@@ -85,84 +122,52 @@ def first_fire_at(spec: ScheduleSpec, *, schedule_id: str, now: int) -> int | No
     return first.scheduled_for if first is not None else None
 
 
+def count_schedules(conn: apsw.Connection, *, tenant_id: str) -> int:
+    """How many live schedules the tenant has (served by ``schedules_tenant``)."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL", (tenant_id,)
+    ).fetchone()
+    return rows.integer(row[0]) if row else 0
+
+
 def create_schedule(
-    conn: apsw.Connection, *, tenant_id: str, spec: ScheduleSpec, now: int
-) -> Schedule:
-    schedule_id = new_id("sch", now)
-    conn.execute(
-        f"INSERT INTO schedules ({_COLUMNS}) VALUES"
-        " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-        (
-            schedule_id,
-            tenant_id,
-            *_spec_values(spec),
-            first_fire_at(spec, schedule_id=schedule_id, now=now),
-            now,
-            now,
-        ),
-    )
-    _event(conn, EventType.SCHEDULE_CREATED, tenant_id, schedule_id, version=1, now=now)
-    return _require(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-
-
-def create_schedule_once(
     conn: apsw.Connection,
     *,
     tenant_id: str,
     spec: ScheduleSpec,
-    request_key: str,
-    request_hash: str,
-    render: Callable[[Schedule], StoredResponse],
     now: int,
-) -> tuple[StoredResponse, bool]:
-    """Create under an ``Idempotency-Key``: ``(response, created)``. A live key with the
-    same ``request_hash`` returns the remembered response and creates nothing."""
-    remembered = recall_request(
-        conn, tenant_id=tenant_id, request_key=request_key, request_hash=request_hash, now=now
-    )
-    if remembered is not None:
-        return remembered, False
-    response = render(create_schedule(conn, tenant_id=tenant_id, spec=spec, now=now))
+    max_schedules: int | None = None,
+) -> Schedule:
+    """Create a schedule; :class:`ScheduleLimitReached` if the tenant already holds
+    ``max_schedules`` live ones (None: no limit, for operator tools)."""
+    if max_schedules is not None and count_schedules(conn, tenant_id=tenant_id) >= max_schedules:
+        raise ScheduleLimitReached(max_schedules)
+    schedule_id = new_id("sch", now)
+    cursor = first_fire_at(spec, schedule_id=schedule_id, now=now)
     conn.execute(
-        "INSERT OR REPLACE INTO request_keys"
-        " (tenant_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        (tenant_id, request_key, request_hash, response.status, response.body, now),
+        f"INSERT INTO schedules ({', '.join(_COLUMNS.fields)})"
+        f" VALUES ({', '.join('?' * len(_COLUMNS.fields))})",
+        (schedule_id, tenant_id, *_spec_values(spec), cursor, 1, now, now),
     )
-    return response, True
-
-
-def recall_request(
-    conn: apsw.Connection, *, tenant_id: str, request_key: str, request_hash: str, now: int
-) -> StoredResponse | None:
-    """The response remembered for a live ``request_key``, or None. Raises
-    :class:`RequestKeyReused` if the key was used with another request."""
-    row = conn.execute(
-        "SELECT request_hash, status, response FROM request_keys"
-        " WHERE tenant_id = ? AND key = ? AND created_at > ?",
-        (tenant_id, request_key, now - REQUEST_KEY_TTL_MS),
-    ).fetchone()
-    if row is None:
-        return None
-    if str(row[0]) != request_hash:
-        raise RequestKeyReused(
-            "this Idempotency-Key was already used with a different request body"
-        )
-    return StoredResponse(status=_int(row[1]), body=str(row[2]))
-
-
-def prune_request_keys(conn: apsw.Connection, *, now: int) -> int:
-    """Forget ``Idempotency-Key`` records past :data:`REQUEST_KEY_TTL_MS`; returns how many.
-    Expired keys are already ignored, so this only bounds the table (for the pruner)."""
-    conn.execute("DELETE FROM request_keys WHERE created_at <= ?", (now - REQUEST_KEY_TTL_MS,))
-    return conn.changes()
+    event(conn, EventType.SCHEDULE_CREATED, tenant_id, schedule_id, version=1, now=now)
+    return require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
 
 
 def get_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> Schedule | None:
     row = conn.execute(
-        f"SELECT {_COLUMNS} FROM schedules WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL",
+        f"SELECT {_COLUMNS.select} FROM schedules"
+        " WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL",
         (schedule_id, tenant_id),
     ).fetchone()
-    return _schedule(row) if row is not None else None
+    return None if row is None else _COLUMNS.one(row)
+
+
+def require_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> Schedule:
+    """The live schedule, or :class:`NotFound`."""
+    schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+    if schedule is None:
+        raise NotFound(f"no schedule {schedule_id}")
+    return schedule
 
 
 def list_schedules(
@@ -170,12 +175,13 @@ def list_schedules(
 ) -> list[Schedule]:
     """Up to ``limit`` live schedules ordered by id, after ``after_id``. Ids are ULIDs, so
     this is creation order to the millisecond (random within one)."""
-    rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL"
-        " AND id > ? ORDER BY id LIMIT ?",
-        (tenant_id, after_id or "", limit),
+    return _COLUMNS.all(
+        conn.execute(
+            f"SELECT {_COLUMNS.select} FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL"
+            " AND id > ? ORDER BY id LIMIT ?",
+            (tenant_id, after_id or "", limit),
+        )
     )
-    return [_schedule(row) for row in rows]
 
 
 def update_schedule(
@@ -188,9 +194,9 @@ def update_schedule(
     expected_version: int | None = None,
 ) -> Schedule:
     """Replace the spec. Re-plans when timing or body changed; a change of ``paused``
-    has the same effect as :func:`pause_schedule` / :func:`resume_schedule`."""
-    current = _require(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-    _check_version(current, expected_version)
+    has the same effect as pausing or resuming (:mod:`appliance.store.pauses`)."""
+    current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+    check_version(current, expected_version)
     replan = any(
         getattr(current.spec, field) != getattr(spec, field) for field in _REPLANNING_FIELDS
     )
@@ -201,62 +207,12 @@ def update_schedule(
         withdraw_future_runs(conn, schedule_id=schedule_id, now=now)
     if replan or spec.paused != current.spec.paused:
         cursor = first_fire_at(spec, schedule_id=schedule_id, now=now)
-    version = _write_spec(conn, current, spec, cursor=cursor, now=now)
-    _event(conn, EventType.SCHEDULE_UPDATED, tenant_id, schedule_id, version=version, now=now)
+    version = write_spec(conn, current, spec, cursor=cursor, now=now)
+    event(conn, EventType.SCHEDULE_UPDATED, tenant_id, schedule_id, version=version, now=now)
     if spec.paused != current.spec.paused:
         kind = EventType.SCHEDULE_PAUSED if spec.paused else EventType.SCHEDULE_RESUMED
-        _event(conn, kind, tenant_id, schedule_id, version=version, now=now)
-    return _require(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-
-
-def pause_schedule(
-    conn: apsw.Connection,
-    *,
-    tenant_id: str,
-    schedule_id: str,
-    now: int,
-    expected_version: int | None = None,
-) -> Schedule:
-    """Stop planning; open rows not yet attempted are withdrawn. Pausing twice is a no-op."""
-    return _set_paused(conn, tenant_id, schedule_id, True, now, expected_version)
-
-
-def resume_schedule(
-    conn: apsw.Connection,
-    *,
-    tenant_id: str,
-    schedule_id: str,
-    now: int,
-    expected_version: int | None = None,
-) -> Schedule:
-    """Plan again from the first occurrence after ``now``: nothing missed while paused is
-    caught up. Runs the tenant replayed or triggered while paused stay open. Resuming a
-    running schedule is a no-op."""
-    return _set_paused(conn, tenant_id, schedule_id, False, now, expected_version)
-
-
-def _set_paused(
-    conn: apsw.Connection,
-    tenant_id: str,
-    schedule_id: str,
-    paused: bool,
-    now: int,
-    expected_version: int | None,
-) -> Schedule:
-    current = _require(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-    _check_version(current, expected_version)
-    if current.spec.paused == paused:
-        return current
-    if paused:  # open runs of a paused schedule were replayed or triggered by its tenant:
-        withdraw_open_runs(conn, schedule_id=schedule_id, now=now)  # resuming keeps them
-    spec = replace(current.spec, paused=paused)
-    cursor = (
-        current.next_fire_at if paused else first_fire_at(spec, schedule_id=schedule_id, now=now)
-    )
-    version = _write_spec(conn, current, spec, cursor=cursor, now=now)
-    kind = EventType.SCHEDULE_PAUSED if paused else EventType.SCHEDULE_RESUMED
-    _event(conn, kind, tenant_id, schedule_id, version=version, now=now)
-    return _require(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+        event(conn, kind, tenant_id, schedule_id, version=version, now=now)
+    return require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
 
 
 def delete_schedule(
@@ -268,8 +224,8 @@ def delete_schedule(
     expected_version: int | None = None,
 ) -> None:
     """Soft-delete: the row stays for its runs' history; open rows are withdrawn."""
-    current = _require(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-    _check_version(current, expected_version)
+    current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+    check_version(current, expected_version)
     withdraw_open_runs(conn, schedule_id=schedule_id, now=now)
     version = current.version + 1
     _compare_and_set(
@@ -278,56 +234,26 @@ def delete_schedule(
         " WHERE id = ? AND version = ? AND deleted_at IS NULL",
         (now, now, version, schedule_id, current.version),
     )
-    _event(conn, EventType.SCHEDULE_DELETED, tenant_id, schedule_id, version=version, now=now)
+    event(conn, EventType.SCHEDULE_DELETED, tenant_id, schedule_id, version=version, now=now)
 
 
-def trigger_schedule(
-    conn: apsw.Connection, *, tenant_id: str, schedule_id: str, now: int
-) -> tuple[RunRecord, bool]:
-    """A manual occurrence of a live schedule at ``now`` (whole second): ``(run, created)``.
-    Two triggers within one second are the same occurrence, so the second finds the first."""
-    schedule = _require(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-    return trigger_run(conn, schedule=schedule, now=now)
-
-
-def replay_schedule_run(
-    conn: apsw.Connection, *, tenant_id: str, run_id: str, now: int
-) -> RunRecord:
-    """Replay a finished run (:func:`appliance.store.runs.replay_run`) unless its schedule
-    was deleted: a deleted schedule never fires again, not even an old occurrence."""
-    run = get_run(conn, tenant_id=tenant_id, run_id=run_id)
-    if run is None:
-        raise NotFound(f"no run {run_id}")
-    if get_schedule(conn, tenant_id=tenant_id, schedule_id=run.schedule_id) is None:
-        raise Conflict(f"run {run_id} belongs to a deleted schedule; it cannot be replayed")
-    return replay_run(conn, tenant_id=tenant_id, run_id=run_id, now=now)
-
-
-def _require(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> Schedule:
-    schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-    if schedule is None:
-        raise NotFound(f"no schedule {schedule_id}")
-    return schedule
-
-
-def _check_version(current: Schedule, expected: int | None) -> None:
+def check_version(current: Schedule, expected: int | None) -> None:
+    """:class:`VersionMismatch` unless ``expected`` is None or ``current``'s version."""
     if expected is not None and expected != current.version:
         raise VersionMismatch(
             f"schedule {current.id} is at version {current.version}, not {expected}"
         )
 
 
-def _write_spec(
+def write_spec(
     conn: apsw.Connection, current: Schedule, spec: ScheduleSpec, *, cursor: int | None, now: int
 ) -> int:
     """Store ``spec`` and ``cursor`` over ``current`` (compare-and-set); the new version."""
     version = current.version + 1
+    assignments = ", ".join(f"{name} = ?" for name in _SPEC_FIELDS)
     _compare_and_set(
         conn,
-        "UPDATE schedules SET name = ?, cron = ?, timezone = ?, target_url = ?,"
-        " payload_kind = ?, body = ?, content_type = ?, headers = ?, jitter_seconds = ?,"
-        " catchup_policy = ?, catchup_window_seconds = ?, max_attempts = ?,"
-        " timeout_seconds = ?, paused = ?, next_fire_at = ?, version = ?, updated_at = ?"
+        f"UPDATE schedules SET {assignments}, next_fire_at = ?, version = ?, updated_at = ?"
         " WHERE id = ? AND version = ? AND deleted_at IS NULL",
         (*_spec_values(spec), cursor, version, now, current.id, current.version),
     )
@@ -343,76 +269,17 @@ def _compare_and_set(conn: apsw.Connection, sql: str, params: tuple[object, ...]
 
 
 def _spec_values(spec: ScheduleSpec) -> tuple[object, ...]:
-    return (
-        spec.name,
-        spec.cron,
-        spec.timezone,
-        spec.target_url,
-        spec.payload_kind.value,
-        spec.body,
-        spec.content_type,
-        json.dumps([list(pair) for pair in spec.headers], separators=(",", ":")),
-        spec.jitter_seconds,
-        spec.catchup_policy.value,
-        spec.catchup_window_seconds,
-        spec.max_attempts,
-        spec.timeout_seconds,
-        int(spec.paused),
-    )
+    """The spec's column values, in ``_SPEC_FIELDS`` order."""
+    stored: dict[str, object] = {
+        "payload_kind": spec.payload_kind.value,
+        "headers": rows.headers_column(spec.headers),
+        "catchup_policy": spec.catchup_policy.value,
+        "paused": int(spec.paused),
+    }
+    return tuple(stored.get(name, getattr(spec, name)) for name in _SPEC_FIELDS)
 
 
-def _schedule(row: tuple[apsw.SQLiteValue, ...]) -> Schedule:
-    next_fire_at = row[16]
-    return Schedule(
-        id=str(row[0]),
-        tenant_id=str(row[1]),
-        spec=_spec(row[2:16]),
-        version=_int(row[17]),
-        next_fire_at=None if next_fire_at is None else _int(next_fire_at),
-        created_at=_int(row[18]),
-        updated_at=_int(row[19]),
-    )
-
-
-def _spec(row: tuple[apsw.SQLiteValue, ...]) -> ScheduleSpec:
-    name, cron, timezone, url, kind, body, content_type, headers = row[:8]
-    return ScheduleSpec(
-        name=str(name),
-        cron=str(cron),
-        timezone=str(timezone),
-        target_url=str(url),
-        payload_kind=PayloadKind(str(kind)),
-        body=_bytes(body),
-        content_type=str(content_type),
-        headers=_headers(str(headers)),
-        jitter_seconds=_int(row[8]),
-        catchup_policy=CatchupPolicy(str(row[9])),
-        catchup_window_seconds=_int(row[10]),
-        max_attempts=_int(row[11]),
-        timeout_seconds=_int(row[12]),
-        paused=bool(row[13]),
-    )
-
-
-def _headers(text: str) -> tuple[tuple[str, str], ...]:
-    if text == "[]":  # most schedules: no parsing (a list page reads 51 rows)
-        return ()
-    return tuple((str(n), str(v)) for n, v in json.loads(text))
-
-
-def _int(value: apsw.SQLiteValue) -> int:
-    if not isinstance(value, int):
-        raise TypeError(f"expected an INTEGER column, got {value!r}")
-    return value
-
-
-def _bytes(value: apsw.SQLiteValue) -> bytes:
-    if not isinstance(value, bytes):
-        raise TypeError(f"expected a BLOB column, got {type(value).__name__}")
-    return value
-
-
-def _event(
+def event(
     conn: apsw.Connection,
     kind: EventType,
     tenant_id: str,
@@ -421,6 +288,7 @@ def _event(
     version: int,
     now: int,
 ) -> None:
+    """A ``schedule.*`` event carrying the schedule's new version."""
     append_event(
         conn,
         tenant_id=tenant_id,

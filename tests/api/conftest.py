@@ -21,14 +21,14 @@ from appliance.core.addresses import AddressPolicy, IPAddress
 from appliance.core.cron import parse_cron
 from appliance.core.instants import parse_instant
 from appliance.core.jitter import planned_occurrences
-from appliance.core.runs import AttemptOutcome, RunState, Transition
+from appliance.core.runs import AttemptOutcome, RunState, Transition, Trigger, occurrence_run
 from appliance.core.schedules import Schedule
 from appliance.engine.delivery import check_destination
 from appliance.engine.delivery.connect import name_not_resolved
+from appliance.store.claims import Completion, claim_runs, complete_run
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.leases import Completion, claim_runs, complete_run
-from appliance.store.runs import Trigger, insert_run, occurrence_run, store_body
+from appliance.store.materialise import insert_runs, store_body
 from appliance.store.schedules import get_schedule
 from appliance.store.tenants import create_tenant
 
@@ -190,6 +190,7 @@ def build_app(
     nudges: Nudges,
     policy: AddressPolicy,
     dns: dict[str, IPAddress] | None = None,
+    max_schedules: int | None = None,
 ) -> QuartTrio:
     return create_app(
         db=db,
@@ -199,6 +200,7 @@ def build_app(
         policy=policy,
         version="9.9.9-test",
         event_hub=EventHub(db),
+        max_schedules=max_schedules,
     )
 
 
@@ -246,14 +248,16 @@ def plan_runs(db: Database, schedule: Schedule, *, after: int, count: int) -> li
         digest = store_body(conn, content_type=spec.content_type, body=spec.body)
         for occurrence in planned:
             run = occurrence_run(
-                schedule,
+                schedule_id=schedule.id,
+                tenant_id=schedule.tenant_id,
+                schedule_version=schedule.version,
                 scheduled_for=occurrence.scheduled_for,
                 due_at=occurrence.due_at,
                 state=RunState.PENDING,
                 trigger=Trigger.SCHEDULE,
                 body_digest=digest,
             )
-            assert insert_run(conn, run=run, now=after)
+            assert insert_runs(conn, [run], now=after) == {run.id}
 
     db.write_now(write)
     return [occurrence.scheduled_for for occurrence in planned]

@@ -13,8 +13,9 @@ from appliance.core.addresses import AddressPolicy
 from appliance.core.instants import format_instant, parse_instant
 from appliance.core.schedules import PayloadKind
 from appliance.store.events import list_events
+from appliance.store.request_keys import prune_request_keys
 from appliance.store.runs import list_runs
-from appliance.store.schedules import first_fire_at, prune_request_keys
+from appliance.store.schedules import first_fire_at
 from tests.api.conftest import (
     START,
     Api,

@@ -33,7 +33,7 @@ from appliance.core.instants import parse_instant
 from appliance.core.retry import TransportFailure
 from appliance.engine.delivery import Answer, DeliveryFailed
 from appliance.store.database import Database
-from appliance.store.schedules import pause_schedule
+from appliance.store.pauses import pause_schedule
 from appliance.store.tenants import create_tenant as store_create_tenant
 from tests.chaos.conftest import Profile
 from tests.chaos.recorder import (

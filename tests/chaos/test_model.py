@@ -67,25 +67,19 @@ from appliance.core.runs import TRANSITIONS, AttemptOutcome, RunState, Transitio
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
 from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.engine.reaper import ReaperConfig, reap_once
-from appliance.store.database import Database
-from appliance.store.incarnations import register_incarnation
-from appliance.store.leases import (
+from appliance.store.claims import (
     ClaimedRun,
     Completion,
     claim_runs,
     complete_run,
-    reclaim_previous,
     renew_leases,
 )
-from appliance.store.schedules import (
-    create_schedule,
-    get_schedule,
-    pause_schedule,
-    replay_schedule_run,
-    resume_schedule,
-    trigger_schedule,
-    update_schedule,
-)
+from appliance.store.database import Database
+from appliance.store.incarnations import register_incarnation
+from appliance.store.manual import replay_run, trigger_schedule
+from appliance.store.pauses import pause_schedule, resume_schedule
+from appliance.store.reclaim import reclaim_previous
+from appliance.store.schedules import create_schedule, get_schedule, update_schedule
 from appliance.store.tenants import create_tenant
 from tests.chaos.recorder import publish
 
@@ -108,7 +102,7 @@ STEPS = (*STEPS, -2 * HOUR)
 LEGAL = {(source, target) for (source, _), target in TRANSITIONS.items()}
 OPEN = {RunState.PENDING, RunState.RETRY_WAIT}
 # Two moves in one transaction: a retry (or a reclaim) of a run whose schedule was paused
-# or deleted during the attempt is cancelled at once (store.leases._cancel_if_withdrawn).
+# or deleted during the attempt is cancelled at once (store.runs.cancel_if_withdrawn).
 COMPOSED = {(RunState.RUNNING, RunState.CANCELLED)}
 
 FIGURES: Counter[str] = Counter()
@@ -416,7 +410,7 @@ class StoreLifecycle(RuleBasedStateMachine):
         if not finished:
             return
         row = data.draw(st.sampled_from(sorted(finished, key=self.order)))
-        self.write(replay_schedule_run, tenant_id=self.tenant, run_id=row.run_id, now=self.now)
+        self.write(replay_run, tenant_id=self.tenant, run_id=row.run_id, now=self.now)
         FIGURES["replays"] += 1
 
     # --- invariants --------------------------------------------------------------------
@@ -528,9 +522,7 @@ def test_resume_keeps_runs_the_tenant_asked_for_while_paused(tmp_path: Path) -> 
         db.write_now(pause_schedule, tenant_id=tenant, schedule_id=sid, now=T0 + 62 * SECOND)
         (cancelled,) = db.read_now(read_rows).values()
         assert cancelled.state is RunState.CANCELLED
-        db.write_now(
-            replay_schedule_run, tenant_id=tenant, run_id=cancelled.run_id, now=T0 + 63 * SECOND
-        )
+        db.write_now(replay_run, tenant_id=tenant, run_id=cancelled.run_id, now=T0 + 63 * SECOND)
         triggered, _ = db.write_now(
             trigger_schedule, tenant_id=tenant, schedule_id=sid, now=T0 + 64 * SECOND
         )

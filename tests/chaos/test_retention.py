@@ -46,7 +46,7 @@ from appliance.engine.delivery import Answer
 from appliance.receiver import MemoryDeduper, Receiver
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.leases import reclaim_previous
+from appliance.store.reclaim import reclaim_previous
 from appliance.store.tenants import create_tenant
 from tests.chaos.recorder import duplicate_rows, publish
 from tests.engine.conftest import Endpoint, Received, reply, running_engine

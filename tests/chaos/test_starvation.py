@@ -49,8 +49,8 @@ from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.store.database import Database
 from appliance.store.events import list_events
+from appliance.store.manual import trigger_schedule
 from appliance.store.runs import list_attempts, list_runs
-from appliance.store.schedules import trigger_schedule
 from appliance.store.tenants import create_tenant
 from tests.chaos.recorder import lease_violations, publish
 from tests.engine.conftest import Endpoint, Received, reply, running_engine

@@ -46,16 +46,16 @@ from appliance.engine.delivery import Answer
 from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.errors import StoreError
-from appliance.store.database import Database
-from appliance.store.incarnations import register_incarnation
-from appliance.store.leases import (
+from appliance.store.claims import (
     ClaimedRun,
     Completion,
     claim_runs,
     complete_run,
-    reclaim_previous,
     renew_leases,
 )
+from appliance.store.database import Database
+from appliance.store.incarnations import register_incarnation
+from appliance.store.reclaim import reclaim_previous
 from appliance.store.tenants import create_tenant
 from tests.chaos.faultvfs import FaultVFS, write_image
 from tests.chaos.recorder import publish

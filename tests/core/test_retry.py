@@ -15,6 +15,7 @@ from appliance.core.retry import (
     RESTART_LIMIT,
     Decision,
     FailureReason,
+    RetryBudget,
     RetryPolicy,
     TransportFailure,
     Verdict,
@@ -23,6 +24,7 @@ from appliance.core.retry import (
     decide,
     decide_after_abandon,
     decide_after_restart,
+    decide_reclaim,
     parse_retry_after,
     retry_delay_ms,
 )
@@ -277,6 +279,37 @@ def test_a_restart_is_not_charged_but_is_bounded_in_a_row_and_by_the_window() ->
         decide_after_restart(
             policy, abandoned_in_a_row=0, scheduled_for_ms=SCHEDULED_FOR, now_ms=NOW
         )
+
+
+def test_a_reclaim_is_decided_here_charged_for_a_lapsed_lease_not_for_a_restart() -> None:
+    policy = RetryPolicy(max_attempts=3)
+    replayed = RetryBudget(attempt_base=4, window_start=SCHEDULED_FOR)  # 4 attempts before
+    lapsed = decide_reclaim(
+        policy, budget=replayed, attempt=6, restart=False, abandoned_in_a_row=1, now_ms=NOW
+    )
+    assert lapsed == Decision(
+        transition=Transition.RECLAIM, due_at=NOW, failure_reason=None, charged=True
+    )
+    last = decide_reclaim(
+        policy, budget=replayed, attempt=7, restart=False, abandoned_in_a_row=1, now_ms=NOW
+    )
+    assert last.transition is Transition.FAIL and last.failure_reason is FailureReason.EXHAUSTED
+    # A restart ignores the budget (attempt 7 of 3) but not the run of restarts in a row.
+    restart = decide_reclaim(
+        policy, budget=replayed, attempt=7, restart=True, abandoned_in_a_row=2, now_ms=NOW
+    )
+    assert restart == Decision(
+        transition=Transition.RECLAIM, due_at=NOW, failure_reason=None, charged=False
+    )
+    looping = decide_reclaim(
+        policy,
+        budget=replayed,
+        attempt=7,
+        restart=True,
+        abandoned_in_a_row=RESTART_LIMIT,
+        now_ms=NOW,
+    )
+    assert looping.transition is Transition.FAIL and not looping.charged
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,8 @@ from appliance.engine.dispatcher import DispatchConfig
 from appliance.errors import StoreError
 from appliance.store.database import Database
 from appliance.store.events import list_events
-from appliance.store.runs import RunRecord, list_attempts, list_runs, replay_run
+from appliance.store.manual import replay_run
+from appliance.store.runs import RunRecord, list_attempts, list_runs
 from appliance.store.tenants import active_secrets
 from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0

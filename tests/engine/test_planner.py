@@ -20,7 +20,7 @@ from appliance.engine.planner import MissReason, Planner, PlannerConfig, PlanRes
 from appliance.engine.wakeup import Wakeup
 from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, list_events
-from appliance.store.runs import store_body
+from appliance.store.materialise import store_body
 from tests.engine.conftest import Endpoint, running_engine
 from tests.store.conftest import T0
 

@@ -13,9 +13,10 @@ from appliance.core.runs import AttemptOutcome, RunState
 from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.engine.reaper import Reaper, ReaperConfig, reap_once
 from appliance.engine.wakeup import Wakeup
+from appliance.store.claims import claim_runs
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.leases import claim_runs, reclaim_previous
+from appliance.store.reclaim import reclaim_previous
 from appliance.store.runs import RunRecord, list_attempts, list_runs
 from tests.engine.conftest import Endpoint, running_engine
 from tests.store.conftest import T0

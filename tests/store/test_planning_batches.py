@@ -6,36 +6,30 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from appliance.core.ids import idempotency_key, run_id
-from appliance.core.instants import format_scheduled_for
-from appliance.core.runs import RunState
+from appliance.core.runs import NewRun, RunState, Trigger, occurrence_run
 from appliance.errors import StoreError
 from appliance.store.database import Database
+from appliance.store.materialise import insert_runs, store_body
 from appliance.store.planning import (
     CursorMove,
-    PlannedRun,
     advance_cursors,
     due_cursors,
     earliest_cursor,
-    insert_planned_runs,
 )
-from appliance.store.runs import store_body
 from appliance.store.schedules import get_schedule
 from tests.store.conftest import T0, MakeSchedule
 
 
-def planned(schedule_id: str, tenant: str, at: int, state: RunState, digest: str) -> PlannedRun:
-    text = format_scheduled_for(at)
-    return PlannedRun(
-        run_id(schedule_id, text),
-        tenant,
-        schedule_id,
-        1,
-        at,
-        idempotency_key(schedule_id, text),
-        at + 5,
-        state,
-        digest,
+def planned(schedule_id: str, tenant: str, at: int, state: RunState, digest: str) -> NewRun:
+    return occurrence_run(
+        schedule_id=schedule_id,
+        tenant_id=tenant,
+        schedule_version=1,
+        scheduled_for=at,
+        due_at=at + 5,
+        state=state,
+        trigger=Trigger.SCHEDULE,
+        body_digest=digest,
     )
 
 
@@ -85,7 +79,7 @@ def test_a_batch_inserts_each_occurrence_once_and_names_only_what_it_created(
     sid = make_schedule(next_fire_at=T0)
     digest = db.write_now(store_body, content_type="application/json", body=b"{}")
     first = [planned(sid, tenant, T0, RunState.PENDING, digest)]
-    assert db.write_now(insert_planned_runs, first, now=T0) == {first[0].id}
+    assert db.write_now(insert_runs, first, now=T0) == {first[0].id}
     # The same occurrence again (already planned, or a racing planner was first) is
     # skipped by the unique index; the new ones are created, a missed one finished now.
     second = [
@@ -93,14 +87,14 @@ def test_a_batch_inserts_each_occurrence_once_and_names_only_what_it_created(
         planned(sid, tenant, T0 + 60_000, RunState.MISSED, digest),
         planned(sid, tenant, T0 + 120_000, RunState.PENDING, digest),
     ]
-    created = db.write_now(insert_planned_runs, second, now=T0 + 1)
+    created = db.write_now(insert_runs, second, now=T0 + 1)
     assert created == {second[1].id, second[2].id}
     assert stored(db, sid) == [
         (T0, T0 + 5, "pending", "schedule", T0, None),
         (T0 + 60_000, T0 + 60_005, "missed", "schedule", T0 + 1, T0 + 1),
         (T0 + 120_000, T0 + 120_005, "pending", "schedule", T0 + 1, None),
     ]
-    assert db.write_now(insert_planned_runs, [], now=T0) == set()
+    assert db.write_now(insert_runs, [], now=T0) == set()
 
 
 def test_a_batch_of_cursor_moves_is_all_or_nothing(

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.store.database import Database
-from appliance.store.leases import claim_runs
+from appliance.store.claims import claim_runs
 
 db = Database.open(Path(sys.argv[1]))
 owner = sys.argv[2]

@@ -9,35 +9,27 @@ from appliance.core.events import EventType
 from appliance.core.ids import idempotency_key, run_id
 from appliance.core.instants import format_scheduled_for
 from appliance.core.retry import RESTART_LIMIT
-from appliance.core.runs import AttemptOutcome, RunState, Transition
+from appliance.core.runs import AttemptOutcome, RunState, Transition, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy, PayloadKind, Schedule, ScheduleSpec
 from appliance.errors import Conflict, NotFound
-from appliance.store.database import Database
-from appliance.store.events import list_events
-from appliance.store.incarnations import register_incarnation
-from appliance.store.leases import (
+from appliance.store.claims import (
     ClaimedRun,
     Completion,
     claim_runs,
     complete_run,
-    earliest_lease_expiry,
-    reclaim_expired,
-    reclaim_previous,
     renew_leases,
 )
+from appliance.store.database import Database
+from appliance.store.events import list_events
+from appliance.store.incarnations import register_incarnation
+from appliance.store.manual import replay_run, trigger_schedule
+from appliance.store.materialise import insert_runs, store_body
+from appliance.store.reclaim import earliest_lease_expiry, reclaim_expired, reclaim_previous
 from appliance.store.runs import (
-    CLAIMABLE_SQL,
     RunRecord,
-    Trigger,
-    earliest_due_at,
     get_run,
-    insert_run,
     list_attempts,
     list_runs,
-    occurrence_run,
-    replay_run,
-    store_body,
-    trigger_run,
     withdraw_future_runs,
     withdraw_open_runs,
 )
@@ -86,14 +78,16 @@ def add_run(
 ) -> str:
     digest = store_body(conn, content_type=schedule.spec.content_type, body=schedule.spec.body)
     run = occurrence_run(
-        schedule,
+        schedule_id=schedule.id,
+        tenant_id=schedule.tenant_id,
+        schedule_version=schedule.version,
         scheduled_for=scheduled_for,
         due_at=scheduled_for if due_at is None else due_at,
         state=state,
         trigger=Trigger.SCHEDULE,
         body_digest=digest,
     )
-    assert insert_run(conn, run=run, now=T0)
+    assert insert_runs(conn, [run], now=T0) == {run.id}
     return run.id
 
 
@@ -147,14 +141,16 @@ def test_one_row_per_occurrence_and_derived_identity(db: Database, schedule: Sch
     def again(conn: apsw.Connection) -> bool:
         digest = store_body(conn, content_type="application/json", body=b'{"n":1}')
         run = occurrence_run(
-            schedule,
+            schedule_id=schedule.id,
+            tenant_id=schedule.tenant_id,
+            schedule_version=schedule.version,
             scheduled_for=T0,
             due_at=T0 + 5,
             state=RunState.PENDING,
             trigger=Trigger.SCHEDULE,
             body_digest=digest,
         )
-        return insert_run(conn, run=run, now=T0)
+        return bool(insert_runs(conn, [run], now=T0))
 
     assert db.write_now(again) is False
     run = run_of(db, schedule, first)
@@ -166,9 +162,10 @@ def test_one_row_per_occurrence_and_derived_identity(db: Database, schedule: Sch
 
 
 def test_trigger_within_one_second_is_one_run(db: Database, schedule: Schedule) -> None:
-    run, created = db.write_now(trigger_run, schedule=schedule, now=T0 + 5_250)
-    again, created_again = db.write_now(trigger_run, schedule=schedule, now=T0 + 5_900)
-    later, created_later = db.write_now(trigger_run, schedule=schedule, now=T0 + 6_000)
+    ids = {"tenant_id": schedule.tenant_id, "schedule_id": schedule.id}
+    run, created = db.write_now(trigger_schedule, **ids, now=T0 + 5_250)
+    again, created_again = db.write_now(trigger_schedule, **ids, now=T0 + 5_900)
+    later, created_later = db.write_now(trigger_schedule, **ids, now=T0 + 6_000)
     assert (created, created_again, created_later) == (True, False, True)
     assert again.id == run.id != later.id
     assert run.scheduled_for == T0 + 5_000 and run.trigger is Trigger.MANUAL
@@ -206,17 +203,6 @@ def test_two_claimers_never_hold_the_same_run(db: Database, schedule: Schedule) 
     ids_a, ids_b = {r.run_id for r in a}, {r.run_id for r in b}
     assert len(ids_a) == 7 and len(ids_b) == 13 and c == ()
     assert not ids_a & ids_b
-
-
-def test_claim_uses_the_partial_index(db: Database) -> None:
-    def plan(conn: apsw.Connection) -> str:
-        rows = conn.execute(
-            f"EXPLAIN QUERY PLAN SELECT id FROM job_runs WHERE state IN {CLAIMABLE_SQL}"
-            " AND due_at <= 1 ORDER BY due_at LIMIT 5"
-        ).fetchall()
-        return " ".join(str(row[-1]) for row in rows)
-
-    assert "job_runs_claimable" in db.read_now(plan)
 
 
 # --- heartbeat, completion, fencing -----------------------------------------------------
@@ -334,7 +320,8 @@ def test_boot_reclaim_returns_earlier_incarnations_runs_due_now(
         lambda c: dict(c.execute("SELECT id, ended_at FROM incarnations").fetchall())
     )
     assert ended == {old: T0 + 6_000, new: None}
-    assert db.read_now(earliest_due_at) == T0 + 6_000
+    next_claim = db.write_now(claim_runs, owner=new, now=T0, lease_ms=LEASE, limit=0)
+    assert next_claim.next_due_at == T0 + 6_000
 
 
 def test_a_boot_reclaim_is_not_charged_to_the_budget_but_a_reaped_lease_is(

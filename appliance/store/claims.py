@@ -1,0 +1,367 @@
+"""Claims, heartbeats and fenced completion: an attempt's life under its lease (ADR 0033).
+
+An incarnation is one process start. It claims due runs under leases, renews them with
+heartbeats and completes them fenced on their lease token. Taking runs back from a dead
+or stuck executor is :mod:`appliance.store.reclaim`.
+
+Rules this module guards:
+
+- **Claim** is one ``UPDATE … WHERE id IN (SELECT …) RETURNING``: two claimers can never
+  both hold a run, because the second statement no longer sees it as claimable. Each row
+  gets its own random lease token (SQLite's ``randomblob`` is evaluated per row).
+- **Fair between tenants.** The claim shares the free slots between the tenants with due
+  runs in turns: each tenant's due runs are ranked earliest first, a run's *turn* is its
+  rank plus the runs its tenant already has ``running``, and the claim takes the lowest
+  turns (earliest ``due_at`` within a turn). So a tenant with a backlog gets one slot
+  per turn like everyone else, and one already holding many slots goes last. A tenant
+  never holds more than ``tenant_cap`` running runs: slow receivers of one tenant cannot
+  take every delivery slot from the others. The claim finds the tenants with claimable
+  runs by a skip scan of ``job_runs_claimable_tenant`` and reads at most ``limit`` due
+  runs of each tenant below its cap through the same index, so its cost follows the
+  slots it fills and the tenants waiting, not the backlog. When one tenant alone has
+  claimable runs (the common case, and every burst), the turns are just its due runs in
+  order, and the claim is the same ``UPDATE`` over one range read of that index.
+- One batched query reads every claimed run's details, one statement inserts their
+  ``attempts`` rows, one query reads their tenants' signing secrets.
+- **Heartbeat**: one ``UPDATE`` renews every unexpired running row of an incarnation.
+  An expired lease is the reaper's, never silently revived.
+- **Fencing**: every write that moves a run out of ``running`` says ``AND lease_token =
+  ? AND state = 'running'``. Zero rows changed → the attempt is recorded ``stale`` and
+  nothing else changes (no event, no state).
+- The retry decision arrives made (:mod:`appliance.core.retry`, in the
+  :class:`Completion`): this module only applies it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+import apsw
+
+from appliance.core.retry import RetryBudget
+from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, Transition, check_transition
+from appliance.store import rows
+from appliance.store.pauses import pause_by_receiver
+from appliance.store.runs import (
+    ATTEMPTED_RUN_SQL,
+    CLAIMABLE_SQL,
+    RUNNING_SQL,
+    announce_attempt,
+    cancel_if_withdrawn,
+)
+from appliance.store.tenants import active_secrets_of
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimedRun:
+    """Everything one attempt needs, read in the claim's transaction."""
+
+    run_id: str
+    tenant_id: str
+    schedule_id: str
+    scheduled_for: int
+    idempotency_key: str
+    attempt: int  # 1-based number of this attempt
+    budget: RetryBudget
+    lease_token: str
+    lease_expires_at: int
+    target_url: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    content_type: str
+    timeout_seconds: int
+    max_attempts: int
+    secrets: tuple[str, ...]  # the tenant's active signing secrets, newest first
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimBatch:
+    runs: tuple[ClaimedRun, ...]
+    # Earliest due_at still claimable after this claim, among tenants below their cap
+    # (a capped tenant's runs wait for one of its slots, not for time).
+    next_due_at: int | None
+    capped: frozenset[str]  # tenants left with due runs because they hold their cap
+
+
+# Tenants with a claimable run: a skip scan, one index seek per tenant. ``busy`` counts the
+# running runs of every tenant (the ``job_runs_leases`` partial index: few rows).
+_TENANTS = (
+    "WITH RECURSIVE waiting(tenant_id) AS ("
+    f" SELECT MIN(tenant_id) FROM job_runs WHERE state IN {CLAIMABLE_SQL}"
+    " UNION ALL SELECT (SELECT MIN(tenant_id) FROM job_runs"
+    f" WHERE state IN {CLAIMABLE_SQL} AND tenant_id > waiting.tenant_id)"
+    " FROM waiting WHERE waiting.tenant_id IS NOT NULL),"
+    " busy(tenant_id, running) AS (SELECT tenant_id, COUNT(*) FROM job_runs"
+    f" WHERE state = {RUNNING_SQL} GROUP BY tenant_id),"
+    " room(tenant_id, running) AS (SELECT w.tenant_id, COALESCE(b.running, 0)"
+    " FROM waiting w LEFT JOIN busy b ON b.tenant_id = w.tenant_id"
+    " WHERE w.tenant_id IS NOT NULL)"
+)
+
+_SET_CLAIMED = (
+    f"UPDATE job_runs SET state = '{check_transition(RunState.PENDING, Transition.CLAIM).value}',"
+    " attempt = attempt + 1, lease_owner = :owner, lease_token = lower(hex(randomblob(16))),"
+    " lease_expires_at = :expires, heartbeat_at = :now, updated_at = :now"
+)
+# Tenants take turns: a run's turn is its rank among its tenant's due runs plus the runs
+# its tenant has running. At most :limit due runs are read per tenant below its cap.
+_CLAIM: Final = (
+    f"{_TENANTS}, turns(id, due_at, turn) AS (SELECT r.id, r.due_at,"
+    " t.running + ROW_NUMBER() OVER (PARTITION BY t.tenant_id ORDER BY r.due_at)"
+    " FROM room t JOIN job_runs r ON r.rowid IN (SELECT rowid FROM job_runs"
+    f" WHERE tenant_id = t.tenant_id AND state IN {CLAIMABLE_SQL} AND due_at <= :now"
+    " ORDER BY due_at LIMIT :limit) WHERE t.running < :cap)"
+    f" {_SET_CLAIMED}"
+    " WHERE id IN (SELECT id FROM turns WHERE turn <= :cap ORDER BY turn, due_at LIMIT :limit)"
+    " RETURNING id"
+)
+# The same claim when one tenant alone has claimable runs: its turns are its due runs in
+# due_at order, so the pick is one range read of its index (:limit within its cap).
+_CLAIM_ALONE: Final = (
+    f"{_SET_CLAIMED} WHERE id IN (SELECT id FROM job_runs WHERE tenant_id = :tenant"
+    f" AND state IN {CLAIMABLE_SQL} AND due_at <= :now ORDER BY due_at LIMIT :limit)"
+    " RETURNING id"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Waiting:
+    """A tenant with claimable runs, after the claim."""
+
+    tenant_id: str
+    running: int
+    due_at: int  # its earliest claimable due_at
+
+
+_WAITING_COLUMNS: Final = rows.Columns(
+    _Waiting,
+    ["tenant_id", "running", "due_at"],
+    sql={
+        "due_at": "(SELECT MIN(due_at) FROM job_runs WHERE tenant_id = room.tenant_id"
+        f" AND state IN {CLAIMABLE_SQL})"
+    },
+)
+_WAITING: Final = f"{_TENANTS} SELECT {_WAITING_COLUMNS.select} FROM room"
+
+
+def _claimed(*, budget_base: int, budget_from: int, **fields: Any) -> ClaimedRun:
+    budget = RetryBudget(attempt_base=budget_base, window_start=budget_from)
+    return ClaimedRun(budget=budget, secrets=(), **fields)  # secrets: read per tenant next
+
+
+_DETAILS: Final = rows.Columns(
+    _claimed,
+    [
+        "run_id",
+        "tenant_id",
+        "schedule_id",
+        "scheduled_for",
+        "idempotency_key",
+        "attempt",
+        "budget_base",
+        "budget_from",
+        "lease_token",
+        "lease_expires_at",
+        "target_url",
+        "headers",
+        "body",
+        "content_type",
+        "timeout_seconds",
+        "max_attempts",
+    ],
+    table="r",
+    sql={
+        **ATTEMPTED_RUN_SQL,
+        "target_url": "s.target_url",
+        "headers": "s.headers",
+        "body": "b.body",
+        "content_type": "b.content_type",
+        "timeout_seconds": "s.timeout_seconds",
+        "max_attempts": "s.max_attempts",
+    },
+    convert={"headers": rows.headers, "body": rows.blob},
+)
+_CLAIMED_IDS = "(SELECT value FROM json_each(:ids))"
+_NO_CAP: Final = 1 << 62
+
+
+def claim_runs(
+    conn: apsw.Connection,
+    *,
+    owner: str,
+    now: int,
+    lease_ms: int,
+    limit: int,
+    tenant_cap: int | None = None,
+) -> ClaimBatch:
+    """Claim up to ``limit`` due runs for incarnation ``owner``, shared fairly between
+    tenants, none beyond ``tenant_cap`` running runs per tenant (None: no cap)."""
+    cap = _NO_CAP if tenant_cap is None else tenant_cap
+    params = {"owner": owner, "now": now, "expires": now + lease_ms, "limit": limit, "cap": cap}
+    # Two tenants at most: enough to tell a contested claim from a lone tenant's.
+    waiting = _WAITING_COLUMNS.all(conn.execute(f"{_WAITING} LIMIT 2")) if limit > 0 else []
+    if len(waiting) == 1:
+        (alone,) = waiting
+        room = min(limit, cap - alone.running)
+        params.update(tenant=alone.tenant_id, limit=room)
+        ids = [rid for (rid,) in conn.execute(_CLAIM_ALONE, params)] if room > 0 else []
+    else:
+        ids = [rid for (rid,) in conn.execute(_CLAIM, params)] if waiting else []
+    claimed = _details(conn, owner=owner, ids=ids, now=now) if ids else ()
+    next_due_at, capped = _waiting(conn, now=now, cap=cap)
+    return ClaimBatch(runs=claimed, next_due_at=next_due_at, capped=capped)
+
+
+def _details(
+    conn: apsw.Connection, *, owner: str, ids: list[str], now: int
+) -> tuple[ClaimedRun, ...]:
+    """The claimed runs with what their attempts need, and their ``attempts`` rows."""
+    batch = {"ids": json.dumps(ids), "owner": owner, "now": now}
+    conn.execute(
+        "INSERT INTO attempts (run_id, attempt, lease_token, incarnation_id, started_at)"
+        f" SELECT id, attempt, lease_token, :owner, :now FROM job_runs WHERE id IN {_CLAIMED_IDS}",
+        batch,
+    )
+    runs = _DETAILS.all(
+        conn.execute(
+            f"SELECT {_DETAILS.select} FROM job_runs r JOIN schedules s ON s.id = r.schedule_id"
+            f" JOIN bodies b ON b.digest = r.body_digest WHERE r.id IN {_CLAIMED_IDS}"
+            " ORDER BY r.scheduled_for, r.id",
+            {"ids": batch["ids"]},
+        )
+    )
+    secrets = active_secrets_of(conn, tenant_ids={run.tenant_id for run in runs}, now=now)
+    return tuple(replace(run, secrets=secrets.get(run.tenant_id, ())) for run in runs)
+
+
+def _waiting(conn: apsw.Connection, *, now: int, cap: int) -> tuple[int | None, frozenset[str]]:
+    earliest: int | None = None
+    capped: set[str] = set()
+    for tenant in _WAITING_COLUMNS.all(conn.execute(_WAITING)):
+        if tenant.running >= cap:
+            if tenant.due_at <= now:
+                capped.add(tenant.tenant_id)
+        elif earliest is None or tenant.due_at < earliest:
+            earliest = tenant.due_at
+    return earliest, frozenset(capped)
+
+
+def renew_leases(conn: apsw.Connection, *, owner: str, now: int, lease_ms: int) -> frozenset[str]:
+    """The heartbeat: extend every unexpired lease ``owner`` holds to ``now + lease_ms``.
+    Returns the lease tokens renewed: a delivery whose token is missing has lost its lease
+    (expired, reclaimed, or completed) and must stop."""
+    renewed = conn.execute(
+        "UPDATE job_runs SET lease_expires_at = ?, heartbeat_at = ?"
+        f" WHERE lease_owner = ? AND state = {RUNNING_SQL} AND lease_expires_at >= ?"
+        " RETURNING lease_token",
+        (now + lease_ms, now, owner, now),
+    )
+    return frozenset(token for (token,) in renewed)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Completion:
+    """The result of one attempt and what it does to the run (decided by core.retry)."""
+
+    outcome: AttemptOutcome  # of the attempt: ok, retryable or permanent
+    transition: Transition  # SUCCEED, RETRY or FAIL
+    due_at: int | None  # the next attempt's due_at for RETRY
+    failure_reason: str | None  # for FAIL
+    http_status: int | None
+    error: str | None
+    latency_ms: int
+    response_excerpt: str | None
+    failure_class: str | None = None  # why no response came (connect, dns, timeout, ...)
+    pause_schedule: bool = False  # 410 Gone: the receiver asked us to stop
+
+
+def complete_run(
+    conn: apsw.Connection, *, run: ClaimedRun, completion: Completion, now: int
+) -> bool:
+    """Apply an attempt's result, fenced on the lease token. False: the lease was lost,
+    the attempt is recorded ``stale`` and nothing else changed."""
+    target = check_transition(RunState.RUNNING, completion.transition)
+    conn.execute(
+        "UPDATE job_runs SET state = ?, due_at = COALESCE(?, due_at), lease_token = NULL,"
+        " lease_expires_at = NULL, heartbeat_at = NULL, last_status = ?, last_error = ?,"
+        " failure_reason = ?, finished_at = ?, updated_at = ?"
+        f" WHERE id = ? AND lease_token = ? AND state = {RUNNING_SQL}",
+        (
+            target.value,
+            completion.due_at,
+            completion.http_status,
+            completion.error,
+            completion.failure_reason,
+            now if target in TERMINAL else None,
+            now,
+            run.run_id,
+            run.lease_token,
+        ),
+    )
+    applied = conn.changes() == 1
+    outcome = completion.outcome if applied else AttemptOutcome.STALE
+    _finish_attempt(conn, run=run, completion=completion, outcome=outcome, now=now)
+    if not applied:
+        return False
+    if target is RunState.RETRY_WAIT and cancel_if_withdrawn(
+        conn, run_id=run.run_id, attempt=run.attempt, now=now
+    ):
+        return True  # no retry will come, so no retrying event
+    _announce(conn, run=run, completion=completion, state=target, now=now)
+    if completion.pause_schedule:
+        pause_by_receiver(
+            conn,
+            tenant_id=run.tenant_id,
+            schedule_id=run.schedule_id,
+            run_id=run.run_id,
+            status=completion.http_status,
+            now=now,
+        )
+    return True
+
+
+def _finish_attempt(
+    conn: apsw.Connection,
+    *,
+    run: ClaimedRun,
+    completion: Completion,
+    outcome: AttemptOutcome,
+    now: int,
+) -> None:
+    conn.execute(
+        "UPDATE attempts SET finished_at = ?, outcome = ?, http_status = ?, error = ?,"
+        " latency_ms = ?, response_excerpt = ?"
+        " WHERE run_id = ? AND attempt = ? AND lease_token = ?",
+        (
+            now,
+            outcome.value,
+            completion.http_status,
+            completion.error,
+            completion.latency_ms,
+            completion.response_excerpt,
+            run.run_id,
+            run.attempt,
+            run.lease_token,
+        ),
+    )
+
+
+def _announce(
+    conn: apsw.Connection, *, run: ClaimedRun, completion: Completion, state: RunState, now: int
+) -> None:
+    """A failure's ``reason`` is its failure reason; a retry's is the transport failure
+    class, if there was one; a success has neither (nor an error)."""
+    succeeded = state is RunState.SUCCEEDED
+    reason = completion.failure_reason if state is RunState.FAILED else completion.failure_class
+    announce_attempt(
+        conn,
+        run=run,
+        state=state,
+        now=now,
+        status=completion.http_status,
+        error=None if succeeded else completion.error,  # the attempt row keeps it
+        reason=None if succeeded else reason,
+        next_attempt_at=completion.due_at,
+    )

@@ -1,0 +1,111 @@
+"""Pausing and resuming schedules: by the tenant, and by a receiver answering 410 Gone.
+
+Rules this module guards (ADR 0032 "Outcomes", ADR 0033):
+
+- A pause stops planning and withdraws the schedule's open runs
+  (:func:`appliance.store.runs.withdraw_open_runs`); running rows finish their attempt
+  and are cancelled instead of retried. Pausing twice is a no-op.
+- A resume plans again from the first occurrence after now: nothing missed while paused
+  is caught up. Runs the tenant replayed or triggered while paused stay open.
+- Every pause bumps ``version`` and appends its event in the same transaction:
+  ``schedule.paused`` for the tenant's, ``schedule.paused_by_receiver`` for a 410's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import apsw
+
+from appliance.core.events import EventType
+from appliance.core.schedules import Schedule
+from appliance.store.events import append_event
+from appliance.store.runs import withdraw_open_runs
+from appliance.store.schedules import (
+    check_version,
+    event,
+    first_fire_at,
+    require_schedule,
+    write_spec,
+)
+
+
+def pause_schedule(
+    conn: apsw.Connection,
+    *,
+    tenant_id: str,
+    schedule_id: str,
+    now: int,
+    expected_version: int | None = None,
+) -> Schedule:
+    """Stop planning; open rows not yet attempted are withdrawn. Pausing twice is a no-op."""
+    return _set_paused(conn, tenant_id, schedule_id, True, now, expected_version)
+
+
+def resume_schedule(
+    conn: apsw.Connection,
+    *,
+    tenant_id: str,
+    schedule_id: str,
+    now: int,
+    expected_version: int | None = None,
+) -> Schedule:
+    """Plan again from the first occurrence after ``now``. Resuming a running schedule is
+    a no-op."""
+    return _set_paused(conn, tenant_id, schedule_id, False, now, expected_version)
+
+
+def _set_paused(
+    conn: apsw.Connection,
+    tenant_id: str,
+    schedule_id: str,
+    paused: bool,
+    now: int,
+    expected_version: int | None,
+) -> Schedule:
+    current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+    check_version(current, expected_version)
+    if current.spec.paused == paused:
+        return current
+    if paused:  # open runs of a paused schedule were replayed or triggered by its tenant:
+        withdraw_open_runs(conn, schedule_id=schedule_id, now=now)  # resuming keeps them
+    spec = replace(current.spec, paused=paused)
+    cursor = (
+        current.next_fire_at if paused else first_fire_at(spec, schedule_id=schedule_id, now=now)
+    )
+    version = write_spec(conn, current, spec, cursor=cursor, now=now)
+    kind = EventType.SCHEDULE_PAUSED if paused else EventType.SCHEDULE_RESUMED
+    event(conn, kind, tenant_id, schedule_id, version=version, now=now)
+    return require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+
+
+def pause_by_receiver(
+    conn: apsw.Connection,
+    *,
+    tenant_id: str,
+    schedule_id: str,
+    run_id: str,
+    status: int | None,
+    now: int,
+) -> bool:
+    """The receiver answered 410 Gone to ``run_id``: pause the schedule (version + 1),
+    withdraw its open runs and record ``schedule.paused_by_receiver``. False if it was
+    already paused or deleted."""
+    conn.execute(
+        "UPDATE schedules SET paused = 1, version = version + 1, updated_at = ?"
+        " WHERE id = ? AND paused = 0 AND deleted_at IS NULL",
+        (now, schedule_id),
+    )
+    if conn.changes() != 1:
+        return False
+    withdraw_open_runs(conn, schedule_id=schedule_id, now=now)
+    append_event(
+        conn,
+        tenant_id=tenant_id,
+        type=EventType.SCHEDULE_PAUSED_BY_RECEIVER,
+        now=now,
+        schedule_id=schedule_id,
+        run_id=run_id,
+        data={"run_id": run_id, "status": status},
+    )
+    return True

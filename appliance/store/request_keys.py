@@ -1,0 +1,109 @@
+"""The ``Idempotency-Key`` cache of schedule creates (docs/architecture.md, "The API").
+
+Rules this module guards:
+
+- A create under a key is remembered for :data:`REQUEST_KEY_TTL_MS` with a hash of the
+  request: the same key and body replays the stored response and creates nothing; the
+  same key with another body is refused (:class:`RequestKeyReused`).
+- The key is looked up again inside the create's own write transaction, so two retries
+  racing each other create one schedule.
+- Expired keys are ignored on read; :func:`prune_request_keys` only bounds the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import apsw
+
+from appliance.core.schedules import Schedule, ScheduleSpec
+from appliance.errors import Conflict
+from appliance.store import rows
+from appliance.store.schedules import create_schedule
+
+REQUEST_KEY_TTL_MS: Final = 24 * 3600 * 1000
+
+
+class RequestKeyReused(Conflict):
+    """An ``Idempotency-Key`` was reused with a different request body (-> 422)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredResponse:
+    """The response remembered for an ``Idempotency-Key``: status and JSON text."""
+
+    status: int
+    body: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Remembered:
+    request_hash: str
+    status: int
+    response: str
+
+
+_COLUMNS: Final = rows.Columns(
+    _Remembered,
+    ["request_hash", "status", "response"],
+    convert={"request_hash": rows.text, "status": rows.integer, "response": rows.text},
+)
+
+
+def create_schedule_once(
+    conn: apsw.Connection,
+    *,
+    tenant_id: str,
+    spec: ScheduleSpec,
+    request_key: str,
+    request_hash: str,
+    render: Callable[[Schedule], StoredResponse],
+    now: int,
+    max_schedules: int | None = None,
+) -> tuple[StoredResponse, bool]:
+    """Create under an ``Idempotency-Key``: ``(response, created)``. A live key with the
+    same ``request_hash`` returns the remembered response and creates nothing."""
+    remembered = recall_request(
+        conn, tenant_id=tenant_id, request_key=request_key, request_hash=request_hash, now=now
+    )
+    if remembered is not None:
+        return remembered, False
+    schedule = create_schedule(
+        conn, tenant_id=tenant_id, spec=spec, now=now, max_schedules=max_schedules
+    )
+    response = render(schedule)
+    conn.execute(
+        "INSERT OR REPLACE INTO request_keys"
+        " (tenant_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        (tenant_id, request_key, request_hash, response.status, response.body, now),
+    )
+    return response, True
+
+
+def recall_request(
+    conn: apsw.Connection, *, tenant_id: str, request_key: str, request_hash: str, now: int
+) -> StoredResponse | None:
+    """The response remembered for a live ``request_key``, or None. Raises
+    :class:`RequestKeyReused` if the key was used with another request."""
+    row = conn.execute(
+        f"SELECT {_COLUMNS.select} FROM request_keys"
+        " WHERE tenant_id = ? AND key = ? AND created_at > ?",
+        (tenant_id, request_key, now - REQUEST_KEY_TTL_MS),
+    ).fetchone()
+    if row is None:
+        return None
+    remembered = _COLUMNS.one(row)
+    if remembered.request_hash != request_hash:
+        raise RequestKeyReused(
+            "this Idempotency-Key was already used with a different request body"
+        )
+    return StoredResponse(status=remembered.status, body=remembered.response)
+
+
+def prune_request_keys(conn: apsw.Connection, *, now: int) -> int:
+    """Forget ``Idempotency-Key`` records past :data:`REQUEST_KEY_TTL_MS`; returns how many.
+    Expired keys are already ignored, so this only bounds the table (for the pruner)."""
+    conn.execute("DELETE FROM request_keys WHERE created_at <= ?", (now - REQUEST_KEY_TTL_MS,))
+    return conn.changes()
