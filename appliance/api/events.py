@@ -113,5 +113,8 @@ def render_event(event: Event) -> dict[str, object]:
         "schedule_id": event.schedule_id,
         "run_id": event.run_id,
         "occurred_at": format_instant(event.occurred_at),
+        "actor": None
+        if event.actor is None
+        else {"kind": str(event.actor.kind), "id": event.actor.id},
         "data": event.data,
     }

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from appliance.core.events import Actor
 from appliance.core.ids import new_id
 from appliance.core.keys import display_prefix, hash_api_key, new_api_key
 from appliance.errors import Conflict, NotFound
@@ -68,6 +69,11 @@ class Caller:
     key_id: str
     scope: Scope
     last_used_at: int | None
+
+    @property
+    def actor(self) -> Actor:
+        """How the events of this caller's changes name it."""
+        return Actor.api_key(self.key_id)
 
 
 _COLUMNS = "id, tenant_id, name, scope, prefix, created_at, last_used_at, revoked_at"

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import apsw
 
-from appliance.core.events import Event, EventType, JsonScalar
+from appliance.core.events import Actor, Event, EventType, JsonValue
 from appliance.core.ids import new_id
 from appliance.store import rows
 
@@ -18,8 +18,12 @@ SYSTEM_TENANT = "system"
 
 _COLUMNS = rows.Columns(
     Event,
-    ["seq", "id", "tenant_id", "type", "schedule_id", "run_id", "occurred_at", "data"],
-    convert={"type": rows.enum_of(EventType), "data": lambda value: json.loads(rows.text(value))},
+    ["seq", "id", "tenant_id", "type", "schedule_id", "run_id", "occurred_at", "data", "actor"],
+    convert={
+        "type": rows.enum_of(EventType),
+        "data": lambda value: json.loads(rows.text(value)),
+        "actor": lambda value: None if value is None else Actor.parse(rows.text(value)),
+    },
 )
 _SELECT = f"SELECT {_COLUMNS.select} FROM events"
 
@@ -32,12 +36,13 @@ def append_event(
     now: int,
     schedule_id: str | None = None,
     run_id: str | None = None,
-    data: Mapping[str, JsonScalar] | None = None,
+    data: Mapping[str, JsonValue] | None = None,
+    actor: Actor | None = None,
 ) -> int:
     """Append one event; returns its sequence number."""
     conn.execute(
-        "INSERT INTO events (id, tenant_id, type, schedule_id, run_id, occurred_at, data)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO events (id, tenant_id, type, schedule_id, run_id, occurred_at, data, actor)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (
             new_id("evt", now),
             tenant_id,
@@ -46,6 +51,7 @@ def append_event(
             run_id,
             now,
             json.dumps(dict(data or {}), separators=(",", ":"), sort_keys=True),
+            None if actor is None else actor.text(),
         ),
     )
     return conn.last_insert_rowid()

@@ -102,3 +102,18 @@ async def test_the_stream_checks_after_even_beside_last_event_id(api: Api) -> No
         headers={"Last-Event-ID": "0"},
     )
     assert reply.status == 422 and reply.fields == ["after"]
+
+
+async def test_the_feed_is_the_audit_trail_who_changed_what(api: Api) -> None:
+    ops = (await api.call("POST", "/v1/keys", json_body={"name": "ops", "scope": "write"})).body
+    operator = Api(app=api.app, key=ops["api_key"], tenant_id=api.tenant_id)
+    created = await api.create()
+    patched = await operator.call(
+        "PATCH", f"/v1/schedules/{created['id']}", json_body={"cron": "0 * * * *", "name": "hourly"}
+    )
+    assert patched.status == 200
+    (updated,) = (await feed(api, type="schedule.updated"))["items"]
+    assert updated["actor"] == {"kind": "api_key", "id": ops["id"]}
+    assert updated["data"] == {"version": 2, "changed": ["name", "cron"]}
+    (made,) = (await feed(api, type="schedule.created"))["items"]
+    assert made["actor"]["kind"] == "api_key" and made["actor"]["id"] != ops["id"]
