@@ -16,7 +16,7 @@ from quart import Response
 from quart_trio import QuartTrio
 
 from appliance.api import cron, events, keys, runs, schedules, secrets, stream
-from appliance.api.bodies import json_response
+from appliance.api.bodies import drain_request_body, json_response
 from appliance.api.context import ApiContext, context, install
 from appliance.api.problems import register_problem_handlers
 from appliance.api.stream import EventHub
@@ -56,6 +56,7 @@ def create_app(
         ),
     )
     register_problem_handlers(app)
+    app.after_request(drain_request_body)
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     schedules.register(app)
     runs.register(app)
