@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 
 from quart import Response, request
@@ -41,6 +42,8 @@ from appliance.store.request_keys import StoredResponse
 from appliance.store.schedules import VersionMismatch, check_version
 
 _PATCH_RETRIES = 3
+# One entity tag, strong or weak (RFC 9110): the OpenAPI file's If-Match pattern.
+_ENTITY_TAG = re.compile(r'(W/)?"[^"]*"')
 _MAX_REQUEST_KEY_CHARS = 255
 
 
@@ -295,11 +298,10 @@ def _if_match() -> int | None:
     header = request.headers.get("If-Match")
     if header is None or header.strip() == "*":
         return None
-    tags = [tag.strip() for tag in header.split(",")]
-    if len(tags) > 1:
-        raise bad_request("If-Match takes one ETag (or *), as returned in ETag")
-    tag = tags[0]
-    inner = tag[1:-1] if len(tag) >= 2 and tag[0] == tag[-1] == '"' else ""
+    tag = header.strip()
+    if not _ENTITY_TAG.fullmatch(tag):
+        raise bad_request('If-Match takes one entity tag (or *) as ETag gives it, e.g. "3"')
+    inner = tag[1:-1]
     if not (inner.isascii() and inner.isdigit()):
         raise VersionMismatch(f"If-Match {header!r} names no version of this schedule")
     return int(inner)

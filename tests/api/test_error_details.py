@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.api.conftest import Api
 
 
@@ -28,3 +30,29 @@ async def test_the_readme_dst_preview_answers_what_the_readme_says(api: Api) -> 
     reply = await api.call("POST", "/v1/cron/preview", json_body=body)
     said = re.findall(r"`(2027-03-1\dT[0-9:]+Z)`", readme)
     assert [o["scheduled_for"] for o in reply.body["occurrences"]] == said
+
+
+@pytest.mark.parametrize(
+    ("if_match", "status"),
+    [("", 400), ('"1", "2"', 400), ("1", 400), ('W/"1"', 412), ('"x"', 412), ('"1"', 200)],
+)
+async def test_if_match_is_one_entity_tag_else_400(api: Api, if_match: str, status: int) -> None:
+    created = await api.create()
+    reply = await api.call(
+        "POST", f"/v1/schedules/{created['id']}/pause", headers={"If-Match": if_match}
+    )
+    assert reply.status == status, reply.body
+
+
+async def test_json_schema_integers_may_be_written_with_a_zero_fraction(api: Api) -> None:
+    created = await api.create(timeout_seconds=30.0)
+    assert created["timeout_seconds"] == 30
+    preview = await api.call(
+        "POST", "/v1/cron/preview", json_body={"cron": "0 3 * * *", "count": 2.0}
+    )
+    assert preview.status == 200 and len(preview.body["occurrences"]) == 2
+
+
+async def test_an_empty_preview_after_is_422_not_now(api: Api) -> None:
+    reply = await api.call("POST", "/v1/cron/preview", json_body={"cron": "0 3 * * *", "after": ""})
+    assert reply.status == 422 and reply.fields == ["after"]
