@@ -12,9 +12,12 @@ from pathlib import Path
 
 import trio
 
-from appliance import __version__, runtime
-from appliance.errors import SteepleError
+from appliance import __version__, admin, runtime
+from appliance.core.instants import format_instant
+from appliance.errors import SteepleError, ValidationError
 from appliance.settings import Settings, load_settings
+from appliance.store.api_keys import ApiKey, Scope
+from appliance.store.tenants import DEFAULT_OVERLAP_SECONDS, MAX_OVERLAP_SECONDS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,7 +45,42 @@ def _parser() -> argparse.ArgumentParser:
     )
     create.add_argument("name")
     _add_common(create)
+    _add_key_commands(commands)
+    _add_secret_commands(commands)
     return parser
+
+
+def _add_secret_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    secret = commands.add_parser("secret", help="manage tenants' signing secrets")
+    actions = secret.add_subparsers(dest="secret_command", required=True, metavar="ACTION")
+    rotate = actions.add_parser(
+        "rotate", help="add a new signing secret (printed once); the others expire after an overlap"
+    )
+    rotate.add_argument("--tenant", required=True, metavar="TENANT_ID")
+    rotate.add_argument(
+        "--overlap-seconds",
+        type=int,
+        default=DEFAULT_OVERLAP_SECONDS,
+        metavar="N",
+        help="how long the current secrets keep signing beside the new one"
+        f" (default {DEFAULT_OVERLAP_SECONDS}; 0: at once)",
+    )
+    _add_common(rotate)
+
+
+def _add_key_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    key = commands.add_parser("key", help="manage tenants' API keys")
+    actions = key.add_subparsers(dest="key_command", required=True, metavar="ACTION")
+    create = actions.add_parser("create", help="issue an API key; prints it once")
+    create.add_argument("--tenant", required=True, metavar="TENANT_ID")
+    create.add_argument("--scope", required=True, choices=[str(s) for s in Scope])
+    create.add_argument("--name", default="operator key", help="what the key is for")
+    listing = actions.add_parser("list", help="a tenant's live keys (never the keys)")
+    listing.add_argument("--tenant", required=True, metavar="TENANT_ID")
+    revoke = actions.add_parser("revoke", help="revoke a key at once")
+    revoke.add_argument("key_id", metavar="KEY_ID")
+    for parser in (create, listing, revoke):
+        _add_common(parser)
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +114,7 @@ def _serve(settings: Settings) -> None:
 
 
 def _tenant_create(settings: Settings, name: str) -> None:
-    created = runtime.create_tenant(settings, name=name)
+    created = admin.create_tenant(settings, name=name)
     json.dump(
         {
             "tenant_id": created.tenant_id,
@@ -85,6 +123,54 @@ def _tenant_create(settings: Settings, name: str) -> None:
         },
         sys.stdout,
     )
+    sys.stdout.write("\n")
+
+
+def _key(settings: Settings, args: argparse.Namespace) -> None:
+    if args.key_command == "create":
+        issued = admin.create_key(
+            settings, tenant_id=args.tenant, name=args.name, scope=Scope(args.scope)
+        )
+        _print_json(render_key(issued.key) | {"api_key": issued.api_key})
+    elif args.key_command == "list":
+        for key in admin.list_keys(settings, tenant_id=args.tenant):
+            _print_json(render_key(key))
+    else:
+        _print_json(render_key(admin.revoke_key(settings, key_id=args.key_id)))
+
+
+def render_key(key: ApiKey) -> dict[str, object]:
+    return {
+        "id": key.id,
+        "tenant_id": key.tenant_id,
+        "name": key.name,
+        "scope": str(key.scope),
+        "prefix": key.prefix,
+        "created_at": format_instant(key.created_at),
+        "last_used_at": None if key.last_used_at is None else format_instant(key.last_used_at),
+        "revoked_at": None if key.revoked_at is None else format_instant(key.revoked_at),
+    }
+
+
+def _secret_rotate(settings: Settings, args: argparse.Namespace) -> None:
+    if not 0 <= args.overlap_seconds <= MAX_OVERLAP_SECONDS:
+        raise ValidationError.single(
+            "--overlap-seconds", f"must be from 0 to {MAX_OVERLAP_SECONDS}"
+        )
+    secret = admin.rotate_secret(
+        settings, tenant_id=args.tenant, overlap_seconds=args.overlap_seconds
+    )
+    _print_json(
+        {
+            "id": secret.id,
+            "secret": secret.secret,
+            "created_at": format_instant(secret.created_at),
+        }
+    )
+
+
+def _print_json(document: object) -> None:
+    json.dump(document, sys.stdout)
     sys.stdout.write("\n")
 
 
@@ -101,6 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = _settings(args)
         if args.command == "serve":
             _serve(settings)
+        elif args.command == "key":
+            _key(settings, args)
+        elif args.command == "secret":
+            _secret_rotate(settings, args)
         else:
             _tenant_create(settings, args.name)
     except SteepleError as exc:

@@ -8,7 +8,10 @@ another module name it in brackets; a test keeps this drawing and the classes in
      ├── Conflict               the resource's state forbids the change (-> 409)
      │    ├── VersionMismatch   If-Match named another version (-> 412) [store.schedules]
      │    ├── RequestKeyReused  an Idempotency-Key reused with another body [store.request_keys]
-     │    └── ScheduleLimitReached  the tenant has its most schedules (409) [store.schedules]
+     │    ├── ScheduleLimitReached  the tenant has its most schedules (409) [store.schedules]
+     │    ├── LastWriteKey      revoking it would leave no write key [store.api_keys]
+     │    ├── TooManySecrets    a rotation beyond 3 active secrets [store.tenants]
+     │    └── LastSecret        expiring it would leave deliveries unsigned [store.tenants]
      ├── IllegalTransition      a run state change the transition table refuses
      ├── StoreError             the database failed (disk full, I/O, corruption)
      │    └── DatabaseLocked    another appliance holds the data directory's lock file

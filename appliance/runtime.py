@@ -31,15 +31,12 @@ from appliance.engine.checkpointer import CheckpointerConfig
 from appliance.engine.delivery import DeliveryClient, check_destination
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.pruner import PrunerConfig
-from appliance.errors import ValidationError
 from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.datadir import DIR_MODE, tighten_modes
 from appliance.store.incarnations import end_incarnation, register_incarnation
 from appliance.store.lockfile import LockFile
 from appliance.store.reclaim import reclaim_previous
-from appliance.store.tenants import NewTenant
-from appliance.store.tenants import create_tenant as store_create_tenant
 
 if TYPE_CHECKING:
     from quart_trio import QuartTrio
@@ -53,19 +50,6 @@ log = logging.getLogger("steeple")
 # (docs/performance.md); much shorter intervals cost more in switching than they save.
 GIL_SWITCH_INTERVAL_S = 0.001
 USER_AGENT = f"Steeple/{__version__}"
-
-
-def create_tenant(settings: Settings, *, name: str) -> NewTenant:
-    """Create a tenant directly in the database (works while the appliance runs)."""
-    name = name.strip()
-    if not name or len(name) > 200:
-        raise ValidationError.single("name", "a tenant name is 1-200 characters")
-    secure_data_dir(settings)
-    db = Database.open(settings.db_path)
-    try:
-        return db.write_now(store_create_tenant, name=name, now=SystemClock().now_ms())
-    finally:
-        db.close()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,6 +118,7 @@ async def _run(
         # wait for it.
         await trio.to_thread.run_sync(_import_web_stack)
         from appliance.api.app import create_app
+        from appliance.api.stream import EventHub
 
         async def check(url: str) -> None:
             await check_destination(policy, url)
@@ -145,8 +130,10 @@ async def _run(
             check_destination=check,
             policy=policy,
             version=__version__,
+            event_hub=(event_hub := EventHub(db)),
             max_schedules=settings.max_schedules_per_tenant,
         )
+        await nursery.start(event_hub.run)
         stop_http = trio.Event()
         addresses = await nursery.start(_serve_http, app, settings, stop_http)
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -161,6 +148,7 @@ async def _run(
         )
         with trio.move_on_after(settings.shutdown_grace_seconds):
             await engine.dispatcher.drain()
+        event_hub.close()  # streams end now: hypercorn waits for open responses
         stop_http.set()
         nursery.cancel_scope.cancel()
     await db.write(end_incarnation, incarnation_id=incarnation, now=clock.now_ms())

@@ -19,8 +19,11 @@ start — the same rate as a uniform stream rather than one burst per second. La
 then first arrival − ``due_at`` (``scheduled_for`` + the jitter, computed here with the
 appliance's own function): how late the scheduler fired, not how long the jitter was.
 
+``--sse-clients 0,100``: the same load with that many live event streams attached (each
+receives one message per delivery), side by side; compare ``cpu_ms_per_delivery``.
+
 ``python -m bench.steady [--rates 500,2000] [--duration 60] [--runs 3] [--find-max]
-[--spread]``
+[--spread] [--sse-clients 0,100]``
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from appliance.core.ids import idempotency_key
 from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import jitter_ms
-from bench import seed
+from bench import seed, streams
 from bench.deliveries import judge
 from bench.processes import Appliance, Sink, cpu_seconds, sink
 from bench.report import Figures, base_parser, publish, repeat
@@ -41,7 +45,12 @@ from bench.report import Figures, base_parser, publish, repeat
 SUSTAINED_P99_MS = 1000.0
 
 
-def prepare(data_dir: Path, *, rate: int, url: str, jitter_seconds: int = 0) -> list[str]:
+class Prepared(NamedTuple):
+    schedule_ids: list[str]
+    api_key: str
+
+
+def prepare(data_dir: Path, *, rate: int, url: str, jitter_seconds: int = 0) -> Prepared:
     db = seed.open_store(data_dir)
     try:
         now = int(time.time() * 1000)
@@ -52,7 +61,8 @@ def prepare(data_dir: Path, *, rate: int, url: str, jitter_seconds: int = 0) -> 
             )
             for i in range(rate)
         ]
-        return seed.create_schedules(db, tenant_id=tenant.tenant_id, specs=specs, now=now)
+        ids = seed.create_schedules(db, tenant_id=tenant.tenant_id, specs=specs, now=now)
+        return Prepared(schedule_ids=ids, api_key=tenant.api_key)
     finally:
         db.close()
 
@@ -98,22 +108,29 @@ def steady_once(
     warmup_s: int = 3,
     drain_s: float = 10.0,
     spread: bool = False,
+    sse_clients: int = 0,
 ) -> Figures:
+    """``sse_clients``: live event streams attached for the whole window (each delivery
+    writes an event, so each stream receives one message per delivery)."""
     data_dir = Path(tempfile.mkdtemp(prefix="steady-", dir=workdir))
     the_sink.reset()
     jitter = 1 if spread else 0
-    ids = prepare(data_dir, rate=rate, url=the_sink.url, jitter_seconds=jitter)
+    ids, api_key = prepare(data_dir, rate=rate, url=the_sink.url, jitter_seconds=jitter)
     app = Appliance(data_dir).start()
     try:
-        return measure_window(
-            app.pid,
-            the_sink=the_sink,
-            due=due_jittered(ids, jitter) if spread else due_at_start(ids),
-            rate=rate,
-            duration_s=duration_s,
-            warmup_s=warmup_s,
-            drain_s=drain_s,
-        )
+        with streams.attached(app.base_url, api_key, sse_clients) as attached:
+            figures = measure_window(
+                app.pid,
+                the_sink=the_sink,
+                due=due_jittered(ids, jitter) if spread else due_at_start(ids),
+                rate=rate,
+                duration_s=duration_s,
+                warmup_s=warmup_s,
+                drain_s=drain_s,
+            )
+            figures["sse_clients"] = sse_clients
+            figures["sse_events_per_client"] = attached.events / max(sse_clients, 1)
+            return figures
     finally:
         app.stop()
 
@@ -192,28 +209,48 @@ def main() -> None:
     parser.add_argument("--max-factor", type=float, default=1.5)
     parser.add_argument("--max-steps", type=int, default=8)
     parser.add_argument("--max-duration", type=int, default=20, help="window s per step")
+    parser.add_argument(
+        "--sse-clients",
+        default="0",
+        help="comma-separated counts of live event streams attached (e.g. 0,100: side by side)",
+    )
     args = parser.parse_args()
     rates = [int(r) for r in args.rates.split(",") if r]
+    clients = [int(c) for c in args.sse_clients.split(",") if c]
     groups: dict[str, list[Figures]] = {}
     extra: dict[str, object] = {}
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp, sink() as the_sink:
         work = Path(tmp)
         for rate in rates:
-            print(f"rate {rate}/s", flush=True)
-            label = f"steady {rate}/s for {args.duration} s" + (" spread" if args.spread else "")
-            groups[label] = repeat(
-                args.runs,
-                lambda _i, r=rate: steady_once(  # type: ignore[misc]
-                    work, rate=r, duration_s=args.duration, the_sink=the_sink, spread=args.spread
-                ),
-            )
+            for n in clients:
+                print(f"rate {rate}/s, {n} event streams", flush=True)
+                label = f"steady {rate}/s for {args.duration} s" + (
+                    " spread" if args.spread else ""
+                )
+                label += f", {n} event streams" if n else ""
+                groups[label] = repeat(
+                    args.runs,
+                    lambda _i, r=rate, n=n: steady_once(  # type: ignore[misc]
+                        work,
+                        rate=r,
+                        duration_s=args.duration,
+                        the_sink=the_sink,
+                        spread=args.spread,
+                        sse_clients=n,
+                    ),
+                )
         if args.find_max:
             best, steps = find_max(work, start=args.max_from, factor=args.max_factor,
                                    limit=args.max_steps, duration_s=args.max_duration,
                                    the_sink=the_sink)  # fmt: skip
             extra = {"highest_sustained_per_s": best, "find_max_steps": steps}
             print(f"highest sustained rate: {best}/s")
-    config = {"rates": args.rates, "duration_s": args.duration, "spread": args.spread}
+    config = {
+        "rates": args.rates,
+        "duration_s": args.duration,
+        "spread": args.spread,
+        "sse_clients": args.sse_clients,
+    }
     publish("steady", config, groups, extra=extra)
 
 

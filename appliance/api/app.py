@@ -15,10 +15,11 @@ from collections.abc import Awaitable, Callable
 from quart import Response
 from quart_trio import QuartTrio
 
-from appliance.api import cron, runs, schedules
-from appliance.api.bodies import json_response
+from appliance.api import cron, events, keys, runs, schedules, secrets, stream
+from appliance.api.bodies import drain_request_body, json_response
 from appliance.api.context import ApiContext, context, install
 from appliance.api.problems import register_problem_handlers
+from appliance.api.stream import EventHub
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.store.database import Database
@@ -36,6 +37,7 @@ def create_app(
     check_destination: Callable[[str], Awaitable[None]],
     policy: AddressPolicy,
     version: str,
+    event_hub: EventHub,
     max_schedules: int | None = None,
 ) -> QuartTrio:
     app = QuartTrio(__name__, static_folder=None)
@@ -49,14 +51,20 @@ def create_app(
             check_destination=check_destination,
             policy=policy,
             version=version,
+            event_hub=event_hub,
             max_schedules=max_schedules,
         ),
     )
     register_problem_handlers(app)
+    app.after_request(drain_request_body)
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     schedules.register(app)
     runs.register(app)
     cron.register(app)
+    keys.register(app)
+    events.register(app)
+    stream.register(app)
+    secrets.register(app)
     return app
 
 

@@ -1,9 +1,14 @@
 """Tenant authentication: ``Authorization: Bearer stk_…`` (docs/architecture.md, "The API").
 
-Keys are looked up by their SHA-256 (``store.tenants.tenant_for_api_key``); the key itself
+Keys are looked up by their SHA-256 (``store.api_keys.caller_for_api_key``); the key itself
 is never stored or logged. A missing, malformed, unknown or revoked key answers 401 with
 ``WWW-Authenticate: Bearer`` (RFC 6750), and the answer does not say which of those it was
 beyond the RFC's ``error="invalid_token"`` for a key that was presented.
+
+Scopes are secure by default: a request whose method can change something (anything but
+GET and HEAD) needs a ``write`` key unless its view declares itself a read
+(``authenticate(write=False)``, e.g. the cron preview). A ``read`` key on a write answers
+403 and changes nothing. A key's ``last_used_at`` is refreshed at most once a minute.
 
 A read-only view authenticates and reads in one database read (:func:`read_as_tenant`):
 one hop to a reader thread and one snapshot instead of two. Its request inputs are
@@ -21,20 +26,35 @@ from quart import request
 from appliance.api.context import context
 from appliance.api.problems import Problem
 from appliance.errors import ValidationError
+from appliance.store.api_keys import (
+    Caller,
+    Scope,
+    caller_for_api_key,
+    needs_last_used,
+    touch_api_key,
+)
 from appliance.store.database import Connection
-from appliance.store.tenants import tenant_for_api_key
 
 T = TypeVar("T")
 
 _REALM = 'Bearer realm="steeple"'
 
 
-async def authenticate() -> str:
-    """The id of the tenant whose API key authorises this request; raises a 401 Problem."""
-    tenant_id = await context().db.read(tenant_for_api_key, api_key=_token())
-    if tenant_id is None:
+async def authenticate(*, write: bool | None = None) -> str:
+    """The id of the tenant whose API key authorises this request; raises a 401 Problem,
+    or a 403 Problem when the request writes (``write``; by default: its method is not
+    GET or HEAD) and the key is a read key."""
+    return (await authenticate_caller(write=write)).tenant_id
+
+
+async def authenticate_caller(*, write: bool | None = None) -> Caller:
+    """:func:`authenticate`, answering with the key's identity (for events' ``actor``)."""
+    caller = await context().db.read(caller_for_api_key, api_key=_token())
+    if caller is None:
         raise _unknown_key()
-    return tenant_id
+    _require_scope(caller, write)
+    await _note_use(caller)
+    return caller
 
 
 async def read_as_tenant(fn: Callable[[Connection, str], T]) -> T:
@@ -42,14 +62,37 @@ async def read_as_tenant(fn: Callable[[Connection, str], T]) -> T:
     read transaction as the key's lookup; raises a 401 Problem (``fn`` does not run)."""
     token = _token()
 
-    def read(conn: Connection) -> T | _UnknownKey:
-        tenant_id = tenant_for_api_key(conn, api_key=token)
-        return _UnknownKey() if tenant_id is None else fn(conn, tenant_id)
+    def read(conn: Connection) -> tuple[Caller, T] | _UnknownKey:
+        caller = caller_for_api_key(conn, api_key=token)
+        return _UnknownKey() if caller is None else (caller, fn(conn, caller.tenant_id))
 
     value = await context().db.read(read)
     if isinstance(value, _UnknownKey):
         raise _unknown_key()
-    return value
+    caller, result = value
+    _require_scope(caller, None)
+    await _note_use(caller)
+    return result
+
+
+def _require_scope(caller: Caller, write: bool | None) -> None:
+    if write is None:
+        write = request.method not in ("GET", "HEAD")
+    if write and caller.scope is not Scope.WRITE:
+        raise Problem(
+            status=403,
+            kind="forbidden",
+            title="This key may only read",
+            detail=f"{caller.key_id} is a read key; this request changes data and needs"
+            " a write key",
+        )
+
+
+async def _note_use(caller: Caller) -> None:
+    ctx = context()
+    now = ctx.clock.now_ms()
+    if needs_last_used(caller, now=now):
+        await ctx.db.write(touch_api_key, key_id=caller.key_id, now=now)
 
 
 async def checked_inputs(parse: Callable[[], T]) -> T:

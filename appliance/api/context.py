@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import trio
 from quart import current_app
@@ -16,6 +17,9 @@ from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.store.database import Database
+
+if TYPE_CHECKING:
+    from appliance.api.stream import EventHub
 
 _EXTENSION = "steeple"
 
@@ -28,6 +32,7 @@ class ApiContext:
     check_destination: Callable[[str], Awaitable[None]]  # resolve + policy; ValidationError
     policy: AddressPolicy
     version: str
+    event_hub: EventHub  # the live event stream's fan-out, run by the runtime's nursery
     max_schedules: int | None = None  # live schedules per tenant (None: no limit)
     # The app's own occurrence cache (next_runs of every schedule response): event-loop
     # only, never in write transactions (the planner owns another, on the writer thread)

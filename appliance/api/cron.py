@@ -55,7 +55,7 @@ def register(app: QuartTrio) -> None:
 
 
 async def preview() -> Response:
-    await authenticate()
+    await authenticate(write=False)  # a preview changes nothing: read keys may call it
     obj = await read_json()
     ctx = context()
     now = ctx.clock.now_ms()
@@ -112,8 +112,10 @@ def _parse(obj: object, *, now: int) -> tuple[CronSpec, int, int]:
 
 
 def _after(fields: FieldReader, now: int) -> int:
-    text = fields.text("after", default="", max_chars=64, example="2026-08-06T03:00:00Z")
-    if not text or not fields.ok("after"):
+    if fields.obj.get("after") is None:  # absent or null: from now
+        return now
+    text = fields.text("after", default=None, max_chars=64, example="2026-08-06T03:00:00Z")
+    if not fields.ok("after"):
         return now
     try:
         after = parse_instant(text)

@@ -20,9 +20,9 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 
-from quart import Response
+from quart import Response, current_app
 from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException, MethodNotAllowed
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from appliance.errors import Conflict, FieldError, NotFound, StoreError, ValidationError
 from appliance.store.request_keys import RequestKeyReused
@@ -135,13 +135,13 @@ def _from_http(error: HTTPException) -> Response:
     if isinstance(error, MethodNotAllowed) and error.valid_methods:
         headers["Allow"] = ", ".join(error.valid_methods)
     kind = (error.name or "error").lower().replace(" ", "-")
+    detail = error.description or error.name or ""
+    if isinstance(error, RequestEntityTooLarge):
+        limit = current_app.config["MAX_CONTENT_LENGTH"]
+        detail = f"the request body is larger than the limit of {limit // 1024} KiB"
     return problem_response(
         Problem(
-            status=status,
-            kind=kind,
-            title=error.name or "Error",
-            detail=error.description or error.name or "",
-            headers=headers,
+            status=status, kind=kind, title=error.name or "Error", detail=detail, headers=headers
         )
     )
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from appliance.api.auth import authenticate, checked_inputs, read_as_tenant
+from appliance.api.auth import authenticate, authenticate_caller, checked_inputs, read_as_tenant
 from appliance.api.bodies import JSON, MERGE_PATCH_JSON, json_response, read_json
 from appliance.api.context import ApiContext, context
 from appliance.api.pagination import encode_cursor, page_request
@@ -36,10 +37,13 @@ from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import NotFound, ValidationError
 from appliance.store import manual, pauses, request_keys
 from appliance.store import schedules as store
+from appliance.store.api_keys import Caller
 from appliance.store.request_keys import StoredResponse
 from appliance.store.schedules import VersionMismatch, check_version
 
 _PATCH_RETRIES = 3
+# One entity tag, strong or weak (RFC 9110): the OpenAPI file's If-Match pattern.
+_ENTITY_TAG = re.compile(r'(W/)?"[^"]*"')
 _MAX_REQUEST_KEY_CHARS = 255
 
 
@@ -61,7 +65,8 @@ def register(app: QuartTrio) -> None:
 
 
 async def create_schedule() -> Response:
-    tenant_id = await authenticate()
+    caller = await authenticate_caller()
+    tenant_id = caller.tenant_id
     ctx = context()
     obj = await read_json()
     request_key = _request_key()
@@ -79,14 +84,14 @@ async def create_schedule() -> Response:
             return _stored(remembered, replayed=True)
     spec = parse_schedule(obj, policy=ctx.policy)
     await ctx.check_destination(spec.target_url)
-    response, created = await _create(ctx, tenant_id, spec, obj, request_key)
+    response, created = await _create(ctx, caller, spec, obj, request_key)
     if created:
         ctx.nudge()
     return _stored(response, replayed=not created)
 
 
 async def _create(
-    ctx: ApiContext, tenant_id: str, spec: ScheduleSpec, obj: object, request_key: str | None
+    ctx: ApiContext, caller: Caller, spec: ScheduleSpec, obj: object, request_key: str | None
 ) -> tuple[StoredResponse, bool]:
     now = ctx.clock.now_ms()
 
@@ -96,22 +101,24 @@ async def _create(
     if request_key is None:
         schedule = await ctx.db.write(
             store.create_schedule,
-            tenant_id=tenant_id,
+            tenant_id=caller.tenant_id,
             spec=spec,
             now=now,
             max_schedules=ctx.max_schedules,
+            actor=caller.actor,
         )
         return render(schedule), True
     # Looked up again inside the write: two retries racing each other create one schedule.
     return await ctx.db.write(
         request_keys.create_schedule_once,
-        tenant_id=tenant_id,
+        tenant_id=caller.tenant_id,
         spec=spec,
         request_key=request_key,
         request_hash=_request_hash(obj),
         render=render,
         now=now,
         max_schedules=ctx.max_schedules,
+        actor=caller.actor,
     )
 
 
@@ -167,12 +174,12 @@ async def get_schedule(schedule_id: str) -> Response:
 
 
 async def patch_schedule(schedule_id: str) -> Response:
-    tenant_id = await authenticate()
+    caller = await authenticate_caller()
     ctx = context()
     patch = await read_json(accept=(MERGE_PATCH_JSON, JSON))
     expected = _if_match()
     for _ in range(_PATCH_RETRIES):
-        current = await _load(ctx, tenant_id, schedule_id)
+        current = await _load(ctx, caller.tenant_id, schedule_id)
         check_version(current, expected)
         spec = merge_patch(current.spec, patch, policy=ctx.policy)
         if spec == current.spec:
@@ -180,7 +187,7 @@ async def patch_schedule(schedule_id: str) -> Response:
         if spec.target_url != current.spec.target_url:
             await ctx.check_destination(spec.target_url)
         try:
-            schedule = await _update(ctx, tenant_id, current, spec)
+            schedule = await _update(ctx, caller, current, spec)
         except VersionMismatch:
             if expected is not None:
                 raise
@@ -196,27 +203,29 @@ async def patch_schedule(schedule_id: str) -> Response:
 
 
 async def _update(
-    ctx: ApiContext, tenant_id: str, current: Schedule, spec: ScheduleSpec
+    ctx: ApiContext, caller: Caller, current: Schedule, spec: ScheduleSpec
 ) -> Schedule:
     return await ctx.db.write(
         store.update_schedule,
-        tenant_id=tenant_id,
+        tenant_id=caller.tenant_id,
         schedule_id=current.id,
         spec=spec,
         now=ctx.clock.now_ms(),
         expected_version=current.version,
+        actor=caller.actor,
     )
 
 
 async def delete_schedule(schedule_id: str) -> Response:
-    tenant_id = await authenticate()
+    caller = await authenticate_caller()
     ctx = context()
     await ctx.db.write(
         store.delete_schedule,
-        tenant_id=tenant_id,
+        tenant_id=caller.tenant_id,
         schedule_id=schedule_id,
         now=ctx.clock.now_ms(),
         expected_version=_if_match(),
+        actor=caller.actor,
     )
     ctx.nudge()
     return Response(b"", status=204)  # bytes: an empty iterable body needs asyncio
@@ -232,14 +241,15 @@ async def resume_schedule(schedule_id: str) -> Response:
 
 async def _change_schedule(change: Callable[..., Schedule], schedule_id: str) -> Response:
     """Apply a store change (pause, resume) with If-Match, nudge the engine, answer it."""
-    tenant_id = await authenticate()
+    caller = await authenticate_caller()
     ctx = context()
     schedule = await ctx.db.write(
         change,
-        tenant_id=tenant_id,
+        tenant_id=caller.tenant_id,
         schedule_id=schedule_id,
         now=ctx.clock.now_ms(),
         expected_version=_if_match(),
+        actor=caller.actor,
     )
     ctx.nudge()
     return _schedule_response(ctx, schedule)
@@ -288,11 +298,10 @@ def _if_match() -> int | None:
     header = request.headers.get("If-Match")
     if header is None or header.strip() == "*":
         return None
-    tags = [tag.strip() for tag in header.split(",")]
-    if len(tags) > 1:
-        raise bad_request("If-Match takes one ETag (or *), as returned in ETag")
-    tag = tags[0]
-    inner = tag[1:-1] if len(tag) >= 2 and tag[0] == tag[-1] == '"' else ""
+    tag = header.strip()
+    if not _ENTITY_TAG.fullmatch(tag):
+        raise bad_request('If-Match takes one entity tag (or *) as ETag gives it, e.g. "3"')
+    inner = tag[1:-1]
     if not (inner.isascii() and inner.isdigit()):
         raise VersionMismatch(f"If-Match {header!r} names no version of this schedule")
     return int(inner)

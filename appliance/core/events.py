@@ -1,6 +1,9 @@
 """Event types (docs/architecture.md, "Events").
 
-Events are append-only rows with a per-database sequence.
+Events are append-only rows with a per-database sequence. An event written for a change
+a tenant asked for names its ``actor`` (the API key; later also a user); the engine's own
+events (run outcomes, misses, clock jumps) have none. The same
+events are the tenant's audit trail: ``schedule.updated`` lists the fields it changed.
 """
 
 from __future__ import annotations
@@ -24,6 +27,32 @@ class EventType(enum.StrEnum):
 
 
 JsonScalar = str | int | float | bool | None
+JsonValue = JsonScalar | list[str]  # an event's data: scalars, or a list of names
+
+
+class ActorKind(enum.StrEnum):
+    API_KEY = "api_key"  # (users of the web UI will be a second kind)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Actor:
+    """Who asked for a change: ``{"kind": "api_key", "id": "key_…"}`` on the wire."""
+
+    kind: ActorKind
+    id: str
+
+    @classmethod
+    def api_key(cls, key_id: str) -> Actor:
+        return cls(kind=ActorKind.API_KEY, id=key_id)
+
+    def text(self) -> str:
+        """The stored form, ``kind:id``."""
+        return f"{self.kind}:{self.id}"
+
+    @classmethod
+    def parse(cls, text: str) -> Actor:
+        kind, _, actor_id = text.partition(":")
+        return cls(kind=ActorKind(kind), id=actor_id)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,4 +64,5 @@ class Event:
     schedule_id: str | None
     run_id: str | None
     occurred_at: int
-    data: dict[str, JsonScalar]
+    data: dict[str, JsonValue]
+    actor: Actor | None = None

@@ -63,6 +63,8 @@ class FieldReader:
         value = self.obj.get(key)
         if value is None:
             return default
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON Schema's integer: 30.0 is 30
         # bool is an int in Python, but `true` is not a number in JSON.
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(key, f"must be a whole number of {unit} from {low} to {high}")

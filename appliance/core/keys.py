@@ -20,3 +20,8 @@ def new_api_key(randbytes: Callable[[int], bytes] = os.urandom) -> str:
 
 def hash_api_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def display_prefix(key: str) -> str:
+    """What lists show of a key: ``stk_`` and its first 4 characters (20 of 160 random bits)."""
+    return key[: len(API_KEY_PREFIX) + 4]

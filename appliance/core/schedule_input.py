@@ -324,3 +324,11 @@ def _merge_object(target: object, patch: Mapping[str, object]) -> dict[str, obje
         else:
             merged[key] = value
     return merged
+
+
+def changed_fields(before: ScheduleSpec, after: ScheduleSpec) -> list[str]:
+    """The names of the API fields (as :func:`schedule_document` draws them) whose value
+    differs between two specs, in document order: what ``schedule.updated`` lists."""
+    old, new = schedule_document(before), schedule_document(after)
+    names = [*new, *(name for name in old if name not in new)]
+    return [name for name in names if old.get(name) != new.get(name)]

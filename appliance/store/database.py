@@ -156,6 +156,7 @@ class Database:
         self.group_commits = 0  # transactions committed by ``write`` (for figures, metrics)
         self.grouped_writes = 0  # writes those transactions carried
         self._read_limiter = trio.CapacityLimiter(readers)
+        self._committed = trio.Event()  # set, and replaced, after each commit by ``write``
 
     @classmethod
     def open(
@@ -224,7 +225,9 @@ class Database:
 
         if not self.threaded:
             async with self._write_limiter:
-                return await self._run(functools.partial(run_write, self._writer, bound))
+                result = await self._run(functools.partial(run_write, self._writer, bound))
+            self._announce_commit()
+            return result
         item = _Write(call=bound)
         self._pending.append(item)
         try:
@@ -245,11 +248,21 @@ class Database:
             await trio.to_thread.run_sync(run_group, self._writer, group, abandon_on_cancel=False)
             self.group_commits += 1
             self.grouped_writes += len(group)
+            self._announce_commit()
         except BaseException as exc:  # the transaction failed as a whole: so did every write
             for item in group:
                 item.error = exc
             if not isinstance(exc, Exception):
                 raise
+
+    async def wait_for_commit(self) -> None:
+        """Return after the next transaction committed by :meth:`write` in this process
+        (the live event stream waits on it instead of polling)."""
+        await self._committed.wait()
+
+    def _announce_commit(self) -> None:
+        self._committed.set()
+        self._committed = trio.Event()
 
     async def read(
         self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 from collections.abc import Mapping
 
 import apsw
 
-from appliance.core.events import Event, EventType, JsonScalar
+from appliance.core.events import Actor, Event, EventType, JsonValue
 from appliance.core.ids import new_id
 from appliance.store import rows
 
@@ -16,9 +18,14 @@ SYSTEM_TENANT = "system"
 
 _COLUMNS = rows.Columns(
     Event,
-    ["seq", "id", "tenant_id", "type", "schedule_id", "run_id", "occurred_at", "data"],
-    convert={"type": rows.enum_of(EventType), "data": lambda value: json.loads(rows.text(value))},
+    ["seq", "id", "tenant_id", "type", "schedule_id", "run_id", "occurred_at", "data", "actor"],
+    convert={
+        "type": rows.enum_of(EventType),
+        "data": lambda value: json.loads(rows.text(value)),
+        "actor": lambda value: None if value is None else Actor.parse(rows.text(value)),
+    },
 )
+_SELECT = f"SELECT {_COLUMNS.select} FROM events"
 
 
 def append_event(
@@ -29,12 +36,13 @@ def append_event(
     now: int,
     schedule_id: str | None = None,
     run_id: str | None = None,
-    data: Mapping[str, JsonScalar] | None = None,
+    data: Mapping[str, JsonValue] | None = None,
+    actor: Actor | None = None,
 ) -> int:
     """Append one event; returns its sequence number."""
     conn.execute(
-        "INSERT INTO events (id, tenant_id, type, schedule_id, run_id, occurred_at, data)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO events (id, tenant_id, type, schedule_id, run_id, occurred_at, data, actor)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (
             new_id("evt", now),
             tenant_id,
@@ -43,6 +51,7 @@ def append_event(
             run_id,
             now,
             json.dumps(dict(data or {}), separators=(",", ":"), sort_keys=True),
+            None if actor is None else actor.text(),
         ),
     )
     return conn.last_insert_rowid()
@@ -57,15 +66,51 @@ def list_events(
     schedule_id: str | None = None,
     types: frozenset[EventType] | None = None,
 ) -> list[Event]:
-    """Events of one tenant with ``seq > after``, oldest first."""
-    sql = f"SELECT {_COLUMNS.select} FROM events WHERE tenant_id = ? AND seq > ?"
-    params: list[object] = [tenant_id, after]
+    """A tenant's feed: its own events and the ``system`` tenant's (they affect every
+    tenant), ``seq > after``, oldest first, at most ``limit``.
+
+    Every page is a merge of bounded index range scans, each in ``seq`` order and limited
+    to ``limit`` rows: one per tenant (own, ``system``) and type asked for
+    (``events_tenant`` or ``events_tenant_type``), or the schedule's (``events_schedule``).
+    One ``IN (…) ORDER BY seq`` would sort every matching row first.
+    """
     if schedule_id is not None:
-        sql += " AND schedule_id = ?"
-        params.append(schedule_id)
+        return _page(
+            conn, "schedule_id = ? AND tenant_id = ?", [schedule_id, tenant_id], after, limit, types
+        )
+    tenants = [tenant_id] if tenant_id == SYSTEM_TENANT else [tenant_id, SYSTEM_TENANT]
+    scans = [
+        _page(conn, "tenant_id = ? AND type = ?", [tenant, str(t)], after, limit, None)
+        for tenant in tenants
+        for t in sorted(types or ())
+    ] or [_page(conn, "tenant_id = ?", [tenant], after, limit, None) for tenant in tenants]
+    return heapq.nsmallest(limit, itertools.chain.from_iterable(scans), key=lambda e: e.seq)
+
+
+def latest_seq(conn: apsw.Connection) -> int:
+    """The sequence number of the newest event (0 when there is none)."""
+    row = conn.execute("SELECT max(seq) FROM events").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def events_after(conn: apsw.Connection, *, after: int, limit: int) -> list[Event]:
+    """Every tenant's events with ``seq > after``, oldest first (the live stream's hub)."""
+    return _COLUMNS.all(
+        conn.execute(f"{_SELECT} WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit))
+    )
+
+
+def _page(
+    conn: apsw.Connection,
+    where: str,
+    params: list[object],
+    after: int,
+    limit: int,
+    types: frozenset[EventType] | None,
+) -> list[Event]:
+    sql = f"{_SELECT} WHERE {where} AND seq > ?"
+    params = [*params, after]
     if types:
         sql += f" AND type IN ({','.join('?' * len(types))})"
         params.extend(str(t) for t in sorted(types))
-    sql += " ORDER BY seq LIMIT ?"
-    params.append(limit)
-    return _COLUMNS.all(conn.execute(sql, params))
+    return _COLUMNS.all(conn.execute(f"{sql} ORDER BY seq LIMIT ?", [*params, limit]))

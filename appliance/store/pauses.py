@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import apsw
 
-from appliance.core.events import EventType
+from appliance.core.events import Actor, EventType
 from appliance.core.schedules import Schedule
 from appliance.store.events import append_event
 from appliance.store.runs import withdraw_open_runs
@@ -37,9 +37,10 @@ def pause_schedule(
     schedule_id: str,
     now: int,
     expected_version: int | None = None,
+    actor: Actor | None = None,
 ) -> Schedule:
     """Stop planning; open rows not yet attempted are withdrawn. Pausing twice is a no-op."""
-    return _set_paused(conn, tenant_id, schedule_id, True, now, expected_version)
+    return _set_paused(conn, tenant_id, schedule_id, True, now, expected_version, actor)
 
 
 def resume_schedule(
@@ -49,10 +50,11 @@ def resume_schedule(
     schedule_id: str,
     now: int,
     expected_version: int | None = None,
+    actor: Actor | None = None,
 ) -> Schedule:
     """Plan again from the first occurrence after ``now``. Resuming a running schedule is
     a no-op."""
-    return _set_paused(conn, tenant_id, schedule_id, False, now, expected_version)
+    return _set_paused(conn, tenant_id, schedule_id, False, now, expected_version, actor)
 
 
 def _set_paused(
@@ -62,6 +64,7 @@ def _set_paused(
     paused: bool,
     now: int,
     expected_version: int | None,
+    actor: Actor | None,
 ) -> Schedule:
     current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
     check_version(current, expected_version)
@@ -75,7 +78,7 @@ def _set_paused(
     )
     version = write_spec(conn, current, spec, cursor=cursor, now=now)
     kind = EventType.SCHEDULE_PAUSED if paused else EventType.SCHEDULE_RESUMED
-    event(conn, kind, tenant_id, schedule_id, version=version, now=now)
+    event(conn, kind, tenant_id, schedule_id, version=version, now=now, actor=actor)
     return require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
 
 

@@ -18,6 +18,7 @@ from typing import Final
 
 import apsw
 
+from appliance.core.events import Actor
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import Conflict
 from appliance.store import rows
@@ -62,6 +63,7 @@ def create_schedule_once(
     render: Callable[[Schedule], StoredResponse],
     now: int,
     max_schedules: int | None = None,
+    actor: Actor | None = None,
 ) -> tuple[StoredResponse, bool]:
     """Create under an ``Idempotency-Key``: ``(response, created)``. A live key with the
     same ``request_hash`` returns the remembered response and creates nothing."""
@@ -71,7 +73,7 @@ def create_schedule_once(
     if remembered is not None:
         return remembered, False
     schedule = create_schedule(
-        conn, tenant_id=tenant_id, spec=spec, now=now, max_schedules=max_schedules
+        conn, tenant_id=tenant_id, spec=spec, now=now, max_schedules=max_schedules, actor=actor
     )
     response = render(schedule)
     conn.execute(

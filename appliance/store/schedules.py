@@ -31,9 +31,10 @@ from typing import Any, Final
 import apsw
 
 from appliance.core.cron import parse_cron
-from appliance.core.events import EventType
+from appliance.core.events import Actor, EventType, JsonValue
 from appliance.core.ids import new_id
 from appliance.core.jitter import planned_occurrences
+from appliance.core.schedule_input import changed_fields
 from appliance.core.schedules import CatchupPolicy, PayloadKind, Schedule, ScheduleSpec
 from appliance.errors import Conflict, NotFound
 from appliance.store import rows
@@ -137,9 +138,11 @@ def create_schedule(
     spec: ScheduleSpec,
     now: int,
     max_schedules: int | None = None,
+    actor: Actor | None = None,
 ) -> Schedule:
     """Create a schedule; :class:`ScheduleLimitReached` if the tenant already holds
-    ``max_schedules`` live ones (None: no limit, for operator tools)."""
+    ``max_schedules`` live ones (None: no limit, for operator tools). ``actor``: who asked
+    (named by the ``schedule.*`` events this writes)."""
     if max_schedules is not None and count_schedules(conn, tenant_id=tenant_id) >= max_schedules:
         raise ScheduleLimitReached(max_schedules)
     schedule_id = new_id("sch", now)
@@ -149,7 +152,7 @@ def create_schedule(
         f" VALUES ({', '.join('?' * len(_COLUMNS.fields))})",
         (schedule_id, tenant_id, *_spec_values(spec), cursor, 1, now, now),
     )
-    event(conn, EventType.SCHEDULE_CREATED, tenant_id, schedule_id, version=1, now=now)
+    event(conn, EventType.SCHEDULE_CREATED, tenant_id, schedule_id, version=1, now=now, actor=actor)
     return require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
 
 
@@ -192,6 +195,7 @@ def update_schedule(
     spec: ScheduleSpec,
     now: int,
     expected_version: int | None = None,
+    actor: Actor | None = None,
 ) -> Schedule:
     """Replace the spec. Re-plans when timing or body changed; a change of ``paused``
     has the same effect as pausing or resuming (:mod:`appliance.store.pauses`)."""
@@ -208,10 +212,20 @@ def update_schedule(
     if replan or spec.paused != current.spec.paused:
         cursor = first_fire_at(spec, schedule_id=schedule_id, now=now)
     version = write_spec(conn, current, spec, cursor=cursor, now=now)
-    event(conn, EventType.SCHEDULE_UPDATED, tenant_id, schedule_id, version=version, now=now)
+    changed = changed_fields(current.spec, spec)
+    event(
+        conn,
+        EventType.SCHEDULE_UPDATED,
+        tenant_id,
+        schedule_id,
+        version=version,
+        now=now,
+        actor=actor,
+        changed=changed,
+    )
     if spec.paused != current.spec.paused:
         kind = EventType.SCHEDULE_PAUSED if spec.paused else EventType.SCHEDULE_RESUMED
-        event(conn, kind, tenant_id, schedule_id, version=version, now=now)
+        event(conn, kind, tenant_id, schedule_id, version=version, now=now, actor=actor)
     return require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
 
 
@@ -222,6 +236,7 @@ def delete_schedule(
     schedule_id: str,
     now: int,
     expected_version: int | None = None,
+    actor: Actor | None = None,
 ) -> None:
     """Soft-delete: the row stays for its runs' history; open rows are withdrawn."""
     current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
@@ -234,7 +249,15 @@ def delete_schedule(
         " WHERE id = ? AND version = ? AND deleted_at IS NULL",
         (now, now, version, schedule_id, current.version),
     )
-    event(conn, EventType.SCHEDULE_DELETED, tenant_id, schedule_id, version=version, now=now)
+    event(
+        conn,
+        EventType.SCHEDULE_DELETED,
+        tenant_id,
+        schedule_id,
+        version=version,
+        now=now,
+        actor=actor,
+    )
 
 
 def check_version(current: Schedule, expected: int | None) -> None:
@@ -287,13 +310,20 @@ def event(
     *,
     version: int,
     now: int,
+    actor: Actor | None = None,
+    changed: list[str] | None = None,
 ) -> None:
-    """A ``schedule.*`` event carrying the schedule's new version."""
+    """A ``schedule.*`` event carrying the schedule's new version, who asked, and (for
+    ``schedule.updated``) the names of the fields that changed."""
+    data: dict[str, JsonValue] = {"version": version}
+    if changed is not None:
+        data["changed"] = changed
     append_event(
         conn,
         tenant_id=tenant_id,
         type=kind,
         now=now,
         schedule_id=schedule_id,
-        data={"version": version},
+        data=data,
+        actor=actor,
     )

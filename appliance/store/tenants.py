@@ -1,7 +1,19 @@
-"""Tenants, their API keys (hashed) and their signing secrets."""
+"""Tenants and their signing secrets; a new tenant gets its first write key
+(:mod:`appliance.store.api_keys`).
+
+Signing-secret rules (ADR 0032):
+
+- Every active secret signs every delivery (one ``v1,`` entry each, newest first), so a
+  receiver holding any one of them verifies. At most ``MAX_ACTIVE_SECRETS`` are active.
+- A rotation adds a new secret and gives every other active secret an expiry ``overlap``
+  from now (never later than one it already had): the receiver has that long to switch.
+- An active secret can be expired at once (a leak), but never the last one: deliveries
+  need a secret. Secrets are shown whole only when created.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -9,8 +21,15 @@ from dataclasses import dataclass
 import apsw
 
 from appliance.core.ids import new_id
-from appliance.core.keys import hash_api_key, new_api_key
-from appliance.core.signing import new_signing_secret
+from appliance.core.signing import SECRET_PREFIX, new_signing_secret
+from appliance.errors import Conflict, NotFound
+from appliance.store.api_keys import Scope, issue_api_key
+
+# ADR 0032: a tenant has at most this many active secrets at once.
+MAX_ACTIVE_SECRETS = 3
+# How long replaced secrets keep signing after a rotation, unless the rotation says.
+DEFAULT_OVERLAP_SECONDS = 86_400
+MAX_OVERLAP_SECONDS = 7 * 86_400
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,38 +46,15 @@ def create_tenant(conn: apsw.Connection, *, name: str, now: int) -> NewTenant:
     conn.execute(
         "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)", (tenant_id, name, now)
     )
-    api_key = create_api_key(conn, tenant_id=tenant_id, now=now)
-    secret = new_signing_secret()
-    conn.execute(
-        "INSERT INTO signing_secrets (id, tenant_id, secret, created_at) VALUES (?, ?, ?, ?)",
-        (new_id("sec", now), tenant_id, secret, now),
+    issued = issue_api_key(
+        conn, tenant_id=tenant_id, name="initial key", scope=Scope.WRITE, now=now
     )
-    return NewTenant(tenant_id=tenant_id, api_key=api_key, signing_secret=secret)
-
-
-def create_api_key(conn: apsw.Connection, *, tenant_id: str, now: int) -> str:
-    key = new_api_key()
-    conn.execute(
-        "INSERT INTO api_keys (id, tenant_id, key_hash, created_at) VALUES (?, ?, ?, ?)",
-        (new_id("key", now), tenant_id, hash_api_key(key), now),
-    )
-    return key
-
-
-def tenant_for_api_key(conn: apsw.Connection, *, api_key: str) -> str | None:
-    """The tenant id a presented key belongs to, or None if unknown or revoked."""
-    row = conn.execute(
-        "SELECT tenant_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL",
-        (hash_api_key(api_key),),
-    ).fetchone()
-    return str(row[0]) if row else None
-
-
-MAX_ACTIVE_SECRETS = 3  # ADR 0032
+    secret = _add_secret(conn, tenant_id=tenant_id, now=now)
+    return NewTenant(tenant_id=tenant_id, api_key=issued.api_key, signing_secret=secret.secret)
 
 
 def active_secrets(conn: apsw.Connection, *, tenant_id: str, now: int) -> list[str]:
-    """Secrets that sign deliveries now, newest first (ADR 0032: at most 3)."""
+    """Secrets that sign deliveries now, newest first."""
     return list(active_secrets_of(conn, tenant_ids={tenant_id}, now=now).get(tenant_id, ()))
 
 
@@ -69,7 +65,7 @@ def active_secrets_of(
     found: dict[str, list[str]] = {}
     rows = conn.execute(
         "SELECT tenant_id, secret FROM (SELECT tenant_id, secret, ROW_NUMBER() OVER"
-        " (PARTITION BY tenant_id ORDER BY created_at DESC, id DESC) AS newest"
+        " (PARTITION BY tenant_id ORDER BY created_at DESC, rowid DESC) AS newest"
         " FROM signing_secrets WHERE tenant_id IN (SELECT value FROM json_each(?))"
         " AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?))"
         " WHERE newest <= ? ORDER BY tenant_id, newest",
@@ -78,3 +74,97 @@ def active_secrets_of(
     for tenant_id, secret in rows:
         found.setdefault(str(tenant_id), []).append(str(secret))
     return {tenant_id: tuple(secrets) for tenant_id, secrets in found.items()}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SigningSecret:
+    id: str
+    secret: str  # whole: shown to the tenant only by the rotation that created it
+    created_at: int
+    expires_at: int | None
+
+    @property
+    def masked(self) -> str:
+        return f"{SECRET_PREFIX}…{self.secret.rstrip('=')[-4:]}"
+
+
+class TooManySecrets(Conflict):
+    """A rotation would leave more than MAX_ACTIVE_SECRETS active."""
+
+
+class LastSecret(Conflict):
+    """Expiring this secret would leave the tenant's deliveries unsigned."""
+
+
+def list_signing_secrets(conn: apsw.Connection, *, tenant_id: str, now: int) -> list[SigningSecret]:
+    """The tenant's active secrets, newest first."""
+    return _active(conn, tenant_id, now)
+
+
+def rotate_signing_secret(
+    conn: apsw.Connection, *, tenant_id: str, overlap_ms: int, now: int
+) -> SigningSecret:
+    """A new current secret; the others expire ``overlap_ms`` from now (0: at once)."""
+    active = _active(conn, tenant_id, now)
+    if overlap_ms > 0 and len(active) >= MAX_ACTIVE_SECRETS:
+        raise TooManySecrets(
+            f"{len(active)} secrets are active (at most {MAX_ACTIVE_SECRETS}): expire one"
+            " first, or rotate with overlap_seconds 0"
+        )
+    conn.execute(
+        "UPDATE signing_secrets SET expires_at = min(coalesce(expires_at, :until), :until)"
+        " WHERE tenant_id = :tenant AND revoked_at IS NULL"
+        " AND (expires_at IS NULL OR expires_at > :now)",
+        {"until": now + overlap_ms, "tenant": tenant_id, "now": now},
+    )
+    return _add_secret(conn, tenant_id=tenant_id, now=now)
+
+
+def expire_signing_secret(
+    conn: apsw.Connection, *, tenant_id: str, secret_id: str, now: int
+) -> SigningSecret:
+    """Stop signing with one active secret now; NotFound or :class:`LastSecret`."""
+    active = _active(conn, tenant_id, now)
+    found = [s for s in active if s.id == secret_id]
+    if not found:
+        raise NotFound(f"no active signing secret {secret_id}")
+    if len(active) == 1:
+        raise LastSecret(
+            f"{secret_id} is the only active secret: rotate first (overlap_seconds 0"
+            " replaces it at once)"
+        )
+    conn.execute("UPDATE signing_secrets SET expires_at = ? WHERE id = ?", (now, secret_id))
+    return dataclasses.replace(found[0], expires_at=now)
+
+
+def _add_secret(conn: apsw.Connection, *, tenant_id: str, now: int) -> SigningSecret:
+    secret = SigningSecret(
+        id=new_id("sec", now), secret=new_signing_secret(), created_at=now, expires_at=None
+    )
+    conn.execute(
+        "INSERT INTO signing_secrets (id, tenant_id, secret, created_at) VALUES (?, ?, ?, ?)",
+        (secret.id, tenant_id, secret.secret, now),
+    )
+    return secret
+
+
+def _active(conn: apsw.Connection, tenant_id: str, now: int) -> list[SigningSecret]:
+    rows = conn.execute(
+        "SELECT id, secret, created_at, expires_at FROM signing_secrets"
+        " WHERE tenant_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
+        " ORDER BY created_at DESC, rowid DESC LIMIT ?",
+        (tenant_id, now, MAX_ACTIVE_SECRETS + 1),
+    )
+    return [
+        SigningSecret(
+            id=str(sid),
+            secret=str(secret),
+            created_at=int(created_at),
+            expires_at=None if expires_at is None else int(expires_at),
+        )
+        for sid, secret, created_at, expires_at in rows
+    ]
+
+
+def tenant_exists(conn: apsw.Connection, *, tenant_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM tenants WHERE id = ?", (tenant_id,)).fetchone() is not None

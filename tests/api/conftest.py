@@ -16,6 +16,7 @@ from quart_trio import QuartTrio
 from werkzeug.datastructures import Headers
 
 from appliance.api.app import create_app
+from appliance.api.stream import EventHub
 from appliance.core.addresses import AddressPolicy, IPAddress
 from appliance.core.cron import parse_cron
 from appliance.core.instants import parse_instant
@@ -189,6 +190,7 @@ def build_app(
     nudges: Nudges,
     policy: AddressPolicy,
     dns: dict[str, IPAddress] | None = None,
+    max_schedules: int | None = None,
 ) -> QuartTrio:
     return create_app(
         db=db,
@@ -197,6 +199,8 @@ def build_app(
         check_destination=make_check_destination(policy, dns),
         policy=policy,
         version="9.9.9-test",
+        event_hub=EventHub(db),
+        max_schedules=max_schedules,
     )
 
 

@@ -7,27 +7,17 @@ from __future__ import annotations
 import pytest
 from quart_trio import QuartTrio
 
-from appliance.api.app import create_app
 from appliance.core.addresses import AddressPolicy
 from appliance.store.database import Database
 from appliance.store.tenants import create_tenant
-from tests.api.conftest import START, Api, FakeClock, Nudges, make_check_destination, schedule_json
+from tests.api.conftest import START, Api, FakeClock, Nudges, build_app, schedule_json
 
 LIMIT = 2
 
 
 @pytest.fixture
 def limited_app(db: Database, clock: FakeClock, nudges: Nudges) -> QuartTrio:
-    policy = AddressPolicy()
-    return create_app(
-        db=db,
-        clock=clock,
-        nudge=nudges,
-        check_destination=make_check_destination(policy, None),
-        policy=policy,
-        version="9.9.9-test",
-        max_schedules=LIMIT,
-    )
+    return build_app(db=db, clock=clock, nudges=nudges, policy=AddressPolicy(), max_schedules=LIMIT)
 
 
 def tenant_api(app: QuartTrio, db: Database, name: str) -> Api:

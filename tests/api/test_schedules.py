@@ -9,9 +9,11 @@ import pytest
 import referencing
 from jsonschema import Draft202012Validator
 
+from appliance.api.events import render_event
 from appliance.core.addresses import AddressPolicy
-from appliance.core.instants import format_instant, parse_instant
+from appliance.core.instants import parse_instant
 from appliance.core.schedules import PayloadKind
+from appliance.store.api_keys import list_api_keys
 from appliance.store.events import list_events
 from appliance.store.request_keys import prune_request_keys
 from appliance.store.runs import list_runs
@@ -531,16 +533,8 @@ async def test_schedule_events_match_the_event_contract(api: Api, db: Any) -> No
         ("schedule.deleted", 6),
     ]
     for e in events:
-        wire = {
-            "seq": e.seq,
-            "id": e.id,
-            "tenant_id": e.tenant_id,
-            "type": e.type.value,
-            "schedule_id": e.schedule_id,
-            "run_id": e.run_id,
-            "occurred_at": format_instant(e.occurred_at),
-            "data": e.data,
-        }
+        wire = render_event(e)
+        assert wire["actor"] == {"kind": "api_key", "id": api_key_id(db, api)}
         Draft202012Validator(SCHEMAS[e.type.value], registry=registry).validate(wire)
 
 
@@ -556,3 +550,8 @@ async def test_a_replayed_create_does_not_recheck_the_destination(
     assert (first.status, again.status, fresh.status) == (201, 201, 422)
     assert again.body == first.body
     assert again.headers["Idempotent-Replayed"] == "true"
+
+
+def api_key_id(db: Any, api: Api) -> str:
+    (key,) = db.read_now(list_api_keys, tenant_id=api.tenant_id)
+    return str(key.id)

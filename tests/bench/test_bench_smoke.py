@@ -123,7 +123,10 @@ def test_recovery_delivers_everything_after_sigkill(tmp_path: Path, the_sink: Si
                                      the_sink=the_sink)  # fmt: skip
     assert figures["pending"] == 200
     assert figures["lost"] == 0
-    assert figures["first_delivery_s"] == figures["first_delivery_s"]  # not NaN: delivered
+    # A first delivery after the restart exists unless the first process had delivered
+    # everything before the SIGKILL landed (a loaded machine: 200 runs go in a blink).
+    delivered_after_restart = figures["first_delivery_s"] == figures["first_delivery_s"]
+    assert delivered_after_restart or figures["delivered_before_kill"] >= figures["pending"]
 
 
 @pytest.mark.skipif(

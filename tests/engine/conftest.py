@@ -8,26 +8,25 @@ inline (``threaded=False``): a worker-thread hop would let virtual time race ahe
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import apsw
 import jsonschema
 import pytest
 import referencing
 import trio
 from trio.testing import MockClock
 
+from appliance.api.events import render_event
 from appliance.clock import TrioWallClock, WallClock
-from appliance.core.instants import format_instant
 from appliance.engine.assembly import Engine, EngineConfig, build_engine
 from appliance.engine.delivery import Exchange
 from appliance.engine.dispatcher import DispatchConfig, RenewLeases
 from appliance.store.claims import renew_leases as store_renew_leases
 from appliance.store.database import Database
+from appliance.store.events import events_after
 from appliance.store.incarnations import register_incarnation
 from appliance.store.tenants import create_tenant
 from tests.engine.fake_exchange import Endpoint, Received, reply
@@ -61,28 +60,8 @@ def stored_events(db: Database) -> list[tuple[dict[str, Any], Any]]:
         for name, schema in SCHEMAS.items()
     }
 
-    def query(conn: apsw.Connection) -> list[tuple[dict[str, Any], Any]]:
-        rows = conn.execute(
-            "SELECT seq, id, tenant_id, type, schedule_id, run_id, occurred_at, data FROM events"
-        )
-        return [
-            (
-                {
-                    "seq": seq,
-                    "id": eid,
-                    "tenant_id": tenant,
-                    "type": type_,
-                    "schedule_id": sid,
-                    "run_id": rid,
-                    "occurred_at": format_instant(at),
-                    "data": json.loads(data),
-                },
-                validators[type_],
-            )
-            for seq, eid, tenant, type_, sid, rid, at, data in rows
-        ]
-
-    return db.read_now(query)
+    events = db.read_now(events_after, after=0, limit=1_000_000)
+    return [(render_event(event), validators[str(event.type)]) for event in events]
 
 
 @pytest.fixture

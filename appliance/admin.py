@@ -1,0 +1,87 @@
+"""Operator commands that act on the database directly — they work while the appliance
+runs (SQLite serialises the writes): tenants, and the API keys and signing secrets of any
+tenant.
+
+Each opens the database, does one transaction and closes it. Tenants use the same store
+functions through the API (``/v1/keys``, ``/v1/signing-secrets``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Concatenate, ParamSpec, TypeVar
+
+from appliance.clock import SystemClock
+from appliance.errors import NotFound, ValidationError
+from appliance.runtime import secure_data_dir
+from appliance.settings import Settings
+from appliance.store.api_keys import ApiKey, IssuedKey, Scope, issue_api_key, list_api_keys
+from appliance.store.api_keys import revoke_api_key as store_revoke_api_key
+from appliance.store.database import Connection, Database
+from appliance.store.tenants import (
+    NewTenant,
+    SigningSecret,
+    rotate_signing_secret,
+    tenant_exists,
+)
+from appliance.store.tenants import create_tenant as store_create_tenant
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _write(
+    settings: Settings, fn: Callable[Concatenate[Connection, P], T], *a: P.args, **kw: P.kwargs
+) -> T:
+    secure_data_dir(settings)
+    db = Database.open(settings.db_path)
+    try:
+        return db.write_now(fn, *a, **kw)
+    finally:
+        db.close()
+
+
+def _known_tenant(conn: Connection, tenant_id: str) -> None:
+    if not tenant_exists(conn, tenant_id=tenant_id):
+        raise NotFound(f"no tenant {tenant_id}")
+
+
+def create_tenant(settings: Settings, *, name: str) -> NewTenant:
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise ValidationError.single("name", "a tenant name is 1-200 characters")
+    return _write(settings, store_create_tenant, name=name, now=_now())
+
+
+def create_key(settings: Settings, *, tenant_id: str, name: str, scope: Scope) -> IssuedKey:
+    def issue(conn: Connection) -> IssuedKey:
+        _known_tenant(conn, tenant_id)
+        return issue_api_key(conn, tenant_id=tenant_id, name=name, scope=scope, now=_now())
+
+    return _write(settings, issue)
+
+
+def list_keys(settings: Settings, *, tenant_id: str) -> list[ApiKey]:
+    def read(conn: Connection) -> list[ApiKey]:
+        _known_tenant(conn, tenant_id)
+        return list_api_keys(conn, tenant_id=tenant_id)
+
+    return _write(settings, read)
+
+
+def revoke_key(settings: Settings, *, key_id: str) -> ApiKey:
+    return _write(settings, store_revoke_api_key, tenant_id=None, key_id=key_id, now=_now())
+
+
+def rotate_secret(settings: Settings, *, tenant_id: str, overlap_seconds: int) -> SigningSecret:
+    def rotate(conn: Connection) -> SigningSecret:
+        _known_tenant(conn, tenant_id)
+        return rotate_signing_secret(
+            conn, tenant_id=tenant_id, overlap_ms=overlap_seconds * 1000, now=_now()
+        )
+
+    return _write(settings, rotate)
+
+
+def _now() -> int:
+    return SystemClock().now_ms()

@@ -1,0 +1,90 @@
+"""``/v1/keys``: a tenant issues, lists and revokes its own API keys.
+
+- ``POST /v1/keys {"name", "scope"}`` answers 201 with the key itself, shown this once.
+- ``GET /v1/keys`` lists the live keys: id, name, scope, display prefix, created, last
+  used — never the key.
+- ``DELETE /v1/keys/{id}`` revokes a key at once (its next request answers 401); the
+  tenant's last write key cannot be revoked (409 saying why). Another tenant's key id
+  answers 404 like a missing one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from quart import Response
+from quart_trio import QuartTrio
+
+from appliance.api.auth import authenticate, read_as_tenant
+from appliance.api.bodies import json_response, read_json
+from appliance.api.context import context
+from appliance.core.instants import format_instant
+from appliance.errors import FieldError, ValidationError
+from appliance.store.api_keys import ApiKey, Scope, issue_api_key, list_api_keys, revoke_api_key
+
+MAX_NAME_CHARS = 100
+# C0, DEL and C1: what the OpenAPI file's pattern for a key name excludes.
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def register(app: QuartTrio) -> None:
+    app.add_url_rule("/v1/keys", view_func=create_key, methods=["POST"])
+    app.add_url_rule("/v1/keys", view_func=list_keys, methods=["GET"])
+    app.add_url_rule("/v1/keys/<key_id>", view_func=revoke_key, methods=["DELETE"])
+
+
+async def create_key() -> Response:
+    tenant_id = await authenticate()
+    name, scope = parse_key_request(await read_json())
+    ctx = context()
+    issued = await ctx.db.write(
+        issue_api_key, tenant_id=tenant_id, name=name, scope=scope, now=ctx.clock.now_ms()
+    )
+    document = render_key(issued.key) | {"api_key": issued.api_key}
+    return json_response(document, status=201, headers={"Location": f"/v1/keys/{issued.key.id}"})
+
+
+async def list_keys() -> Response:
+    keys = await read_as_tenant(lambda conn, tenant_id: list_api_keys(conn, tenant_id=tenant_id))
+    return json_response({"items": [render_key(key) for key in keys]})
+
+
+async def revoke_key(key_id: str) -> Response:
+    tenant_id = await authenticate()
+    ctx = context()
+    await ctx.db.write(revoke_api_key, tenant_id=tenant_id, key_id=key_id, now=ctx.clock.now_ms())
+    return Response(b"", status=204)
+
+
+def parse_key_request(obj: object) -> tuple[str, Scope]:
+    """``name`` (1–100 characters, no control characters) and ``scope``; every problem
+    at once."""
+    if not isinstance(obj, dict):
+        raise ValidationError.single("body", 'must be a JSON object: {"name": …, "scope": …}')
+    errors: list[FieldError] = []
+    name = obj.get("name")
+    if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME_CHARS:
+        errors.append(FieldError(field="name", message=f"must be 1 to {MAX_NAME_CHARS} characters"))
+    elif CONTROL_CHARACTERS.search(name):
+        errors.append(FieldError(field="name", message="must not hold control characters"))
+    scope = obj.get("scope")
+    if scope not in tuple(Scope):
+        errors.append(FieldError(field="scope", message='must be "read" or "write"'))
+    errors.extend(
+        FieldError(field=str(extra), message="is not a field of a key; drop it")
+        for extra in sorted(set(obj) - {"name", "scope"})
+    )
+    if errors:
+        raise ValidationError(errors)
+    return str(name), Scope(str(scope))
+
+
+def render_key(key: ApiKey) -> dict[str, object]:
+    return {
+        "id": key.id,
+        "name": key.name,
+        "scope": str(key.scope),
+        "prefix": key.prefix,
+        "created_at": format_instant(key.created_at),
+        "last_used_at": None if key.last_used_at is None else format_instant(key.last_used_at),
+    }
