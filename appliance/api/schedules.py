@@ -177,11 +177,13 @@ async def patch_schedule(schedule_id: str) -> Response:
     caller = await authenticate_caller()
     ctx = context()
     patch = await read_json(accept=(MERGE_PATCH_JSON, JSON))
-    expected = _if_match()
     for _ in range(_PATCH_RETRIES):
         current = await _load(ctx, caller.tenant_id, schedule_id)
-        check_version(current, expected)
+        # The patch is validated before If-Match is read: a request that is wrong
+        # whatever the version answers 422, not 412 (retrying it could never succeed).
         spec = merge_patch(current.spec, patch, policy=ctx.policy)
+        expected = _if_match()
+        check_version(current, expected)
         if spec == current.spec:
             return _schedule_response(ctx, current)  # nothing changes: no new version
         if spec.target_url != current.spec.target_url:

@@ -352,6 +352,20 @@ async def test_if_match_mismatch_answers_412_and_changes_nothing(api: Api) -> No
     assert star.status == 204
 
 
+async def test_an_invalid_patch_is_422_even_with_a_stale_if_match(api: Api) -> None:
+    """Retrying with a fresh ETag could never make an invalid body valid: 422 comes first."""
+    created = await api.create()
+    path = f"/v1/schedules/{created['id']}"
+    for tag in ('"9"', '"x"'):
+        reply = await api.call(
+            "PATCH", path, json_body={"timezone": "Not/AZone"}, headers={"If-Match": tag}
+        )
+        assert reply.status == 422, tag
+        assert reply.fields == ["timezone"]
+    stale = await api.call("PATCH", path, json_body={"name": "n"}, headers={"If-Match": '"9"'})
+    assert stale.status == 412
+
+
 async def test_patch_with_the_wrong_content_type_is_415(api: Api) -> None:
     created = await api.create()
     reply = await api.call(
