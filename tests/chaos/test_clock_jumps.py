@@ -21,6 +21,7 @@ whose offset is rewritten in a file while the process runs.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 from collections.abc import Iterator
@@ -216,7 +217,7 @@ def test_clock_jumps_under_faketime_in_a_real_process(
     tmp_path: Path, profile: Profile, receiver: Receiver
 ) -> None:
     offset_file = tmp_path / "faketime"
-    offset_file.write_text("+0\n")
+    _set_offset(offset_file, "+0")
     tenant = create_tenant(tmp_path)
     db_path = tmp_path / "steeple.db"
     app = Appliance(tmp_path, env=faketime_env(offset_file)).start()
@@ -238,7 +239,7 @@ def test_clock_jumps_under_faketime_in_a_real_process(
             receiver.wait_for(lambda ds: len(ds) >= 3)
             # Back an hour, forward to the true time again, then forward five minutes.
             for n, offset in enumerate(("-3600", "+0", "+300"), start=1):
-                offset_file.write_text(offset + "\n")
+                _set_offset(offset_file, offset)
                 # A write through the API nudges the planner, which compares its clocks at
                 # once (otherwise within its 60 s maximum sleep).
                 poke = {"name": f"poke-{n}", "cron": "0 0 1 1 *", "target_url": receiver.url}
@@ -256,6 +257,9 @@ def test_clock_jumps_under_faketime_in_a_real_process(
             for sid in schedules:
                 api.post(f"/v1/schedules/{sid}/pause").raise_for_status()
             wait_until(lambda: open_runs(db_path) == 0, "no open run")
+    except BaseException:
+        print("appliance log:\n" + "".join(app.log))  # pytest shows it with the failure
+        raise
     finally:
         code = app.kill(signal.SIGTERM)
     assert code == 0, "".join(app.log)
@@ -275,6 +279,14 @@ def test_clock_jumps_under_faketime_in_a_real_process(
     divergences = sorted(json.loads(str(d))["divergence_ms"] for (d,) in jumps)
     assert len(divergences) >= 3 and divergences[0] < -3_590_000 and divergences[-1] > 3_590_000
     assert missed["skip"] > 0
+
+
+def _set_offset(offset_file: Path, offset: str) -> None:
+    """Replace the offset atomically: libfaketime rereads the file on every clock call and
+    must never see it truncated and half written."""
+    partial = offset_file.with_suffix(".partial")
+    partial.write_text(offset + "\n")
+    os.replace(partial, offset_file)
 
 
 def _jumps_recorded(db_path: Path) -> int:
