@@ -12,7 +12,7 @@ import pytest
 from appliance.core.runs import RunState
 from appliance.store.database import Database
 from appliance.store.run_search import RunFilter, search_runs
-from tests.store.conftest import T0, MakeSchedule
+from tests.store.conftest import T0
 
 S = RunState
 FILTERS = {
