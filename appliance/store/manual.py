@@ -37,10 +37,10 @@ from appliance.core.runs import (
     occurrence_run,
     sources,
 )
-from appliance.errors import Conflict, NotFound, ValidationError
+from appliance.errors import Conflict, NotFound, StoreError, ValidationError
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.run_search import RunFilter, search_runs
-from appliance.store.runs import CLAIMABLE_SQL, RunRecord, expect_one, get_run, must_get_run
+from appliance.store.runs import CLAIMABLE_SQL, RunRecord, get_run, must_get_run
 from appliance.store.schedules import get_schedule, require_schedule
 
 MAX_REPLAY_IDS: Final = 1000  # run ids in one bulk replay request
@@ -94,7 +94,7 @@ def replay_run(conn: apsw.Connection, *, tenant_id: str, run_id: str, now: int) 
             f"run {run_id} is {run.state}; only finished runs (succeeded, failed, missed,"
             " cancelled) can be replayed"
         )
-    _reopen(conn, run, due_at=now, now=now)
+    _reopen(conn, [(run, now)], now=now)
     return must_get_run(conn, tenant_id=tenant_id, run_id=run_id)
 
 
@@ -187,17 +187,28 @@ def _reopen_paced(
     ).fetchone()
     start = now if waiting is None or waiting[0] is None else max(now, int(waiting[0] + step))
     ordered = sorted(runs, key=lambda r: (r.scheduled_for, r.id))
-    for n, run in enumerate(ordered):
-        _reopen(conn, run, due_at=start + int(n * step), now=now)
+    _reopen(conn, [(run, start + int(n * step)) for n, run in enumerate(ordered)], now=now)
 
 
-def _reopen(conn: apsw.Connection, run: RunRecord, *, due_at: int, now: int) -> None:
-    """One finished run back to ``pending``, due at ``due_at``, with a fresh attempt budget
-    and retry window from then."""
-    target = check_transition(run.state, Transition.REPLAY)
-    conn.execute(
+def _reopen(conn: apsw.Connection, runs: Sequence[tuple[RunRecord, int]], *, now: int) -> None:
+    """Finished runs back to ``pending``, each due at its ``due_at``, with a fresh attempt
+    budget and retry window from then; one statement for all."""
+    before = conn.total_changes()
+    conn.executemany(
         "UPDATE job_runs SET state = ?, due_at = ?, failure_reason = NULL, finished_at = NULL,"
         " attempt_base = attempt, budget_from = ?, updated_at = ? WHERE id = ? AND state = ?",
-        (target.value, due_at, due_at, now, run.id, run.state.value),
+        [
+            (
+                check_transition(run.state, Transition.REPLAY).value,
+                due_at,
+                due_at,
+                now,
+                run.id,
+                run.state.value,
+            )
+            for run, due_at in runs
+        ],
     )
-    expect_one(conn, f"replay of {run.id}")
+    if conn.total_changes() - before != len(runs):
+        # Inside one BEGIN IMMEDIATE transaction a row read a moment ago cannot change.
+        raise StoreError(f"replay of {len(runs)} runs: a row changed under the writer")
