@@ -26,7 +26,7 @@ from quart_trio import QuartTrio
 from appliance.api.auth import authenticate, checked_inputs, read_as_tenant
 from appliance.api.bodies import json_response, read_json
 from appliance.api.context import context
-from appliance.api.pagination import encode_cursor, page_request
+from appliance.api.pagination import encode_cursor, number_and_id_position, page_request
 from appliance.api.rendering import render_run
 from appliance.core.instants import parse_instant
 from appliance.core.runs import RunState
@@ -36,7 +36,6 @@ from appliance.store.run_search import Position, RunFilter, search_runs
 
 _CURSOR_KIND = "runs"
 _FILTER_FIELDS = ("state", "schedule_id", "since", "until", "http_status")
-_NOT_OURS = "is not a cursor this list returned; drop it"
 
 
 def register(app: QuartTrio) -> None:
@@ -98,7 +97,7 @@ def _list_query() -> tuple[RunFilter, int, Position | None]:
     errors: list[FieldError] = []
     try:
         page = page_request(_CURSOR_KIND)
-        limit, before = page.limit, _position(page.position, errors)
+        limit, before = page.limit, number_and_id_position(page, id_prefix="run_")
     except ValidationError as error:
         errors.extend(error.errors)
         limit, before = 0, None
@@ -172,16 +171,6 @@ def _instant(value: object, field: str, errors: list[FieldError]) -> int | None:
             errors.append(FieldError(field=field, message=str(error)))
             return None
     errors.append(FieldError(field=field, message="must be an RFC 3339 date-time string"))
-    return None
-
-
-def _position(position: str | None, errors: list[FieldError]) -> Position | None:
-    if position is None:
-        return None
-    number, _, run_id = position.partition(":")
-    if number.isascii() and number.isdigit() and len(number) <= 18 and run_id.startswith("run_"):
-        return int(number), run_id
-    errors.append(FieldError(field="cursor", message=_NOT_OURS))
     return None
 
 
