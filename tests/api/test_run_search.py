@@ -147,3 +147,9 @@ async def test_a_bad_replay_body_names_every_field(api: Api) -> None:
     assert [e["field"] for e in reply.body["errors"]] == ["run_ids"]
     reply = await api.call("POST", REPLAY, json_body={"run_ids": ["x"], "filter": {}})
     assert "run_ids" in [e["field"] for e in reply.body["errors"]]
+
+
+async def test_the_bulk_replay_path_advertises_only_its_own_method(api: Api) -> None:
+    reply = await api.call("OPTIONS", REPLAY)
+    assert set(reply.headers["Allow"].split(", ")) == {"POST", "OPTIONS"}
+    assert (await api.call("GET", REPLAY)).status == 405
