@@ -118,7 +118,7 @@ def _list_query() -> tuple[RunFilter, int, Position | None]:
 def run_filter(values: Mapping[str, object], errors: list[FieldError], *, prefix: str) -> RunFilter:
     """The filter these values describe; appends one FieldError per bad value (fields
     named with ``prefix``)."""
-    states = values.get("state", [])
+    states = values.get("state") or []
     if isinstance(states, str):
         states = [states]
     known = {state.value for state in RunState}
@@ -217,6 +217,8 @@ def _replay_filter(body: object, *, now: int) -> tuple[RunFilter, int]:
     else:
         for name in sorted(set(values) - set(_FILTER_FIELDS)):
             errors.append(FieldError(field=f"filter.{name}", message="is not a run filter"))
+        for name in sorted(k for k, v in values.items() if v is None and k in _FILTER_FIELDS):
+            errors.append(FieldError(field=f"filter.{name}", message="is null; leave it out"))
         where = run_filter(values, errors, prefix="filter.")
     as_of = _instant(body.get("as_of"), "as_of", errors)
     if "as_of" not in body or body["as_of"] is None:

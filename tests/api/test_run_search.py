@@ -138,11 +138,20 @@ async def test_replay_by_filter_counts_exactly_and_leaves_later_changes_alone(
 
 
 async def test_a_bad_replay_body_names_every_field(api: Api) -> None:
-    body = {"filter": {"state": ["lost"], "http_status": 42, "colour": 1}, "as_of": "now"}
+    body = {
+        "filter": {"state": ["lost"], "http_status": 42, "colour": 1, "until": None},
+        "as_of": "now",
+    }
     reply = await api.call("POST", REPLAY, json_body=body)
     assert reply.status == 422
     fields = sorted(e["field"] for e in reply.body["errors"])
-    assert fields == ["as_of", "filter.colour", "filter.http_status", "filter.state"]
+    assert fields == [
+        "as_of",
+        "filter.colour",
+        "filter.http_status",
+        "filter.state",
+        "filter.until",
+    ]
     reply = await api.call("POST", REPLAY, json_body={"run_ids": ["x"] * 1001})
     assert [e["field"] for e in reply.body["errors"]] == ["run_ids"]
     reply = await api.call("POST", REPLAY, json_body={"run_ids": ["x"], "filter": {}})
