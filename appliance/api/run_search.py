@@ -118,7 +118,9 @@ def _list_query() -> tuple[RunFilter, int, Position | None]:
 def run_filter(values: Mapping[str, object], errors: list[FieldError], *, prefix: str) -> RunFilter:
     """The filter these values describe; appends one FieldError per bad value (fields
     named with ``prefix``)."""
-    states = values.get("state") or []
+    states = values.get("state")
+    if states is None:
+        states = []
     if isinstance(states, str):
         states = [states]
     known = {state.value for state in RunState}
