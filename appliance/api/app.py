@@ -39,7 +39,7 @@ def create_app(
     version: str,
     event_hub: EventHub,
     max_schedules: int | None = None,
-    replay_rate_per_second: int = 50,
+    replay_rate_per_second: int,
 ) -> QuartTrio:
     app = QuartTrio(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
