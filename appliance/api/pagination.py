@@ -76,7 +76,7 @@ def encode_cursor(kind: str, position: str) -> str:
 def _limit(text: str | None, errors: list[FieldError]) -> int:
     if text is None:
         return DEFAULT_LIMIT
-    if text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_LIMIT:
+    if text.isascii() and text.isdigit() and len(text) <= 3 and 1 <= int(text) <= MAX_LIMIT:
         return int(text)
     errors.append(
         FieldError(field="limit", message=f"must be a whole number from 1 to {MAX_LIMIT}")

@@ -107,7 +107,9 @@ def _list_query() -> tuple[RunFilter, int, Position | None]:
     args: dict[str, object] = {k: request.args[k] for k in _FILTER_FIELDS[1:] if k in request.args}
     if "http_status" in args:
         text = str(args["http_status"])
-        args["http_status"] = int(text) if text.isascii() and text.isdigit() else text
+        # Three digits at most: int() of thousands of digits raises, and none is a status.
+        whole = text.isascii() and text.isdigit() and len(text) <= 3
+        args["http_status"] = int(text) if whole else text
     args["state"] = request.args.getlist("state")
     where = run_filter(args, errors, prefix="")
     if errors:

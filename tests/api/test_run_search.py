@@ -75,6 +75,8 @@ async def test_every_bad_parameter_is_named(api: Api) -> None:
     assert sorted(e["field"] for e in reply.body["errors"]) == sorted(query)
     reply = await api.call("GET", RUNS, query={"cursor": "bm9wZQ"})
     assert [e["field"] for e in reply.body["errors"]] == ["cursor"]
+    reply = await api.call("GET", RUNS, query={"http_status": "9" * 5000})
+    assert [e["field"] for e in reply.body["errors"]] == ["http_status"]
     backwards = {"since": "2026-01-02T00:00:00Z", "until": "2026-01-01T00:00:00Z"}
     reply = await api.call("GET", RUNS, query=backwards)
     assert [e["field"] for e in reply.body["errors"]] == ["until"]
@@ -162,3 +164,8 @@ async def test_the_bulk_replay_path_advertises_only_its_own_method(api: Api) -> 
     reply = await api.call("OPTIONS", REPLAY)
     assert set(reply.headers["Allow"].split(", ")) == {"POST", "OPTIONS"}
     assert (await api.call("GET", REPLAY)).status == 405
+
+
+async def test_a_limit_of_thousands_of_digits_is_a_422_not_a_crash(api: Api) -> None:
+    reply = await api.call("GET", RUNS, query={"limit": "9" * 5000})
+    assert reply.status == 422 and [e["field"] for e in reply.body["errors"]] == ["limit"]
