@@ -132,6 +132,7 @@ async def _run(
             version=__version__,
             event_hub=(event_hub := EventHub(db)),
             max_schedules=settings.max_schedules_per_tenant,
+            replay_rate_per_second=settings.replay_rate_per_second,
         )
         await nursery.start(event_hub.run)
         stop_http = trio.Event()

@@ -46,6 +46,7 @@ class Settings:
     max_schedules_per_tenant: int
     shutdown_grace_seconds: int
     retention_days: int
+    replay_rate_per_second: int
     log_level: LogLevel
 
     @property
@@ -182,6 +183,14 @@ SETTINGS: tuple[SettingDef, ...] = (
         parse=_bounded_int(8, 3650),
         help="Finished runs, their attempts and events older than this are deleted. At "
         "least 8: the dedupe horizon (7-day retry span + catch-up window).",
+    ),
+    SettingDef(
+        name="replay_rate_per_second",
+        env="STEEPLE_REPLAY_RATE_PER_SECOND",
+        default=lambda: "50",
+        parse=_bounded_int(1, 10_000),
+        help="How fast the runs of a bulk replay (POST /v1/runs/replay) become due, per "
+        "tenant, so a large replay does not hold up the tenant's scheduled runs.",
     ),
     SettingDef(
         name="log_level",

@@ -2,13 +2,16 @@
 the serving process, database bytes per run row.
 
 Setup (not measured): 10 tenants, S schedules written in bulk (fixed yearly/half-yearly
-expressions in mixed zones, so nothing fires during the benchmark), R/S succeeded runs
-per schedule with one attempt each (:func:`bench.seed.bulk_runs`). Measured against a
+expressions in mixed zones, so nothing fires during the benchmark), R/S runs per schedule
+with one attempt each, one in :data:`FAILED_EVERY` failed (HTTP 500), the rest succeeded
+(:func:`bench.seed.bulk_runs`). Measured against a
 running appliance, one keep-alive ``http.client`` connection, sequential requests of the
 first tenant with random ids (so the page cache is exercised, not one hot row):
 ``GET /v1/schedules?limit=50`` (the first page 20 % of the time, else a page after a
 random schedule, with the cursor the API would return there), ``GET /v1/schedules/{id}``,
-``GET /v1/schedules/{id}/runs``, ``GET /v1/runs/{id}``. Latency is client-observed wall
+``GET /v1/schedules/{id}/runs``, ``GET /v1/runs/{id}``, and the dead-letter view
+``GET /v1/runs?state=failed`` (``list_failed``: the first page half of the time, else one
+of its next four pages by the cursors the API returned). Latency is client-observed wall
 time (the stdlib client adds ≈ 0.1 ms). RSS is VmRSS of the appliance after the requests.
 ``*_cpu_ms``: the appliance's CPU (all threads) per request of that endpoint, from
 ``/proc``. Bytes per run row: ``dbstat`` pages of ``job_runs`` (+ its indexes) and ``attempts``.
@@ -43,6 +46,7 @@ TENANTS = 10
 START_TIMEOUT_S = 600
 IDLE_CPU_SHARE = 0.05  # of one core, over a second
 IDLE_SECONDS = 2
+FAILED_EVERY = 100  # one run in 100 failed: 100k failed runs among 10M
 
 
 def build(data_dir: Path, *, schedules: int, runs: int) -> dict[str, object]:
@@ -65,7 +69,14 @@ def build(data_dir: Path, *, schedules: int, runs: int) -> dict[str, object]:
     assert soonest is not None and soonest[0] > now + 3_600_000, "scale schedules would fire"
     tenant_of = [tenants[i % TENANTS].tenant_id for i in range(len(ids))]
     per = max(1, runs // max(schedules, 1))
-    rows = seed.bulk_runs(conn, tenant_of=tenant_of, schedule_ids=ids, per_schedule=per, now=now)
+    rows = seed.bulk_runs(
+        conn,
+        tenant_of=tenant_of,
+        schedule_ids=ids,
+        per_schedule=per,
+        now=now,
+        failed_every=FAILED_EVERY,
+    )
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.execute("ANALYZE")
     conn.close()
@@ -93,6 +104,8 @@ def bytes_per_run(path: Path, run_rows: int) -> Figures:
         "job_runs_claimable_tenant",
         "job_runs_leases",
         "job_runs_lease_owner",
+        "job_runs_tenant_time",
+        "job_runs_tenant_state_time",
     )
     run_bytes = sum(int(sizes.get(name, 0)) for name in runs_objects)
     attempt_bytes = int(sizes.get("attempts", 0))
@@ -159,11 +172,19 @@ def scale_once(
         for _ in range(20):  # collect run ids to sample from
             _, runs = client.get(f"/v1/schedules/{rng.choice(ids)}/runs")
             run_ids += [str(r["id"]) for r in runs["items"]]  # type: ignore[index,union-attr]
+        failed_pages = dead_letter_cursors(client, pages=4)
+
+        def failed_path() -> str:
+            if rng.random() < 0.5 or not failed_pages:
+                return "/v1/runs?state=failed"
+            return f"/v1/runs?state=failed&cursor={rng.choice(failed_pages)}"
+
         paths: dict[str, Callable[[], str]] = {
             "list_schedules": list_path,
             "get_schedule": lambda: f"/v1/schedules/{rng.choice(ids)}",
             "list_runs": lambda: f"/v1/schedules/{rng.choice(ids)}/runs",
             "get_run": lambda: f"/v1/runs/{rng.choice(run_ids)}",
+            "list_failed": failed_path,
         }
         timings = {
             name: measure(client, path, requests, pid=app.pid) for name, path in paths.items()
@@ -177,6 +198,20 @@ def scale_once(
         figures[f"{name}_cpu_ms"] = cpu_ms
     figures["rss_mb"] = rss / 2**20
     return figures
+
+
+def dead_letter_cursors(client: Client, *, pages: int) -> list[str]:
+    """The cursors of the dead-letter view's next ``pages`` pages, as the API returns them."""
+    cursors: list[str] = []
+    path = "/v1/runs?state=failed"
+    for _ in range(pages):
+        _, page = client.get(path)
+        cursor = page["next_cursor"]
+        if not isinstance(cursor, str):
+            break
+        cursors.append(cursor)
+        path = f"/v1/runs?state=failed&cursor={cursor}"
+    return cursors
 
 
 @contextlib.contextmanager

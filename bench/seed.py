@@ -199,11 +199,12 @@ _RUN_SQL = (
     "INSERT INTO job_runs (id, tenant_id, schedule_id, schedule_version, scheduled_for,"
     " idempotency_key, due_at, state, trigger, body_digest, attempt, last_status,"
     " created_at, updated_at, finished_at)"
-    " VALUES (?, ?, ?, 1, ?, ?, ?, 'succeeded', 'schedule', ?, 1, 200, ?, ?, ?)"
+    " VALUES (?, ?, ?, 1, ?, ?, ?, ?, 'schedule', ?, 1, ?, ?, ?, ?)"
 )
+_SUCCEEDED = ("succeeded", "ok", 200)  # a run's state, its attempt's outcome and status
 _ATTEMPT_SQL = (
     "INSERT INTO attempts (run_id, attempt, lease_token, incarnation_id, started_at,"
-    " finished_at, outcome, http_status, latency_ms) VALUES (?, 1, ?, ?, ?, ?, 'ok', 200, ?)"
+    " finished_at, outcome, http_status, latency_ms) VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -221,9 +222,11 @@ def bulk_runs(
     now: int,
     chunk: int = 200_000,
     with_attempts: bool = True,
+    failed_every: int = 0,
 ) -> int:
     """``per_schedule`` succeeded runs (and their one attempt) per schedule, one a minute
-    before ``now``; returns the number of run rows."""
+    before ``now``; with ``failed_every`` = N, about one run in N (spread over schedules,
+    hence tenants) failed instead, its attempt answered 500. Returns the number of run rows."""
     digest = hashlib.sha256(CONTENT_TYPE.encode() + b"\0" + BODY).hexdigest()
     with conn:
         conn.execute(
@@ -239,12 +242,15 @@ def bulk_runs(
     total = 0
     for index, sid in enumerate(schedule_ids):
         tenant = tenant_of[index]
-        for at, text in times:
+        for k, (at, text) in enumerate(times):
             rid = _fast_run_id("run:" + sid + text)
-            runs.append((rid, tenant, sid, at, idempotency_key(sid, text), at, digest,
-                         at, at + 40, at + 40))  # fmt: skip
+            failed = failed_every > 0 and (index + k) % failed_every == 0
+            state, outcome, status = ("failed", "permanent", 500) if failed else _SUCCEEDED
+            runs.append((rid, tenant, sid, at, idempotency_key(sid, text), at, state, digest,
+                         status, at, at + 40, at + 40))  # fmt: skip
             if with_attempts:
-                attempts.append((rid, os.urandom(16).hex(), incarnation, at, at + 40, 40))
+                attempts.append((rid, os.urandom(16).hex(), incarnation, at, at + 40, outcome,
+                                 status, 40))  # fmt: skip
         if len(runs) >= chunk:
             total += _flush(conn, runs, attempts)
     return total + _flush(conn, runs, attempts)

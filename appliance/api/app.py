@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from quart import Response
 from quart_trio import QuartTrio
 
-from appliance.api import cron, events, keys, runs, schedules, secrets, stream
+from appliance.api import cron, events, keys, run_search, runs, schedules, secrets, stream
 from appliance.api.bodies import drain_request_body, json_response
 from appliance.api.context import ApiContext, context, install
 from appliance.api.problems import register_problem_handlers
@@ -39,6 +39,7 @@ def create_app(
     version: str,
     event_hub: EventHub,
     max_schedules: int | None = None,
+    replay_rate_per_second: int,
 ) -> QuartTrio:
     app = QuartTrio(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
@@ -53,6 +54,7 @@ def create_app(
             version=version,
             event_hub=event_hub,
             max_schedules=max_schedules,
+            replay_rate_per_second=replay_rate_per_second,
         ),
     )
     register_problem_handlers(app)
@@ -60,6 +62,7 @@ def create_app(
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     schedules.register(app)
     runs.register(app)
+    run_search.register(app)
     cron.register(app)
     keys.register(app)
     events.register(app)

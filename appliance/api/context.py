@@ -34,6 +34,7 @@ class ApiContext:
     version: str
     event_hub: EventHub  # the live event stream's fan-out, run by the runtime's nursery
     max_schedules: int | None = None  # live schedules per tenant (None: no limit)
+    replay_rate_per_second: int  # how fast a bulk replay's runs become due (settings)
     # The app's own occurrence cache (next_runs of every schedule response): event-loop
     # only, never in write transactions (the planner owns another, on the writer thread)
     upcoming: OccurrenceCache = field(default_factory=OccurrenceCache)

@@ -53,6 +53,22 @@ def number_position(page: PageRequest) -> int | None:
     raise ValidationError.single("cursor", _NOT_OURS)
 
 
+def number_and_id_position(page: PageRequest, *, id_prefix: str) -> tuple[int, str] | None:
+    """``page``'s position read as ``<number>:<id>`` (a run's ``scheduled_for`` and id, for
+    lists ordered by both), None for the first page; raises ValidationError otherwise."""
+    if page.position is None:
+        return None
+    number, _, item_id = page.position.partition(":")
+    if (
+        number.isascii()
+        and number.isdigit()
+        and len(number) <= 18
+        and item_id.startswith(id_prefix)
+    ):
+        return int(number), item_id
+    raise ValidationError.single("cursor", _NOT_OURS)
+
+
 def encode_cursor(kind: str, position: str) -> str:
     return base64.urlsafe_b64encode(f"{kind}:{position}".encode()).decode("ascii").rstrip("=")
 
@@ -60,7 +76,7 @@ def encode_cursor(kind: str, position: str) -> str:
 def _limit(text: str | None, errors: list[FieldError]) -> int:
     if text is None:
         return DEFAULT_LIMIT
-    if text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_LIMIT:
+    if text.isascii() and text.isdigit() and len(text) <= 3 and 1 <= int(text) <= MAX_LIMIT:
         return int(text)
     errors.append(
         FieldError(field="limit", message=f"must be a whole number from 1 to {MAX_LIMIT}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from quart import Response
 from quart_trio import QuartTrio
+from werkzeug.routing import BaseConverter
 
 from appliance.api.auth import authenticate, checked_inputs, read_as_tenant
 from appliance.api.bodies import json_response
@@ -22,10 +23,19 @@ from appliance.store.manual import replay_run as store_replay_run
 from appliance.store.schedules import get_schedule
 
 
+class RunIdConverter(BaseConverter):
+    """A run id in a path: any segment but ``replay``, which is the bulk replay's
+    (``/v1/runs/replay``, :mod:`appliance.api.run_search`), so that path advertises only
+    its own method in ``Allow``, not ``GET /v1/runs/{run_id}``'s."""
+
+    regex = r"(?!replay$)[^/]+"
+
+
 def register(app: QuartTrio) -> None:
+    app.url_map.converters["run_id"] = RunIdConverter
     app.add_url_rule("/v1/schedules/<schedule_id>/runs", view_func=list_runs, methods=["GET"])
-    app.add_url_rule("/v1/runs/<run_id>", view_func=get_run, methods=["GET"])
-    app.add_url_rule("/v1/runs/<run_id>/replay", view_func=replay_run, methods=["POST"])
+    app.add_url_rule("/v1/runs/<run_id:run_id>", view_func=get_run, methods=["GET"])
+    app.add_url_rule("/v1/runs/<run_id:run_id>/replay", view_func=replay_run, methods=["POST"])
 
 
 async def list_runs(schedule_id: str) -> Response:

@@ -10,9 +10,22 @@ Rules this module guards:
   numbers keep counting, and a fresh attempt budget and retry window start now
   (:class:`appliance.core.retry.RetryBudget`). A deleted schedule never fires again, not
   even an old occurrence.
+- A **bulk replay** (by ids or by filter) is one write transaction and reopens each run as
+  a single replay does, but paced: the runs become due one after another,
+  ``1 / rate_per_second`` apart, oldest occurrence first, after the tenant's replayed runs
+  still waiting. The claim takes a tenant's runs earliest ``due_at`` first, so the
+  tenant's scheduled runs are never queued behind more than a pace's worth of replays.
+- By ids it is all or nothing: an unknown id (or another tenant's) answers NotFound, an
+  open run or one of a deleted schedule Conflict, each naming every such id. By filter it
+  reads at most :data:`MAX_REPLAY_MATCH` runs (more: ValidationError, narrow the filter);
+  of those it replays the finished runs of live schedules and counts the rest.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
 
 import apsw
 
@@ -24,10 +37,27 @@ from appliance.core.runs import (
     occurrence_run,
     sources,
 )
-from appliance.errors import Conflict, NotFound
+from appliance.errors import Conflict, NotFound, StoreError, ValidationError
 from appliance.store.materialise import insert_runs, store_body
-from appliance.store.runs import RunRecord, expect_one, get_run, must_get_run
+from appliance.store.run_search import RunFilter, search_runs
+from appliance.store.runs import CLAIMABLE_SQL, RunRecord, get_run, must_get_run
 from appliance.store.schedules import get_schedule, require_schedule
+
+MAX_REPLAY_IDS: Final = 1000  # run ids in one bulk replay request
+MAX_REPLAY_MATCH: Final = 10_000  # runs one filtered replay may match (one transaction)
+_PENDING: Final = f"'{RunState.PENDING.value}'"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplayCount:
+    """What a bulk replay did: ``matched`` runs, of which ``replayed`` were reopened; the
+    others were still ``open`` (they will be delivered anyway) or belong to a deleted
+    schedule (``schedule_deleted``: never fired again)."""
+
+    matched: int
+    replayed: int
+    open: int
+    schedule_deleted: int
 
 
 def trigger_schedule(
@@ -64,11 +94,121 @@ def replay_run(conn: apsw.Connection, *, tenant_id: str, run_id: str, now: int) 
             f"run {run_id} is {run.state}; only finished runs (succeeded, failed, missed,"
             " cancelled) can be replayed"
         )
-    target = check_transition(run.state, Transition.REPLAY)
-    conn.execute(
+    _reopen(conn, [(run, now)], now=now)
+    return must_get_run(conn, tenant_id=tenant_id, run_id=run_id)
+
+
+def replay_runs(
+    conn: apsw.Connection,
+    *,
+    tenant_id: str,
+    run_ids: Sequence[str],
+    now: int,
+    rate_per_second: int,
+) -> ReplayCount:
+    """Reopen every run of ``run_ids`` (paced), or none: NotFound naming the ids that are
+    not this tenant's runs, Conflict naming those open or of a deleted schedule."""
+    wanted = list(dict.fromkeys(run_ids))
+    found = {rid: get_run(conn, tenant_id=tenant_id, run_id=rid) for rid in wanted}
+    unknown = [rid for rid, run in found.items() if run is None]
+    if unknown:
+        raise NotFound(f"no runs {', '.join(unknown)}; nothing was replayed")
+    runs = [run for run in found.values() if run is not None]
+    live = _live_schedules(conn, tenant_id, runs)
+    still_open = [r.id for r in runs if r.state not in sources(Transition.REPLAY)]
+    deleted = [r.id for r in runs if r.schedule_id not in live]
+    if still_open or deleted:
+        reasons = []
+        if still_open:
+            reasons.append(f"still open (pending, running or retry_wait): {', '.join(still_open)}")
+        if deleted:
+            reasons.append(f"of a deleted schedule: {', '.join(deleted)}")
+        raise Conflict(f"runs {'; '.join(reasons)}; nothing was replayed")
+    _reopen_paced(conn, tenant_id, runs, now=now, rate_per_second=rate_per_second)
+    return ReplayCount(matched=len(runs), replayed=len(runs), open=0, schedule_deleted=0)
+
+
+def replay_matching(
+    conn: apsw.Connection,
+    *,
+    tenant_id: str,
+    where: RunFilter,
+    as_of: int,
+    now: int,
+    rate_per_second: int,
+) -> ReplayCount:
+    """Reopen (paced) the finished runs of live schedules among the tenant's runs that
+    match ``where`` and were last changed at or before ``as_of``; ValidationError when more
+    than :data:`MAX_REPLAY_MATCH` match."""
+    matched = search_runs(
+        conn, tenant_id=tenant_id, where=where, limit=MAX_REPLAY_MATCH + 1, as_of=as_of
+    )
+    if len(matched) > MAX_REPLAY_MATCH:
+        raise ValidationError.single(
+            "filter",
+            f"matches more than {MAX_REPLAY_MATCH} runs, the most one replay takes; narrow it"
+            " (since/until, state, schedule_id) and replay in parts",
+        )
+    finished = [r for r in matched if r.state in sources(Transition.REPLAY)]
+    live = _live_schedules(conn, tenant_id, finished)
+    replayable = [r for r in finished if r.schedule_id in live]
+    _reopen_paced(conn, tenant_id, replayable, now=now, rate_per_second=rate_per_second)
+    return ReplayCount(
+        matched=len(matched),
+        replayed=len(replayable),
+        open=len(matched) - len(finished),
+        schedule_deleted=len(finished) - len(replayable),
+    )
+
+
+def _live_schedules(conn: apsw.Connection, tenant_id: str, runs: Sequence[RunRecord]) -> set[str]:
+    return {
+        schedule_id
+        for schedule_id in {r.schedule_id for r in runs}
+        if get_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id) is not None
+    }
+
+
+def _reopen_paced(
+    conn: apsw.Connection,
+    tenant_id: str,
+    runs: Sequence[RunRecord],
+    *,
+    now: int,
+    rate_per_second: int,
+) -> None:
+    """Reopen ``runs`` oldest occurrence first, due ``1 / rate_per_second`` apart, the
+    first one step after the tenant's last replayed run still waiting (or now)."""
+    step = 1000 / rate_per_second
+    waiting = conn.execute(
+        f"SELECT MAX(due_at) FROM job_runs WHERE tenant_id = ? AND state IN {CLAIMABLE_SQL}"
+        f" AND state = {_PENDING} AND budget_from IS NOT NULL",
+        (tenant_id,),
+    ).fetchone()
+    start = now if waiting is None or waiting[0] is None else max(now, int(waiting[0] + step))
+    ordered = sorted(runs, key=lambda r: (r.scheduled_for, r.id))
+    _reopen(conn, [(run, start + int(n * step)) for n, run in enumerate(ordered)], now=now)
+
+
+def _reopen(conn: apsw.Connection, runs: Sequence[tuple[RunRecord, int]], *, now: int) -> None:
+    """Finished runs back to ``pending``, each due at its ``due_at``, with a fresh attempt
+    budget and retry window from then; one statement for all."""
+    before = conn.total_changes()
+    conn.executemany(
         "UPDATE job_runs SET state = ?, due_at = ?, failure_reason = NULL, finished_at = NULL,"
         " attempt_base = attempt, budget_from = ?, updated_at = ? WHERE id = ? AND state = ?",
-        (target.value, now, now, now, run_id, run.state.value),
+        [
+            (
+                check_transition(run.state, Transition.REPLAY).value,
+                due_at,
+                due_at,
+                now,
+                run.id,
+                run.state.value,
+            )
+            for run, due_at in runs
+        ],
     )
-    expect_one(conn, f"replay of {run_id}")
-    return must_get_run(conn, tenant_id=tenant_id, run_id=run_id)
+    if conn.total_changes() - before != len(runs):
+        # Inside one BEGIN IMMEDIATE transaction a row read a moment ago cannot change.
+        raise StoreError(f"replay of {len(runs)} runs: a row changed under the writer")

@@ -41,6 +41,9 @@ FAKE_DNS: dict[str, IPAddress] = {
 }
 
 
+REPLAY_RATE = 50  # replay_rate_per_second of the test app: one replayed run every 20 ms
+
+
 class FakeClock:
     """A wall clock the test moves by hand."""
 
@@ -201,6 +204,7 @@ def build_app(
         version="9.9.9-test",
         event_hub=EventHub(db),
         max_schedules=max_schedules,
+        replay_rate_per_second=REPLAY_RATE,
     )
 
 

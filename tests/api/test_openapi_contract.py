@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 from quart_trio import QuartTrio
 
 from appliance.core.delivery import CONTRACT_HEADERS
+from appliance.core.instants import format_instant
 from tests.api.conftest import Api, deliver_due, schedule_json
 
 SPEC_PATH = Path(__file__).parents[2] / "contracts" / "openapi" / "scheduler.yaml"
@@ -199,6 +200,20 @@ async def test_every_route_answers_what_the_spec_documents(
     deliver_due(db, now=clock.now)
     await call(api, "GET", "/v1/runs/{run_id}", 200)
     await call(api, "POST", "/v1/runs/{run_id}/replay", 200)
+    await call(api, "GET", "/v1/runs", 200, query={"state": "pending", "limit": "1"})
+    await call(api, "GET", "/v1/runs", 422, query={"state": "lost", "since": "yesterday"})
+    replay = "/v1/runs/replay"
+    await call(api, "POST", replay, 409, json_body={"run_ids": [ids["run"]]})
+    await call(other, "POST", replay, 404, json_body={"run_ids": [ids["run"]]})
+    await call(api, "POST", replay, 422, json_body={"run_ids": []})
+    await call(api, "POST", replay, 400, data=b"{", headers={"Content-Type": "application/json"})
+    await call(api, "POST", replay, 415, data=b"{}")
+    as_of = "2099-01-01T00:00:00Z"
+    await call(api, "POST", replay, 422, json_body={"filter": {}, "as_of": as_of})
+    deliver_due(db, now=clock.now)
+    await call(api, "POST", replay, 200, json_body={"run_ids": [ids["run"]]})
+    filtered = {"filter": {"state": ["failed"]}, "as_of": format_instant(clock.now)}
+    await call(api, "POST", replay, 200, json_body=filtered)
     await call(api, "POST", "/v1/cron/preview", 200, json_body={"cron": "0 3 * * *"})
     await call(api, "POST", "/v1/cron/preview", 422, json_body={"cron": "0 3 * *"})
     await call(api, "GET", "/v1/events", 200, query={"type": "schedule.created"})

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 import trio
 
@@ -111,9 +112,14 @@ def test_scale_serves_the_api(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     built = scale.build(data_dir, schedules=1_000, runs=10_000)
     assert built["run_rows"] == 10_000
+    conn = apsw.Connection(str(scale.seed.db_path(data_dir)))
+    failed = conn.execute("SELECT count(*) FROM job_runs WHERE state = 'failed'").fetchone()
+    conn.close()
+    assert failed == (10_000 // scale.FAILED_EVERY,)  # the dead-letter view has pages to read
     figures = scale.scale_once(data_dir, built, requests=10, seed_=1)
     assert figures["rss_mb"] > 0
     assert figures["get_run_p99_ms"] >= figures["get_run_p50_ms"]
+    assert figures["list_failed_p99_ms"] >= figures["list_failed_p50_ms"]
     storage = scale.bytes_per_run(scale.seed.db_path(data_dir), 10_000)
     assert storage["db_file_bytes_per_run_row"] > 0
 
