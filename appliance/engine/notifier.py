@@ -93,10 +93,14 @@ class Notifier:
                 due = await self._db.read(next_notification_due)
                 now = self._clock.now_ms()
                 if due is not None and due <= now:
-                    await self.run_once()
+                    if not await self.run_once():
+                        # Due but nothing claimable (the wall clock stepped back between
+                        # the read and the claim): the claim's own commit nudged us, so
+                        # wait a moment rather than spin.
+                        await trio.sleep(1.0)
                     continue
                 wait_s = self._config.max_sleep_s
-                if due is not None:
+                if due is not None and due > now:
                     wait_s = min(wait_s, (due - now) / 1000)
                 await self._wakeup.wait(trio.current_time() + wait_s)
 
