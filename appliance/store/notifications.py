@@ -218,3 +218,14 @@ def list_notifications(conn: apsw.Connection, *, tenant_id: str) -> list[Notific
             (tenant_id,),
         )
     )
+
+
+def prune_notifications(conn: apsw.Connection, *, before: int, limit: int) -> int:
+    """Delete up to ``limit`` finished rows (delivered or failed before ``before``, found
+    through ``notifications_finished``); pending rows are never deleted. Returns the count."""
+    conn.execute(
+        "DELETE FROM notifications WHERE id IN (SELECT id FROM notifications"
+        " WHERE finished_at IS NOT NULL AND finished_at < ? LIMIT ?)",
+        (before, limit),
+    )
+    return conn.changes()

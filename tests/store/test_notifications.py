@@ -21,6 +21,7 @@ from appliance.store.notifications import (
     claim_notifications,
     complete_notification,
     list_notifications,
+    prune_notifications,
     set_target,
 )
 from appliance.store.tenants import active_secrets, create_tenant
@@ -141,3 +142,19 @@ def test_a_retry_waits_for_its_due_time(db: Database, notified: str) -> None:
     assert db.write_now(claim_notifications, now=T0 + 4_999, lease_ms=LEASE_MS, limit=10) == []
     (second,) = db.write_now(claim_notifications, now=T0 + 5_000, lease_ms=LEASE_MS, limit=10)
     assert second.attempt == 2
+
+
+def test_pruning_takes_finished_rows_older_than_the_cutoff_and_never_pending_ones(
+    db: Database, notified: str
+) -> None:
+    fail_event(db, notified)
+    fail_event(db, notified, EventType.RUN_MISSED)
+    first, _ = db.write_now(claim_notifications, now=T0, lease_ms=LEASE_MS, limit=10)
+    done = NotificationOutcome(
+        state=NotificationState.FAILED, due_at=None, status=410, error=None, failure_reason="gone"
+    )
+    db.write_now(complete_notification, notification_id=first.id, attempt=1, outcome=done, now=T0)
+    assert db.write_now(prune_notifications, before=T0, limit=10) == 0
+    assert db.write_now(prune_notifications, before=T0 + 1, limit=10) == 1
+    (left,) = db.read_now(list_notifications, tenant_id=notified)
+    assert left.state == "pending"
