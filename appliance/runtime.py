@@ -30,6 +30,7 @@ from appliance.engine.assembly import EngineConfig, build_engine
 from appliance.engine.checkpointer import CheckpointerConfig
 from appliance.engine.delivery import DeliveryClient, check_destination
 from appliance.engine.dispatcher import DispatchConfig
+from appliance.engine.notifier import NotifierConfig
 from appliance.engine.pruner import PrunerConfig
 from appliance.settings import Settings
 from appliance.store.database import Database
@@ -166,6 +167,7 @@ def engine_config(settings: Settings) -> EngineConfig:
         ),
         pruner=PrunerConfig(retention_ms=settings.retention_days * 86_400_000),
         checkpointer=CheckpointerConfig(),
+        notifier=NotifierConfig(user_agent=USER_AGENT),
     )
 
 

@@ -15,7 +15,17 @@ from collections.abc import Awaitable, Callable
 from quart import Response
 from quart_trio import QuartTrio
 
-from appliance.api import cron, events, keys, run_search, runs, schedules, secrets, stream
+from appliance.api import (
+    cron,
+    events,
+    keys,
+    notifications,
+    run_search,
+    runs,
+    schedules,
+    secrets,
+    stream,
+)
 from appliance.api.bodies import drain_request_body, json_response
 from appliance.api.context import ApiContext, context, install
 from appliance.api.problems import register_problem_handlers
@@ -68,6 +78,7 @@ def create_app(
     events.register(app)
     stream.register(app)
     secrets.register(app)
+    notifications.register(app)
     return app
 
 

@@ -19,8 +19,8 @@ from quart_trio import QuartTrio
 from appliance.api.auth import checked_inputs, read_as_tenant
 from appliance.api.bodies import json_response
 from appliance.api.pagination import DEFAULT_LIMIT, MAX_LIMIT
-from appliance.core.events import Event, EventType
-from appliance.core.instants import format_instant
+from appliance.core.envelope import render_event
+from appliance.core.events import EventType
 from appliance.errors import FieldError, ValidationError
 from appliance.store.events import list_events
 
@@ -101,20 +101,3 @@ def _types(texts: list[str], errors: list[FieldError]) -> frozenset[EventType] |
             )
         )
     return frozenset(EventType(t) for t in texts if t in known) or None
-
-
-def render_event(event: Event) -> dict[str, object]:
-    """The envelope of ``contracts/events/envelope.json``."""
-    return {
-        "seq": event.seq,
-        "id": event.id,
-        "tenant_id": event.tenant_id,
-        "type": str(event.type),
-        "schedule_id": event.schedule_id,
-        "run_id": event.run_id,
-        "occurred_at": format_instant(event.occurred_at),
-        "actor": None
-        if event.actor is None
-        else {"kind": str(event.actor.kind), "id": event.actor.id},
-        "data": event.data,
-    }

@@ -33,7 +33,8 @@ from quart_trio import QuartTrio
 
 from appliance.api.auth import authenticate, checked_inputs
 from appliance.api.context import context
-from appliance.api.events import EventQuery, event_query, render_event
+from appliance.api.events import EventQuery, event_query
+from appliance.core.envelope import render_event
 from appliance.core.events import Event
 from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, events_after, latest_seq, list_events

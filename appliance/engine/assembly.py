@@ -7,8 +7,8 @@ they build differently — the delivery client (a real pool, or a test's fake), 
 dispatch limits, the clock, the incarnation — and get an :class:`Engine`.
 
 :meth:`Engine.run` starts the services in dependency order (planner, dispatcher with its
-heartbeat, reaper, pruner, checkpointer), each with ``nursery.start``, inside a nursery
-of its own that owns every task they start: a service that crashes cancels the others and
+heartbeat, reaper, pruner, checkpointer, notifier), each with ``nursery.start``, inside a
+nursery of its own that owns every task they start: a service that crashes cancels the others and
 its error reaches the caller. Nothing is started fire-and-forget.
 
 Wake-ups: the planner nudges the dispatcher when it materialised runs; the reaper nudges
@@ -28,6 +28,7 @@ from appliance.clock import WallClock
 from appliance.engine.checkpointer import Checkpointer, CheckpointerConfig
 from appliance.engine.delivery import Exchange
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher, RenewLeases
+from appliance.engine.notifier import Notifier, NotifierConfig
 from appliance.engine.planner import Planner, PlannerConfig
 from appliance.engine.pruner import Pruner, PrunerConfig
 from appliance.engine.reaper import Reaper, ReaperConfig
@@ -51,6 +52,7 @@ class EngineConfig:
     reaper: ReaperConfig | None = field(default_factory=ReaperConfig)
     pruner: PrunerConfig | None = None
     checkpointer: CheckpointerConfig | None = None
+    notifier: NotifierConfig | None = field(default_factory=NotifierConfig)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,13 +65,21 @@ class Engine:
     reaper: Reaper | None
     pruner: Pruner | None
     checkpointer: Checkpointer | None
+    notifier: Notifier | None
     planner_wakeup: Wakeup
     dispatcher_wakeup: Wakeup
 
     @property
     def services(self) -> tuple[Service, ...]:
         """In start order: the dispatcher only claims what the planner made due."""
-        wired = (self.planner, self.dispatcher, self.reaper, self.pruner, self.checkpointer)
+        wired = (
+            self.planner,
+            self.dispatcher,
+            self.reaper,
+            self.pruner,
+            self.checkpointer,
+            self.notifier,
+        )
         return tuple(service for service in wired if service is not None)
 
     def nudge(self) -> None:
@@ -120,6 +130,9 @@ def build_engine(
         checkpointer=None
         if config.checkpointer is None
         else Checkpointer(db=db, config=config.checkpointer),
+        notifier=None
+        if config.notifier is None
+        else Notifier(db=db, clock=clock, client=client, config=config.notifier, rand=rand),
         planner_wakeup=planner_wakeup,
         dispatcher_wakeup=dispatcher_wakeup,
     )

@@ -11,6 +11,7 @@ import trio
 
 from appliance.clock import WallClock
 from appliance.store.database import Database
+from appliance.store.notifications import prune_notifications
 from appliance.store.request_keys import prune_request_keys
 from appliance.store.retention import Pruned, prune
 
@@ -48,6 +49,14 @@ class Pruner:
             )
             total += pruned.rows
             if pruned.runs < self._config.batch and pruned.events < self._config.batch:
+                break
+        cutoff = self._clock.now_ms() - self._config.retention_ms
+        while True:
+            deleted = await self._db.write(
+                prune_notifications, before=cutoff, limit=self._config.batch
+            )
+            total += deleted
+            if deleted < self._config.batch:
                 break
         if total:
             log.info("pruned %d rows older than the retention period", total)

@@ -11,7 +11,9 @@ import apsw
 
 from appliance.core.events import Actor, Event, EventType, JsonValue
 from appliance.core.ids import new_id
+from appliance.core.notifications import NOTIFIED_TYPES
 from appliance.store import rows
+from appliance.store.notifications import enqueue_notification
 
 # Events not scoped to a tenant (e.g. clock jumps) belong to this pseudo tenant.
 SYSTEM_TENANT = "system"
@@ -54,7 +56,11 @@ def append_event(
             None if actor is None else actor.text(),
         ),
     )
-    return conn.last_insert_rowid()
+    seq = conn.last_insert_rowid()
+    if type in NOTIFIED_TYPES:  # its notification commits with it (store/notifications.py)
+        for event in _COLUMNS.all(conn.execute(f"{_SELECT} WHERE seq = ?", (seq,))):
+            enqueue_notification(conn, event, now=now)
+    return seq
 
 
 def list_events(

@@ -4,9 +4,10 @@ Rules:
 - Only *finished* runs go: succeeded, failed, missed or cancelled, ``finished_at`` (or,
   for a row that never finished, its ``updated_at``) older than the retention period —
   with their attempts. Open runs (pending, running, retry_wait) are never deleted.
-- Events older than the retention period go too; idempotency records of API creates go
-  after their own 24 h (``store.request_keys.prune_request_keys``); bodies no run refers to
-  any more go last.
+- Events older than the retention period go too, and so do finished failure
+  notifications (``store.notifications.prune_notifications``, from the pruner);
+  idempotency records of API creates go after their own 24 h
+  (``store.request_keys.prune_request_keys``); bodies no run refers to any more go last.
 - The retention period is never shorter than the *dedupe horizon*: the catch-up window
   plus the longest retry span (7 d) — ``MIN_RETENTION_MS``. Inside the horizon a run's row
   is what tells a re-plan "this occurrence exists" (the unique index), so it must stay.

@@ -193,9 +193,10 @@ class Receiver:
                 delivery = Delivery(
                     key=headers["x-idempotency-key"],
                     attempt=int(headers["x-attempt"]),
-                    scheduled_for=headers["x-scheduled-for"],
-                    run_id=headers["x-run-id"],
-                    schedule_id=headers["x-schedule-id"],
+                    # a failure notification names no occurrence (docs/receiver.md)
+                    scheduled_for=headers.get("x-scheduled-for", ""),
+                    run_id=headers.get("x-run-id", ""),
+                    schedule_id=headers.get("x-schedule-id", ""),
                     headers=headers,
                     body=body,
                     arrived=time.monotonic(),
