@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from appliance.core.instants import format_scheduled_for
-from appliance.core.signing import sign
+from appliance.core.signing import signature_headers
 from appliance.errors import FieldError, ValidationError
 
 # Headers every attempt carries; their values are Steeple's, never the tenant's.
@@ -222,19 +222,13 @@ def build_request(
     whole second, and :class:`appliance.core.signing.SignatureError` without secrets."""
     if attempt < 1:
         raise ValueError(f"attempt is 1-based, got {attempt}")
-    signature = sign(secrets, idempotency_key, signed_at_s, body)
-    timestamp = str(signed_at_s)
     contract = (
         ("X-Idempotency-Key", idempotency_key),
         ("X-Schedule-Id", schedule_id),
         ("X-Run-Id", run_id),
         ("X-Attempt", str(attempt)),
         ("X-Scheduled-For", format_scheduled_for(scheduled_for_ms)),
-        ("X-Signature-Timestamp", timestamp),
-        ("X-Signature", signature),
-        ("webhook-id", idempotency_key),
-        ("webhook-timestamp", timestamp),
-        ("webhook-signature", signature),
+        *signature_headers(secrets, idempotency_key, signed_at_s, body),
         ("User-Agent", user_agent),
         ("Content-Type", content_type),
         ("Accept-Encoding", "identity"),

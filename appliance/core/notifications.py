@@ -28,7 +28,7 @@ from appliance.core.delivery import DeliveryRequest
 from appliance.core.envelope import render_event
 from appliance.core.events import Event, EventType
 from appliance.core.retry import RetryPolicy
-from appliance.core.signing import sign
+from appliance.core.signing import signature_headers
 from appliance.errors import FieldError, ValidationError
 
 NOTIFIED_TYPES: frozenset[EventType] = frozenset(
@@ -93,17 +93,11 @@ def build_notification_request(
     :class:`appliance.core.signing.SignatureError` without secrets."""
     if attempt < 1:
         raise ValueError(f"attempt is 1-based, got {attempt}")
-    signature = sign(secrets, idempotency_key, signed_at_s, body)
-    timestamp = str(signed_at_s)
     headers = (
         ("X-Idempotency-Key", idempotency_key),
         ("X-Event-Type", event_type),
         ("X-Attempt", str(attempt)),
-        ("X-Signature-Timestamp", timestamp),
-        ("X-Signature", signature),
-        ("webhook-id", idempotency_key),
-        ("webhook-timestamp", timestamp),
-        ("webhook-signature", signature),
+        *signature_headers(secrets, idempotency_key, signed_at_s, body),
         ("User-Agent", user_agent),
         ("Content-Type", CONTENT_TYPE),
         ("Accept-Encoding", "identity"),

@@ -52,6 +52,22 @@ def sign(secrets: Sequence[str], msg_id: str, timestamp: int, body: bytes) -> st
     return " ".join(f"{VERSION},{_mac(secret_key(s), msg_id, timestamp, body)}" for s in secrets)
 
 
+def signature_headers(
+    secrets: Sequence[str], msg_id: str, timestamp: int, body: bytes
+) -> tuple[tuple[str, str], ...]:
+    """The signing headers of one attempt, in wire order: ours (``X-Signature…``) and the
+    Standard Webhooks names (``webhook-…``) carrying the same values."""
+    signature = sign(secrets, msg_id, timestamp, body)
+    stamp = str(timestamp)
+    return (
+        ("X-Signature-Timestamp", stamp),
+        ("X-Signature", signature),
+        ("webhook-id", msg_id),
+        ("webhook-timestamp", stamp),
+        ("webhook-signature", signature),
+    )
+
+
 def verify(
     secrets: Sequence[str],
     msg_id: str,
