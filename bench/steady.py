@@ -118,7 +118,9 @@ def steady_once(
     ids, api_key = prepare(data_dir, rate=rate, url=the_sink.url, jitter_seconds=jitter)
     app = Appliance(data_dir).start()
     try:
-        with streams.attached(app.base_url, api_key, sse_clients) as attached:
+        with streams.attached(
+            app.base_url, api_key, sse_clients, db_path=seed.db_path(data_dir)
+        ) as attached:
             figures = measure_window(
                 app.pid,
                 the_sink=the_sink,

@@ -45,6 +45,10 @@ RETRY_MS = 1000  # what EventSource waits before it reconnects
 BACKFILL_PAGE = 500
 # Writes of other processes (the CLI) do not announce their commits here: look anyway.
 MAX_WAIT_S = 1.0
+# At most one fan-out per interval: under load every commit would otherwise cost each
+# stream a chunk of its own (one write through the HTTP stack), and streams would cost the
+# deliveries they report on. An event after a quiet spell still goes out at once.
+FAN_OUT_INTERVAL_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,12 +109,14 @@ class EventHub:
 
     db: Database
     buffer: int = 1024  # messages per subscription (≈ 0.5 MB at most)
+    interval_s: float = FAN_OUT_INTERVAL_S
     dropped: int = 0  # subscriptions ended because their client fell behind
     _subscriptions: dict[str, set[Live]] = field(default_factory=dict)  # by tenant
     _position: int | None = None
     _positioned: trio.Event = field(default_factory=trio.Event)
     _wanted: trio.Event = field(default_factory=trio.Event)
     _closed: bool = False
+    _fanned_out_at: float = float("-inf")
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -123,6 +129,8 @@ class EventHub:
             else:
                 with trio.move_on_after(MAX_WAIT_S):
                     await self.db.wait_for_commit()
+                await trio.sleep_until(self._fanned_out_at + self.interval_s)
+                self._fanned_out_at = trio.current_time()
                 self._position = await self._fan_out(self._position)
 
     async def _idle(self) -> None:

@@ -80,7 +80,7 @@ async def test_each_subscription_gets_its_tenants_and_the_systems_events_in_orde
 async def test_a_client_that_falls_behind_is_dropped_and_the_others_get_everything(
     db: Database,
 ) -> None:
-    hub = EventHub(db, buffer=4)
+    hub = EventHub(db, buffer=4, interval_s=0)
     async with trio.open_nursery() as nursery:
         await nursery.start(hub.run)
         async with hub.subscribe("ten_a") as stalled, hub.subscribe("ten_a") as prompt:
