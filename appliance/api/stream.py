@@ -117,6 +117,7 @@ class EventHub:
     _wanted: trio.Event = field(default_factory=trio.Event)
     _closed: bool = False
     _fanned_out_at: float = float("-inf")
+    _waiting: trio.CancelScope = field(default_factory=trio.CancelScope)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -127,11 +128,12 @@ class EventHub:
                 self._position = await self.db.read(latest_seq)
                 self._positioned.set()
             else:
-                with trio.move_on_after(MAX_WAIT_S):
+                with trio.move_on_after(MAX_WAIT_S) as self._waiting:
                     await self.db.wait_for_commit()
-                await trio.sleep_until(self._fanned_out_at + self.interval_s)
-                self._fanned_out_at = trio.current_time()
-                self._position = await self._fan_out(self._position)
+                    await trio.sleep_until(self._fanned_out_at + self.interval_s)
+                if not self._closed:
+                    self._fanned_out_at = trio.current_time()
+                    self._position = await self._fan_out(self._position)
 
     async def _idle(self) -> None:
         self._position = None
@@ -217,6 +219,7 @@ class EventHub:
                 self._drop(live)
         self._positioned.set()
         self._wanted.set()
+        self._waiting.cancel()
 
     @property
     def streams(self) -> int:

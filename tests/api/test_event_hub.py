@@ -13,7 +13,7 @@ import trio.testing
 
 import appliance.api.stream
 from appliance.api.events import EventQuery
-from appliance.api.stream import EventHub, Live, _messages
+from appliance.api.stream import HEARTBEAT_S, RETRY_MS, EventHub, Live, _messages
 from appliance.core.envelope import render_event
 from appliance.core.events import Event, EventType
 from appliance.store.database import Database
@@ -203,3 +203,25 @@ async def test_what_is_queued_for_a_stream_goes_out_in_one_chunk(db: Database) -
         hub.close()
     (chunk,) = chunks[seen:]
     assert [int(line[4:]) for line in chunk.split(b"\n") if line.startswith(b"id: ")] == new
+
+
+@pytest.fixture
+def autojump_clock() -> trio.testing.MockClock:
+    return trio.testing.MockClock(autojump_threshold=0)
+
+
+async def test_an_idle_stream_gets_a_heartbeat_comment_every_15_s(
+    inline_db: Database, autojump_clock: trio.testing.MockClock
+) -> None:
+    hub = EventHub(inline_db)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(hub.run)
+        async with contextlib.aclosing(_messages(hub, inline_db, "ten_a", UNFILTERED)) as stream:
+            assert await anext(stream) == b"retry: %d\n\n" % RETRY_MS
+            for _ in range(2):
+                began = trio.current_time()
+                assert await anext(stream) == b": heartbeat\n\n"
+                assert HEARTBEAT_S <= trio.current_time() - began < HEARTBEAT_S + 1
+            (seq,) = await append(inline_db, "ten_a", 1)
+            assert (await anext(stream)).startswith(b"id: %d\n" % seq)
+        hub.close()
