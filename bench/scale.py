@@ -57,26 +57,27 @@ def build(data_dir: Path, *, schedules: int, runs: int) -> dict[str, object]:
     conn = seed.bulk_connection(seed.db_path(data_dir))
     pairs = [(c, z) for c in SCALE_CRONS for z in seed.MIXED_ZONES]
     began = time.perf_counter()
-    ids = seed.bulk_schedules(
-        conn,
-        tenant_ids=[t.tenant_id for t in tenants],
-        crons=pairs,
-        n=schedules,
-        target_url="http://127.0.0.1:9/hook",
-        now=now,
-    )
-    soonest = conn.execute("SELECT MIN(next_fire_at) FROM schedules").fetchone()
-    assert soonest is not None and soonest[0] > now + 3_600_000, "scale schedules would fire"
-    tenant_of = [tenants[i % TENANTS].tenant_id for i in range(len(ids))]
-    per = max(1, runs // max(schedules, 1))
-    rows = seed.bulk_runs(
-        conn,
-        tenant_of=tenant_of,
-        schedule_ids=ids,
-        per_schedule=per,
-        now=now,
-        failed_every=FAILED_EVERY,
-    )
+    with seed.indexes_deferred(conn, ("schedules", "job_runs", "attempts")):
+        ids = seed.bulk_schedules(
+            conn,
+            tenant_ids=[t.tenant_id for t in tenants],
+            crons=pairs,
+            n=schedules,
+            target_url="http://127.0.0.1:9/hook",
+            now=now,
+        )
+        soonest = conn.execute("SELECT MIN(next_fire_at) FROM schedules").fetchone()
+        assert soonest is not None and soonest[0] > now + 3_600_000, "scale schedules would fire"
+        tenant_of = [tenants[i % TENANTS].tenant_id for i in range(len(ids))]
+        per = max(1, runs // max(schedules, 1))
+        rows = seed.bulk_runs(
+            conn,
+            tenant_of=tenant_of,
+            schedule_ids=ids,
+            per_schedule=per,
+            now=now,
+            failed_every=FAILED_EVERY,
+        )
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.execute("ANALYZE")
     conn.close()

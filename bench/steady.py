@@ -118,7 +118,9 @@ def steady_once(
     ids, api_key = prepare(data_dir, rate=rate, url=the_sink.url, jitter_seconds=jitter)
     app = Appliance(data_dir).start()
     try:
-        with streams.attached(app.base_url, api_key, sse_clients) as attached:
+        with streams.attached(
+            app.base_url, api_key, sse_clients, db_path=seed.db_path(data_dir)
+        ) as attached:
             figures = measure_window(
                 app.pid,
                 the_sink=the_sink,
@@ -221,24 +223,29 @@ def main() -> None:
     extra: dict[str, object] = {}
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp, sink() as the_sink:
         work = Path(tmp)
-        for rate in rates:
-            for n in clients:
-                print(f"rate {rate}/s, {n} event streams", flush=True)
-                label = f"steady {rate}/s for {args.duration} s" + (
-                    " spread" if args.spread else ""
-                )
-                label += f", {n} event streams" if n else ""
-                groups[label] = repeat(
-                    args.runs,
-                    lambda _i, r=rate, n=n: steady_once(  # type: ignore[misc]
-                        work,
-                        rate=r,
-                        duration_s=args.duration,
-                        the_sink=the_sink,
-                        spread=args.spread,
-                        sse_clients=n,
-                    ),
-                )
+        # Run i of every (rate, streams) pair before run i + 1 of any: on a shared machine
+        # the arms compared meet the same load. A label met twice adds runs to its group.
+        for i in range(args.runs):
+            for rate in rates:
+                for n in clients:
+                    label = f"steady {rate}/s for {args.duration} s" + (
+                        " spread" if args.spread else ""
+                    )
+                    label += f", {n} event streams" if n else ""
+                    print(f"{label}: run {i + 1}/{args.runs}", flush=True)
+                    groups.setdefault(label, []).extend(
+                        repeat(
+                            1,
+                            lambda _i, r=rate, n=n: steady_once(  # type: ignore[misc]
+                                work,
+                                rate=r,
+                                duration_s=args.duration,
+                                the_sink=the_sink,
+                                spread=args.spread,
+                                sse_clients=n,
+                            ),
+                        )
+                    )
         if args.find_max:
             best, steps = find_max(work, start=args.max_from, factor=args.max_factor,
                                    limit=args.max_steps, duration_s=args.max_duration,

@@ -81,16 +81,20 @@ def list_events(
     One ``IN (…) ORDER BY seq`` would sort every matching row first.
     """
     if schedule_id is not None:
-        return _page(
-            conn, "schedule_id = ? AND tenant_id = ?", [schedule_id, tenant_id], after, limit, types
-        )
-    tenants = [tenant_id] if tenant_id == SYSTEM_TENANT else [tenant_id, SYSTEM_TENANT]
-    scans = [
-        _page(conn, "tenant_id = ? AND type = ?", [tenant, str(t)], after, limit, None)
-        for tenant in tenants
-        for t in sorted(types or ())
-    ] or [_page(conn, "tenant_id = ?", [tenant], after, limit, None) for tenant in tenants]
-    return heapq.nsmallest(limit, itertools.chain.from_iterable(scans), key=lambda e: e.seq)
+        where = "schedule_id = ? AND tenant_id = ?"
+        params: list[object] = [schedule_id, tenant_id]
+        scans = [_page(conn, where, params, after, limit, types)]
+    else:
+        tenants = [tenant_id] if tenant_id == SYSTEM_TENANT else [tenant_id, SYSTEM_TENANT]
+        scans = [
+            _page(conn, "tenant_id = ? AND type = ?", [tenant, str(t)], after, limit, None)
+            for tenant in tenants
+            for t in sorted(types or ())
+        ] or [_page(conn, "tenant_id = ?", [tenant], after, limit, None) for tenant in tenants]
+    # Rows are built only for the page: a scan's rows past it (often the whole ``system``
+    # scan) are never stepped to, let alone parsed.
+    merged = heapq.merge(*scans, key=lambda row: int(row[0]))  # the first column is seq
+    return _COLUMNS.all(itertools.islice(merged, limit))
 
 
 def latest_seq(conn: apsw.Connection) -> int:
@@ -113,10 +117,11 @@ def _page(
     after: int,
     limit: int,
     types: frozenset[EventType] | None,
-) -> list[Event]:
+) -> apsw.Cursor:
+    """The rows (unbuilt, stepped as they are read) of one bounded scan in ``seq`` order."""
     sql = f"{_SELECT} WHERE {where} AND seq > ?"
     params = [*params, after]
     if types:
         sql += f" AND type IN ({','.join('?' * len(types))})"
         params.extend(str(t) for t in sorted(types))
-    return _COLUMNS.all(conn.execute(f"{sql} ORDER BY seq LIMIT ?", [*params, limit]))
+    return conn.execute(f"{sql} ORDER BY seq LIMIT ?", [*params, limit])
