@@ -15,6 +15,7 @@ import trio
 from appliance import __version__, admin, runtime
 from appliance.core.instants import format_instant
 from appliance.errors import SteepleError, ValidationError
+from appliance.ops import cli as ops_cli
 from appliance.settings import Settings, load_settings
 from appliance.store.api_keys import ApiKey, Scope
 from appliance.store.tenants import DEFAULT_OVERLAP_SECONDS, MAX_OVERLAP_SECONDS
@@ -45,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     create.add_argument("name")
     _add_common(create)
+    ops_cli.add_tenant_commands(tenant_commands, _add_common)
     _add_key_commands(commands)
     _add_secret_commands(commands)
     return parser
@@ -185,13 +187,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = _settings(args)
+        ops_cli.guard(settings, args.command)
         if args.command == "serve":
             _serve(settings)
         elif args.command == "key":
             _key(settings, args)
         elif args.command == "secret":
             _secret_rotate(settings, args)
-        else:
+        elif not ops_cli.run_tenant(settings, args):
             _tenant_create(settings, args.name)
     except SteepleError as exc:
         print(f"steeple: error: {exc}", file=sys.stderr)  # noqa: T201
