@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     ops_cli.add_tenant_commands(tenant_commands, _add_common)
     _add_key_commands(commands)
     _add_secret_commands(commands)
+    ops_cli.add_commands(commands, _add_common)
     return parser
 
 
@@ -188,7 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = _settings(args)
         ops_cli.guard(settings, args.command)
-        if args.command == "serve":
+        if ops_cli.run(settings, args):
+            pass
+        elif args.command == "serve":
             _serve(settings)
         elif args.command == "key":
             _key(settings, args)

@@ -265,6 +265,11 @@ SETTINGS: tuple[SettingDef, ...] = (
 )
 
 
+def is_list(d: SettingDef) -> bool:
+    """Whether the setting is a list (a TOML array in a file, commas elsewhere)."""
+    return d.parse is _cidrs
+
+
 def _from_file(path: Path) -> dict[str, str]:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -18,7 +18,8 @@ from typing import TypeAlias
 from appliance import admin
 from appliance.core.instants import format_instant
 from appliance.errors import ConfigError
-from appliance.settings import Settings
+from appliance.ops import init
+from appliance.settings import CONFIG_FILENAME, Settings
 
 AddCommon = Callable[[argparse.ArgumentParser], None]
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -34,6 +35,48 @@ def add_tenant_commands(actions: Commands, add_common: AddCommon) -> None:
     rename.add_argument("name")
     for parser in (listing, rename):
         add_common(parser)
+
+
+def add_commands(commands: Commands, add_common: AddCommon) -> None:
+    init = commands.add_parser(
+        "init", help="create the data directory and a commented steeple.toml in it"
+    )
+    init.add_argument("--data-dir", metavar="DIR", help="where steeple.db will live")
+    init.add_argument("--listen", metavar="HOST:PORT", help="written to steeple.toml")
+    init.add_argument(
+        "--allow-target",
+        metavar="CIDR",
+        action="append",
+        dest="allow_targets",
+        help="written to steeple.toml (repeatable), e.g. 127.0.0.0/8",
+    )
+    init.set_defaults(config=None)
+
+
+def run(settings: Settings, args: argparse.Namespace) -> bool:
+    """Run one of the commands of :func:`add_commands`; False for any other."""
+    if args.command == "init":
+        _init(settings, args)
+        return True
+    return False
+
+
+def _init(settings: Settings, args: argparse.Namespace) -> None:
+    chosen = {"listen": args.listen} if args.listen else {}
+    if args.allow_targets:
+        chosen["allow_targets"] = ",".join(args.allow_targets)
+    written = init.write_config(settings, chosen)
+    if written is None:
+        print(  # noqa: T201
+            f"steeple: {settings.data_dir / CONFIG_FILENAME} exists; left as it is",
+            file=sys.stderr,
+        )
+        return
+    print(f"steeple: wrote {written}", file=sys.stderr)  # noqa: T201
+    print(  # noqa: T201
+        f"next: steeple serve --data-dir {settings.data_dir}  (or STEEPLE_DATA_DIR)",
+        file=sys.stderr,
+    )
 
 
 def guard(settings: Settings, command: str) -> None:
