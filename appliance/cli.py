@@ -189,9 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = _settings(args)
         ops_cli.guard(settings, args.command)
-        if ops_cli.run(settings, args):
-            pass
-        elif args.command == "serve":
+        if (code := ops_cli.run(settings, args)) is not None:
+            return code
+        if args.command == "serve":
             _serve(settings)
         elif args.command == "key":
             _key(settings, args)

@@ -13,13 +13,15 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeAlias
 
 from appliance import admin
 from appliance.core.instants import format_instant
 from appliance.errors import ConfigError
-from appliance.ops import init
+from appliance.ops import backup, doctor, init, status
 from appliance.settings import CONFIG_FILENAME, Settings
+from appliance.store.snapshot import BACKUPS_DIRNAME
 
 AddCommon = Callable[[argparse.ArgumentParser], None]
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -51,14 +53,83 @@ def add_commands(commands: Commands, add_common: AddCommon) -> None:
         help="written to steeple.toml (repeatable), e.g. 127.0.0.0/8",
     )
     init.set_defaults(config=None)
+    backup = commands.add_parser(
+        "backup", help="write a consistent, checked copy of the database (while serving)"
+    )
+    backup.add_argument(
+        "--to", required=True, type=Path, metavar="PATH", help="a new file, or a directory"
+    )
+    restore = commands.add_parser(
+        "restore", help="replace the database with a backup (the appliance stopped)"
+    )
+    restore.add_argument("source", type=Path, metavar="PATH")
+    migrate = commands.add_parser(
+        "migrate", help="apply pending schema migrations (a snapshot first)"
+    )
+    migrate.add_argument("--dry-run", action="store_true", help="only list them")
+    doctor = commands.add_parser("doctor", help="check this installation; exit 1 on findings")
+    status = commands.add_parser("status", help="the health figures of this data directory")
+    status.add_argument("--json", action="store_true", help="one JSON object")
+    for parser in (backup, restore, migrate, doctor, status):
+        add_common(parser)
 
 
-def run(settings: Settings, args: argparse.Namespace) -> bool:
-    """Run one of the commands of :func:`add_commands`; False for any other."""
+def run(settings: Settings, args: argparse.Namespace) -> int | None:
+    """Run one of the commands of :func:`add_commands` and return its exit status; None
+    for any other command."""
     if args.command == "init":
         _init(settings, args)
-        return True
-    return False
+    elif args.command == "backup":
+        made = backup.backup(settings, args.to)
+        print_json({"path": str(made.path), "bytes": made.bytes, "schema": made.schema_version})
+    elif args.command == "restore":
+        restored = backup.restore(settings, args.source)
+        print(  # noqa: T201
+            f"steeple: restored {args.source} (schema {restored.schema_version}); the"
+            f" previous files were moved aside: {', '.join(map(str, restored.moved_aside))}",
+            file=sys.stderr,
+        )
+        print(backup.RESTORE_NOTE, file=sys.stderr)  # noqa: T201
+    elif args.command == "migrate":
+        _migrate(settings, dry_run=args.dry_run)
+    elif args.command == "doctor":
+        return _doctor(settings)
+    elif args.command == "status":
+        _status(settings, as_json=args.json)
+    else:
+        return None
+    return 0
+
+
+def _migrate(settings: Settings, *, dry_run: bool) -> None:
+    done = backup.migrate(settings, dry_run=dry_run)
+    if not done.pending:
+        print(f"steeple: schema {done.before} is current", file=sys.stderr)  # noqa: T201
+    elif dry_run:
+        listed = ", ".join(f"{n:04d}" for n in done.pending)
+        print(f"steeple: schema {done.before}; would apply {listed}", file=sys.stderr)  # noqa: T201
+    else:
+        print(  # noqa: T201
+            f"steeple: migrated schema {done.before} -> {done.after}; the schema before is"
+            f" kept in {settings.data_dir / BACKUPS_DIRNAME}",
+            file=sys.stderr,
+        )
+
+
+def _doctor(settings: Settings) -> int:
+    found = doctor.examine(settings)
+    for finding in found:
+        print(finding)  # noqa: T201
+    return 1 if any(f.level != "ok" for f in found) else 0
+
+
+def _status(settings: Settings, *, as_json: bool) -> None:
+    shown = status.figures(settings)
+    if as_json:
+        print_json(shown)
+        return
+    for name, value in shown.items():
+        print(f"{name:<24} {'-' if value is None else value}")  # noqa: T201
 
 
 def _init(settings: Settings, args: argparse.Namespace) -> None:

@@ -34,6 +34,7 @@ import trio
 from appliance.errors import SteepleError, StoreError
 from appliance.store.datadir import create_private_file
 from appliance.store.migrate import migrate
+from appliance.store.snapshot import snapshot_before_migration
 
 log = logging.getLogger(__name__)
 
@@ -175,12 +176,17 @@ class Database:
         appliance opens with ``check=False`` and runs :meth:`check` beside its services: the
         check reads the whole file (≈ 1 s per 100 MB), which must not delay the first
         delivery after a restart. A new file is created private (directory ``0700``,
-        file ``0600``: :mod:`appliance.store.datadir`). ``migrate_schema=False`` leaves the
-        schema as it is (operator commands that must work before a migration can)."""
+        file ``0600``: :mod:`appliance.store.datadir`). Before migrating a database that has
+        a schema, a snapshot is kept in ``backups/`` beside it (the upgrade's rollback:
+        :mod:`appliance.store.snapshot`). ``migrate_schema=False`` leaves the schema as it is
+        (operator commands that must work before a migration can)."""
         try:
             create_private_file(path)
             db = cls(path, readers=readers, threaded=threaded, vfs=vfs)
             if migrate_schema:
+                snapshot = snapshot_before_migration(path, db._writer)
+                if snapshot is not None:
+                    log.warning("migrating %s; the schema before is kept in %s", path, snapshot)
                 migrate(db._writer)
             if check:
                 _quick_check(db._writer, path)
