@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import trio
 
-from appliance import __version__, admin, runtime
+from appliance import __version__, admin, logs, runtime
 from appliance.core.instants import format_instant
 from appliance.errors import SteepleError, ValidationError
 from appliance.ops import cli as ops_cli
@@ -106,13 +105,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _serve(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # One line per delivery belongs in the attempts table, not the log.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logs.configure(settings, os.environ)
     trio.run(runtime.serve, settings)
 
 

@@ -42,6 +42,8 @@ from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.notifier import NotifierConfig
 from appliance.engine.pruner import PrunerConfig
 from appliance.errors import ConfigError, StoreError
+from appliance.lifecycle import Lifecycle, pet_watchdog
+from appliance.sdnotify import notify, watchdog_interval_s
 from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.datadir import DIR_MODE, tighten_modes
@@ -52,6 +54,7 @@ from appliance.store.stats import active_targets
 
 if TYPE_CHECKING:
     from quart_trio import QuartTrio
+
 
 log = logging.getLogger("steeple")
 
@@ -90,6 +93,7 @@ async def serve(
     )
     lock = _lock_data_dir(settings)
     try:
+        notify("STATUS=opening and migrating the database")
         db = Database.open(settings.db_path, check=False)  # checked beside the services
         try:
             await _run(settings, clock, policy, db, task_status)
@@ -132,10 +136,12 @@ async def _run(
     db: Database,
     task_status: trio.TaskStatus[Started],
 ) -> None:
+    notify("STATUS=reclaiming runs left by an earlier process")
     incarnation = await db.write(register_incarnation, pid=os.getpid(), now=clock.now_ms())
     reclaimed = await db.write(reclaim_previous, incarnation_id=incarnation, now=clock.now_ms())
     if reclaimed:
         log.warning("reclaimed %d runs left running by an earlier process", reclaimed)
+    lifecycle = Lifecycle()
     async with DeliveryClient(policy) as client, trio.open_nursery() as nursery:
         engine = build_engine(
             db=db,
@@ -145,6 +151,7 @@ async def _run(
             config=engine_config(settings),
         )
         await nursery.start(engine.run)
+        lifecycle.engine_running = True
         await nursery.start(_check, db)
         await nursery.start(_audit_destinations, db, policy)
 
@@ -153,6 +160,7 @@ async def _run(
         # wait for it.
         await trio.to_thread.run_sync(_import_web_stack)
         from appliance.api.app import create_app
+        from appliance.api.metrics import Observability
         from appliance.api.stream import EventHub
 
         async def check(url: str) -> None:
@@ -168,16 +176,28 @@ async def _run(
             event_hub=(event_hub := EventHub(db)),
             max_schedules=settings.max_schedules_per_tenant,
             replay_rate_per_second=settings.replay_rate_per_second,
+            observability=Observability(
+                lifecycle=lifecycle,
+                metrics_allow=settings.metrics_allow,
+                metrics_token=settings.metrics_token,
+            ),
         )
         await nursery.start(event_hub.run)
         stop_http = trio.Event()
         addresses = await nursery.start(_serve_http, app, settings, stop_http)
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             log.info("steeple %s listening on %s", __version__, " ".join(addresses))
+            notify(f"READY=1\nSTATUS=serving on {' '.join(addresses)}")
+            if (interval := watchdog_interval_s()) is not None:
+                await nursery.start(
+                    pet_watchdog, lifecycle, _writer_round_trip(db), interval, notify
+                )
             task_status.started(Started(addresses=addresses, incarnation_id=incarnation))
             async for signum in signals:
                 log.info("received %s", signal.Signals(signum).name)
                 break
+            lifecycle.draining = True  # /readyz answers 503 from now on
+            notify("STOPPING=1\nSTATUS=draining in-flight deliveries")
             log.info(
                 "stopping: no new claims; in-flight deliveries have %ss (a second signal"
                 " stops at once)",
@@ -210,6 +230,17 @@ async def _drain(
             nursery.start_soon(hurry, nursery.cancel_scope)
             await drain()
             nursery.cancel_scope.cancel()
+
+
+def _writer_round_trip(db: Database) -> Callable[[], Awaitable[None]]:
+    async def round_trip() -> None:
+        await db.write(_nothing)
+
+    return round_trip
+
+
+def _nothing(conn: object) -> None:
+    """An empty write transaction: proves the writer thread and the file answer."""
 
 
 async def _audit_destinations(

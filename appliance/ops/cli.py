@@ -19,7 +19,7 @@ from typing import TypeAlias
 from appliance import admin
 from appliance.core.instants import format_instant
 from appliance.errors import ConfigError
-from appliance.ops import backup, doctor, init, status
+from appliance.ops import backup, doctor, healthcheck, init, status
 from appliance.settings import CONFIG_FILENAME, Settings
 from appliance.store.snapshot import BACKUPS_DIRNAME
 
@@ -70,7 +70,11 @@ def add_commands(commands: Commands, add_common: AddCommon) -> None:
     doctor = commands.add_parser("doctor", help="check this installation; exit 1 on findings")
     status = commands.add_parser("status", help="the health figures of this data directory")
     status.add_argument("--json", action="store_true", help="one JSON object")
-    for parser in (backup, restore, migrate, doctor, status):
+    probe = commands.add_parser(
+        "healthcheck", help="exit 0 if the appliance on `listen` is ready (GET /readyz)"
+    )
+    probe.add_argument("--listen", metavar="HOST:PORT", help="default: the listen setting")
+    for parser in (backup, restore, migrate, doctor, status, probe):
         add_common(parser)
 
 
@@ -96,6 +100,10 @@ def run(settings: Settings, args: argparse.Namespace) -> int | None:
         return _doctor(settings)
     elif args.command == "status":
         _status(settings, as_json=args.json)
+    elif args.command == "healthcheck":
+        ready, said = healthcheck.check(settings)
+        print(f"steeple: {'ready' if ready else 'NOT READY'}: {said}")  # noqa: T201
+        return 0 if ready else 1
     else:
         return None
     return 0

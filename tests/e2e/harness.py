@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-LISTENING = re.compile(r"listening on (\S+)")
+LISTENING = re.compile(r'listening on ([^\s"]+)')  # text or JSON log lines
 
 
 @dataclass(frozen=True)
