@@ -21,6 +21,7 @@ from appliance.core.instants import format_instant
 from appliance.errors import ConfigError
 from appliance.ops import backup, doctor, healthcheck, init, status
 from appliance.settings import CONFIG_FILENAME, Settings
+from appliance.store.datadir import DIR_MODE
 from appliance.store.snapshot import BACKUPS_DIRNAME
 
 AddCommon = Callable[[argparse.ArgumentParser], None]
@@ -44,6 +45,14 @@ def add_commands(commands: Commands, add_common: AddCommon) -> None:
         "init", help="create the data directory and a commented steeple.toml in it"
     )
     init.add_argument("--data-dir", metavar="DIR", help="where steeple.db will live")
+    init.add_argument(
+        "--config",
+        dest="config_target",
+        metavar="FILE",
+        type=Path,
+        help="write the file here instead (e.g. /etc/steeple/steeple.toml for systemd)",
+    )
+    init.set_defaults(config=None)  # the file to write is not one to read
     init.add_argument("--listen", metavar="HOST:PORT", help="written to steeple.toml")
     init.add_argument(
         "--allow-target",
@@ -52,7 +61,6 @@ def add_commands(commands: Commands, add_common: AddCommon) -> None:
         dest="allow_targets",
         help="written to steeple.toml (repeatable), e.g. 127.0.0.0/8",
     )
-    init.set_defaults(config=None)
     backup = commands.add_parser(
         "backup", help="write a consistent, checked copy of the database (while serving)"
     )
@@ -144,12 +152,13 @@ def _init(settings: Settings, args: argparse.Namespace) -> None:
     chosen = {"listen": args.listen} if args.listen else {}
     if args.allow_targets:
         chosen["allow_targets"] = ",".join(args.allow_targets)
-    written = init.write_config(settings, chosen)
+    target = args.config_target or settings.data_dir / CONFIG_FILENAME
+    if args.config_target is None or args.data_dir is not None:
+        settings.data_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    written = init.write_config(target, chosen, in_data_dir=args.config_target is None)
     if written is None:
-        print(  # noqa: T201
-            f"steeple: {settings.data_dir / CONFIG_FILENAME} exists; left as it is",
-            file=sys.stderr,
-        )
+        print(f"steeple: {target} exists; left as it is", file=sys.stderr)  # noqa: T201
         return
     print(f"steeple: wrote {written}", file=sys.stderr)  # noqa: T201
     print(  # noqa: T201

@@ -70,8 +70,8 @@ def _data_dir(settings: Settings) -> Iterator[Finding]:
             level="fail",
             text=f"{data} belongs to uid {info.st_uid}, not you (uid {os.geteuid()}): files"
             " you create there (the WAL) would lock the service out",
-            fix=f"run as its owner: sudo -u '#{info.st_uid}' steeple … (systemd:"
-            " systemd-run -p DynamicUser=yes -p StateDirectory=steeple steeple …)",
+            fix=f"run as its owner: sudo -u '#{info.st_uid}' steeple … (docs/operations.md,"
+            ' "systemd")',
         )
     for path in [
         data,

@@ -12,9 +12,11 @@ from pathlib import Path
 
 
 class Served:
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, argv: list[str] | None = None
+    ) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "appliance", "serve", *args],
+            argv or [sys.executable, "-m", "appliance", "serve", *args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -23,6 +25,11 @@ class Served:
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+
+    @classmethod
+    def command(cls, argv: list[str], env: dict[str, str] | None = None) -> Served:
+        """Any command line (a launcher that execs the appliance, an installed binary)."""
+        return cls(env=env, argv=argv)
 
     def _read(self) -> None:
         assert self.proc.stderr is not None

@@ -100,3 +100,15 @@ def test_the_template_is_generated_from_the_table() -> None:
     chosen = render({"listen": "0.0.0.0:80", "allow_targets": "10.0.0.0/8, 192.168.0.0/16"})
     parsed = tomllib.loads(chosen)
     assert parsed == {"listen": "0.0.0.0:80", "allow_targets": ["10.0.0.0/8", "192.168.0.0/16"]}
+
+
+def test_init_can_write_a_config_elsewhere_for_systemd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    etc = tmp_path / "etc" / "steeple" / "steeple.toml"
+    assert main(["init", "--config", str(etc), "--listen", "0.0.0.0:8080"]) == 0
+    assert f"wrote {etc}" in capsys.readouterr().err
+    assert "# data_dir = " in etc.read_text()  # a file outside the data dir may set it
+    settings = load_settings(environ={"STATE_DIRECTORY": str(tmp_path / "state")}, config_file=etc)
+    assert str(settings.listen) == "0.0.0.0:8080" and settings.data_dir == tmp_path / "state"
+    assert not (tmp_path / "state").exists()  # the service creates it (StateDirectory)
