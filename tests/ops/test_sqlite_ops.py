@@ -10,7 +10,7 @@ import pytest
 
 from appliance.cli import main
 from appliance.errors import StoreError
-from appliance.ops.doctor import filesystem_type
+from appliance.ops.doctor import clock_finding, filesystem_type
 from appliance.store.database import Database
 from appliance.store.lockfile import LockFile
 from appliance.store.migrate import migrations
@@ -203,3 +203,9 @@ def test_status_prints_the_health_figures(data: Path, capsys: pytest.CaptureFixt
     with LockFile(data / "steeple.db.lock"):
         code, out, _ = run(capsys, "status", "--data-dir", str(data))
     assert "running (pid " in out and "oldest_due_age_seconds" in out
+
+
+def test_doctor_reads_the_clock_sync_marker(tmp_path: Path) -> None:
+    assert "state unknown" in clock_finding(tmp_path / "missing").text
+    (tmp_path / "synchronized").touch()
+    assert clock_finding(tmp_path / "synchronized").text == "clock synchronized (systemd-timesyncd)"
