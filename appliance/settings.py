@@ -16,6 +16,7 @@ setting is documented in docs/configuration.md (a test keeps the two in step).
 from __future__ import annotations
 
 import enum
+import ipaddress
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -116,6 +117,17 @@ def _listen(name: str, text: str) -> Listen:
 
 def _cidrs(name: str, text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _networks(name: str, text: str) -> tuple[str, ...]:
+    """Comma-separated CIDRs (a bare address is a /32 or /128), each checked now."""
+    found = _cidrs(name, text)
+    for cidr in found:
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            raise ConfigError(name, f"expected CIDRs such as 127.0.0.0/8, got {cidr!r}") from None
+    return found
 
 
 def _bounded_int(low: int, high: int) -> Callable[[str, str], int]:
@@ -250,7 +262,7 @@ SETTINGS: tuple[SettingDef, ...] = (
         name="metrics_allow",
         env="STEEPLE_METRICS_ALLOW",
         default=lambda: "127.0.0.0/8,::1/128",
-        parse=_cidrs,
+        parse=_networks,
         help="Comma-separated CIDRs of clients that may read /metrics (loopback only by default).",
     ),
     SettingDef(
@@ -267,7 +279,7 @@ SETTINGS: tuple[SettingDef, ...] = (
 
 def is_list(d: SettingDef) -> bool:
     """Whether the setting is a list (a TOML array in a file, commas elsewhere)."""
-    return d.parse is _cidrs
+    return d.parse in (_cidrs, _networks)
 
 
 def _from_file(path: Path) -> dict[str, str]:

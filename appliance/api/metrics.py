@@ -58,6 +58,10 @@ class Observability:
     metrics_allow: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
     metrics_token: str = ""
 
+    @property
+    def networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in self.metrics_allow)
+
     @staticmethod
     def without_runtime() -> Observability:
         """For an app built without the runtime (the API's tests): nothing to wait for."""
@@ -254,9 +258,7 @@ def _allow(observability: Observability) -> None:
         address = ipaddress.ip_address(peer.strip("[]"))
     except ValueError:
         address = None
-    allowed = address is not None and any(
-        address in ipaddress.ip_network(cidr, strict=False) for cidr in observability.metrics_allow
-    )
+    allowed = address is not None and any(address in network for network in observability.networks)
     token = observability.metrics_token
     sent = request.headers.get("Authorization", "")
     if not allowed or (token and not hmac.compare_digest(sent, f"Bearer {token}")):

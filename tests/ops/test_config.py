@@ -112,3 +112,11 @@ def test_init_can_write_a_config_elsewhere_for_systemd(
     settings = load_settings(environ={"STATE_DIRECTORY": str(tmp_path / "state")}, config_file=etc)
     assert str(settings.listen) == "0.0.0.0:8080" and settings.data_dir == tmp_path / "state"
     assert not (tmp_path / "state").exists()  # the service creates it (StateDirectory)
+
+
+def test_metrics_allow_is_checked_at_start() -> None:
+    with pytest.raises(ConfigError, match="STEEPLE_METRICS_ALLOW: expected CIDRs"):
+        load_settings(environ={"STEEPLE_METRICS_ALLOW": "10.0.0.0/8,nonsense"})
+    assert load_settings(environ={"STEEPLE_METRICS_ALLOW": "10.1.2.3"}).metrics_allow == (
+        "10.1.2.3",
+    )

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,17 @@ async def test_the_watchdog_is_silent_unless_the_engine_runs_and_the_writer_answ
         nursery.cancel_scope.cancel()
 
 
-def test_api_keys_and_secrets_are_masked_in_every_format(tmp_path: Path) -> None:
+@pytest.fixture
+def root_logger() -> Iterator[logging.Logger]:
+    """``configure`` replaces the root logger's handlers: put pytest's back afterwards."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield root
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_api_keys_and_secrets_are_masked_in_every_format(root_logger: logging.Logger) -> None:
     for fmt in ("text", "json", "journal"):
         out = io.StringIO()
         settings = load_settings(environ={"STEEPLE_LOG_FORMAT": fmt})
@@ -91,7 +102,6 @@ def test_api_keys_and_secrets_are_masked_in_every_format(tmp_path: Path) -> None
     configure(load_settings(environ={}), {"JOURNAL_STREAM": "8:1234"}, stream=out)  # auto
     logging.getLogger("steeple.test").error("boom")
     assert out.getvalue() == "<3>steeple.test: boom\n"
-    logging.getLogger().handlers.clear()
 
 
 @pytest.fixture
