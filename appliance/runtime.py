@@ -35,6 +35,7 @@ from appliance import __version__
 from appliance.clock import SystemClock, WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.engine.assembly import EngineConfig, build_engine
+from appliance.engine.backups import BackupConfig
 from appliance.engine.checkpointer import CheckpointerConfig
 from appliance.engine.delivery import DeliveryClient, check_destination
 from appliance.engine.delivery.audit import refused_destinations, report
@@ -263,6 +264,13 @@ def engine_config(settings: Settings) -> EngineConfig:
         pruner=PrunerConfig(retention_ms=settings.retention_days * 86_400_000),
         checkpointer=CheckpointerConfig(),
         notifier=NotifierConfig(user_agent=USER_AGENT),
+        backups=None
+        if settings.backup_every_hours == 0
+        else BackupConfig(
+            every_ms=settings.backup_every_hours * 3_600_000,
+            keep=settings.backup_keep,
+            folder=settings.backups_path,
+        ),
     )
 
 

@@ -68,6 +68,9 @@ class Settings:
     log_format: LogFormat
     metrics_allow: tuple[str, ...]
     metrics_token: str
+    backup_every_hours: int  # 0: no scheduled backups
+    backup_keep: int
+    backup_dir: Path | None  # None: backups/ in the data directory
     config_file: Path | None  # the TOML file read, if any
 
     @property
@@ -76,6 +79,10 @@ class Settings:
         if self.tenant_max_in_flight is None:
             return max(1, self.dispatch_concurrency // 2)
         return min(self.tenant_max_in_flight, self.dispatch_concurrency)
+
+    @property
+    def backups_path(self) -> Path:
+        return self.backup_dir or self.data_dir / "backups"
 
     @property
     def db_path(self) -> Path:
@@ -128,6 +135,10 @@ def _networks(name: str, text: str) -> tuple[str, ...]:
         except ValueError:
             raise ConfigError(name, f"expected CIDRs such as 127.0.0.0/8, got {cidr!r}") from None
     return found
+
+
+def _optional_path(name: str, text: str) -> Path | None:
+    return Path(text).expanduser() if text.strip() else None
 
 
 def _bounded_int(low: int, high: int) -> Callable[[str, str], int]:
@@ -273,6 +284,29 @@ SETTINGS: tuple[SettingDef, ...] = (
         help="If set, /metrics also requires 'Authorization: Bearer <token>'. Secret: "
         "also read from STEEPLE_METRICS_TOKEN_FILE or a systemd credential.",
         secret=True,
+    ),
+    SettingDef(
+        name="backup_every_hours",
+        env="STEEPLE_BACKUP_EVERY_HOURS",
+        default=lambda: "0",
+        parse=_bounded_int(0, 8760),
+        help="Take a checked backup this often (hours after the last one, whoever took "
+        "it); 0: never (run `steeple backup` from cron instead).",
+    ),
+    SettingDef(
+        name="backup_keep",
+        env="STEEPLE_BACKUP_KEEP",
+        default=lambda: "7",
+        parse=_bounded_int(1, 1000),
+        help="Scheduled backups kept in backup_dir; older dated ones are deleted.",
+    ),
+    SettingDef(
+        name="backup_dir",
+        env="STEEPLE_BACKUP_DIR",
+        default=lambda: "",
+        parse=_optional_path,
+        help="Where scheduled backups go; empty: backups/ in the data directory. Keep it "
+        "as private as the data directory: backups hold every signing secret.",
     ),
 )
 

@@ -4,7 +4,7 @@
 ``backup`` runs while the appliance serves (one consistent ``VACUUM INTO``); ``restore``
 and ``migrate`` take the data directory's lock, so they refuse while an appliance runs.
 The last successful backup is recorded in the data directory
-(:func:`appliance.store.snapshot.record_backup`; ``doctor``, ``status`` and ``/metrics``
+(:func:`appliance.store.snapshot.backup_into`; ``doctor``, ``status`` and ``/metrics``
 report its age).
 """
 
@@ -19,14 +19,7 @@ from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.lockfile import LockFile
 from appliance.store.migrate import current_version, migrations, pending
-from appliance.store.snapshot import (
-    LastBackup,
-    Snapshot,
-    put_in_place,
-    record_backup,
-    take_snapshot,
-    verify_copy,
-)
+from appliance.store.snapshot import Snapshot, backup_into, put_in_place, verify_copy
 
 RESTORE_NOTE = """\
 What a restore means: the appliance will start from the state in this copy. Runs
@@ -39,15 +32,7 @@ Start the appliance as usual: migrations, boot reclaim and catch-up run first.""
 
 def backup(settings: Settings, to: Path) -> Snapshot:
     """A checked snapshot at ``to`` (a new file, or a directory to put a dated one in)."""
-    now = SystemClock().now_ms()
-    if to.is_dir():
-        stamp = format_instant(now - now % 1000).replace(":", "").replace("-", "")
-        to = to / f"steeple-{stamp}.db"
-    snapshot = take_snapshot(settings.db_path, to)
-    record_backup(
-        settings.data_dir, LastBackup(at_ms=now, path=str(snapshot.path), bytes=snapshot.bytes)
-    )
-    return snapshot
+    return backup_into(settings.db_path, to, now_ms=SystemClock().now_ms())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -179,3 +179,29 @@ def last_backup(data_dir: Path) -> LastBackup | None:
         return LastBackup(at_ms=parse_instant(raw["at"]), path=raw["path"], bytes=raw["bytes"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+DATED_PREFIX = "steeple-"
+
+
+def backup_into(db_path: Path, to: Path, *, now_ms: int) -> Snapshot:
+    """A checked snapshot at ``to`` (a new file, or a directory to put a dated
+    ``steeple-<UTC time>.db`` in), recorded as the data directory's last backup."""
+    if to.is_dir():
+        stamp = format_instant(now_ms - now_ms % 1000).replace(":", "").replace("-", "")
+        to = to / f"{DATED_PREFIX}{stamp}.db"
+    snapshot = take_snapshot(db_path, to)
+    record_backup(
+        db_path.parent, LastBackup(at_ms=now_ms, path=str(snapshot.path), bytes=snapshot.bytes)
+    )
+    return snapshot
+
+
+def prune_dated(folder: Path, *, keep: int) -> list[Path]:
+    """Delete all but the newest ``keep`` dated backups in ``folder`` (only files this
+    module named: ``steeple-<UTC time>.db``). Returns what was deleted."""
+    dated = sorted(folder.glob(f"{DATED_PREFIX}*.db"))  # the UTC stamp sorts by time
+    doomed = dated[: max(0, len(dated) - keep)]
+    for path in doomed:
+        path.unlink(missing_ok=True)
+    return doomed

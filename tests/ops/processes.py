@@ -64,3 +64,15 @@ class Served:
 
 def data_args(data_dir: Path, listen: str = "127.0.0.1:0") -> list[str]:
     return ["--data-dir", str(data_dir), "--listen", listen]
+
+
+def wait_for_log(lines: list[str], text: str, timeout: float = 30) -> str:
+    """The first line of ``lines`` (a log a reader thread appends to) containing ``text``;
+    polls until a deadline (nothing to wait on between the process's writes)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for line in list(lines):
+            if text in line:
+                return line
+        assert time.monotonic() < deadline, f"no log line with {text!r}:\n{''.join(lines)}"
+        time.sleep(0.05)

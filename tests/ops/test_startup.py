@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import Appliance, Receiver, create_tenant
-from tests.ops.processes import Served, data_args
+from tests.ops.processes import Served, data_args, wait_for_log
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +65,7 @@ def test_a_second_signal_during_the_drain_stops_at_once(tmp_path: Path, receiver
         receiver.wait_for(lambda ds: len(ds) >= 1)
         assert app.proc is not None
         app.proc.send_signal(signal.SIGINT)
-        _wait_for(app, "stopping: no new claims")
+        wait_for_log(app.log, "stopping: no new claims")
         started = time.monotonic()
         app.proc.send_signal(signal.SIGINT)
         assert app.proc.wait(20) == 0, "".join(app.log)  # not the 120 s grace
@@ -73,13 +73,6 @@ def test_a_second_signal_during_the_drain_stops_at_once(tmp_path: Path, receiver
     finally:
         app.kill()
     assert any("received SIGINT again: stopping now" in line for line in app.log)
-
-
-def _wait_for(app: Appliance, text: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not any(text in line for line in app.log):
-        assert time.monotonic() < deadline, "".join(app.log)
-        time.sleep(0.05)
 
 
 def test_boot_says_how_many_active_schedules_the_policy_refuses(
