@@ -10,6 +10,7 @@ from pathlib import Path
 from appliance import __version__
 from appliance.clock import SystemClock
 from appliance.core.instants import format_instant
+from appliance.errors import StoreError
 from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.lockfile import holder
@@ -19,6 +20,8 @@ from appliance.store.stats import health
 
 def figures(settings: Settings) -> dict[str, object]:
     """Name → value, in the order they are printed."""
+    if not settings.db_path.exists():
+        raise StoreError(f"no database at {settings.db_path} yet: start `steeple serve` first")
     now = SystemClock().now_ms()
     db = Database.open(settings.db_path, readers=1, migrate_schema=False, check=False)
     try:

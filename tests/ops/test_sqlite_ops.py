@@ -209,3 +209,11 @@ def test_doctor_reads_the_clock_sync_marker(tmp_path: Path) -> None:
     assert "state unknown" in clock_finding(tmp_path / "missing").text
     (tmp_path / "synchronized").touch()
     assert clock_finding(tmp_path / "synchronized").text == "clock synchronized (systemd-timesyncd)"
+
+
+def test_status_of_a_data_dir_without_a_database_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "status", "--data-dir", str(tmp_path))
+    assert code == 1 and "no database at" in err and "steeple serve" in err
+    assert not (tmp_path / "steeple.db").exists()
