@@ -21,6 +21,9 @@ from appliance.store.database import Connection, Database
 from appliance.store.tenants import (
     NewTenant,
     SigningSecret,
+    Tenant,
+    list_tenants,
+    rename_tenant,
     rotate_signing_secret,
     tenant_exists,
 )
@@ -47,10 +50,29 @@ def _known_tenant(conn: Connection, tenant_id: str) -> None:
 
 
 def create_tenant(settings: Settings, *, name: str) -> NewTenant:
+    return _write(settings, store_create_tenant, name=_tenant_name(name), now=_now())
+
+
+def _tenant_name(name: str) -> str:
     name = name.strip()
     if not name or len(name) > 200:
         raise ValidationError.single("name", "a tenant name is 1-200 characters")
-    return _write(settings, store_create_tenant, name=name, now=_now())
+    return name
+
+
+def list_all_tenants(settings: Settings) -> list[Tenant]:
+    return _write(settings, list_tenants)
+
+
+def rename(settings: Settings, *, tenant_id: str, name: str) -> None:
+    """Rename a tenant, also in a database not yet migrated: this is how the duplicate
+    names that stop the unique-names migration are resolved."""
+    secure_data_dir(settings)
+    db = Database.open(settings.db_path, migrate_schema=False)
+    try:
+        db.write_now(rename_tenant, tenant_id=tenant_id, name=_tenant_name(name))
+    finally:
+        db.close()
 
 
 def create_key(settings: Settings, *, tenant_id: str, name: str, scope: Scope) -> IssuedKey:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -12,9 +11,10 @@ from pathlib import Path
 
 import trio
 
-from appliance import __version__, admin, runtime
+from appliance import __version__, admin, logs, runtime
 from appliance.core.instants import format_instant
 from appliance.errors import SteepleError, ValidationError
+from appliance.ops import cli as ops_cli
 from appliance.settings import Settings, load_settings
 from appliance.store.api_keys import ApiKey, Scope
 from appliance.store.tenants import DEFAULT_OVERLAP_SECONDS, MAX_OVERLAP_SECONDS
@@ -45,8 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     create.add_argument("name")
     _add_common(create)
+    ops_cli.add_tenant_commands(tenant_commands, _add_common)
     _add_key_commands(commands)
     _add_secret_commands(commands)
+    ops_cli.add_commands(commands, _add_common)
     return parser
 
 
@@ -103,13 +105,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _serve(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # One line per delivery belongs in the attempts table, not the log.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logs.configure(settings, os.environ)
     trio.run(runtime.serve, settings)
 
 
@@ -185,13 +181,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = _settings(args)
+        ops_cli.guard(settings, args.command)
+        if (code := ops_cli.run(settings, args)) is not None:
+            return code
         if args.command == "serve":
             _serve(settings)
         elif args.command == "key":
             _key(settings, args)
         elif args.command == "secret":
             _secret_rotate(settings, args)
-        else:
+        elif not ops_cli.run_tenant(settings, args):
             _tenant_create(settings, args.name)
     except SteepleError as exc:
         print(f"steeple: error: {exc}", file=sys.stderr)  # noqa: T201

@@ -9,15 +9,23 @@ that before delivering) → the HTTP server. Every task is started with ``nurser
 the root nursery, which owns them all; the web app owns none. A failed check stops the
 appliance like any store failure; so does a service that crashes, loudly. SIGTERM/SIGINT:
 stop claiming, let in-flight deliveries finish within the grace period, stop the server,
-record the incarnation's end, close the database.
+record the incarnation's end, close the database. A second signal during the drain stops
+at once (what is still in flight is reclaimed at the next start).
+
+Start-up failures are one line with the fix (:class:`~appliance.errors.SteepleError`):
+a data directory this user cannot use, a port already in use, a lock held by another
+appliance. At boot the appliance also says how many active schedules the address policy
+now refuses (:mod:`appliance.engine.delivery.audit`).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,20 +35,27 @@ from appliance import __version__
 from appliance.clock import SystemClock, WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.engine.assembly import EngineConfig, build_engine
+from appliance.engine.backups import BackupConfig
 from appliance.engine.checkpointer import CheckpointerConfig
 from appliance.engine.delivery import DeliveryClient, check_destination
+from appliance.engine.delivery.audit import refused_destinations, report
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.notifier import NotifierConfig
 from appliance.engine.pruner import PrunerConfig
+from appliance.errors import ConfigError, StoreError
+from appliance.lifecycle import Lifecycle, pet_watchdog
+from appliance.sdnotify import notify, watchdog_interval_s
 from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.datadir import DIR_MODE, tighten_modes
 from appliance.store.incarnations import end_incarnation, register_incarnation
 from appliance.store.lockfile import LockFile
 from appliance.store.reclaim import reclaim_previous
+from appliance.store.stats import active_targets
 
 if TYPE_CHECKING:
     from quart_trio import QuartTrio
+
 
 log = logging.getLogger("steeple")
 
@@ -71,13 +86,36 @@ async def serve(
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # process-wide: this process is the appliance
     clock = clock or SystemClock()
     policy = AddressPolicy.parse(settings.allow_targets)
-    secure_data_dir(settings)
-    with LockFile(settings.lock_path):
+    log.info(
+        "steeple %s: database %s, settings from %s",
+        __version__,
+        settings.db_path,
+        settings.config_file or "defaults, environment and flags",
+    )
+    lock = _lock_data_dir(settings)
+    try:
+        notify("STATUS=opening and migrating the database")
         db = Database.open(settings.db_path, check=False)  # checked beside the services
         try:
             await _run(settings, clock, policy, db, task_status)
         finally:
             db.close()  # after the nursery: a hard cancel skips the app's after_serving
+    finally:
+        lock.release()
+
+
+def _lock_data_dir(settings: Settings) -> LockFile:
+    """The data directory, private and locked; one line with the fix if it cannot be."""
+    lock = LockFile(settings.lock_path)
+    try:
+        secure_data_dir(settings)
+        lock.acquire()
+    except OSError as exc:
+        raise StoreError(
+            f"cannot use the data directory {settings.data_dir} ({exc.strerror}): run"
+            " Steeple as the user that owns it, or choose another with --data-dir"
+        ) from None
+    return lock
 
 
 def secure_data_dir(settings: Settings) -> None:
@@ -99,10 +137,12 @@ async def _run(
     db: Database,
     task_status: trio.TaskStatus[Started],
 ) -> None:
+    notify("STATUS=reclaiming runs left by an earlier process")
     incarnation = await db.write(register_incarnation, pid=os.getpid(), now=clock.now_ms())
     reclaimed = await db.write(reclaim_previous, incarnation_id=incarnation, now=clock.now_ms())
     if reclaimed:
         log.warning("reclaimed %d runs left running by an earlier process", reclaimed)
+    lifecycle = Lifecycle()
     async with DeliveryClient(policy) as client, trio.open_nursery() as nursery:
         engine = build_engine(
             db=db,
@@ -112,13 +152,16 @@ async def _run(
             config=engine_config(settings),
         )
         await nursery.start(engine.run)
+        lifecycle.engine_running = True
         await nursery.start(_check, db)
+        await nursery.start(_audit_destinations, db, policy)
 
         # The web stack (quart, hypercorn: most of the import time) loads in a worker
         # thread while the engine already delivers: a restart's first redelivery does not
         # wait for it.
         await trio.to_thread.run_sync(_import_web_stack)
         from appliance.api.app import create_app
+        from appliance.api.metrics import Observability
         from appliance.api.stream import EventHub
 
         async def check(url: str) -> None:
@@ -134,27 +177,80 @@ async def _run(
             event_hub=(event_hub := EventHub(db)),
             max_schedules=settings.max_schedules_per_tenant,
             replay_rate_per_second=settings.replay_rate_per_second,
+            observability=Observability(
+                lifecycle=lifecycle,
+                metrics_allow=settings.metrics_allow,
+                metrics_token=settings.metrics_token,
+            ),
         )
         await nursery.start(event_hub.run)
         stop_http = trio.Event()
         addresses = await nursery.start(_serve_http, app, settings, stop_http)
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             log.info("steeple %s listening on %s", __version__, " ".join(addresses))
+            notify(f"READY=1\nSTATUS=serving on {' '.join(addresses)}")
+            if (interval := watchdog_interval_s()) is not None:
+                await nursery.start(
+                    pet_watchdog, lifecycle, _writer_round_trip(db), interval, notify
+                )
             task_status.started(Started(addresses=addresses, incarnation_id=incarnation))
             async for signum in signals:
                 log.info("received %s", signal.Signals(signum).name)
                 break
-        log.info(
-            "stopping: no new claims; in-flight deliveries have %ss",
-            settings.shutdown_grace_seconds,
-        )
-        with trio.move_on_after(settings.shutdown_grace_seconds):
-            await engine.dispatcher.drain()
+            lifecycle.draining = True  # /readyz answers 503 from now on
+            notify("STOPPING=1\nSTATUS=draining in-flight deliveries")
+            log.info(
+                "stopping: no new claims; in-flight deliveries have %ss (a second signal"
+                " stops at once)",
+                settings.shutdown_grace_seconds,
+            )
+            await _drain(engine.dispatcher.drain, signals, settings.shutdown_grace_seconds)
         event_hub.close()  # streams end now: hypercorn waits for open responses
         stop_http.set()
         nursery.cancel_scope.cancel()
     await db.write(end_incarnation, incarnation_id=incarnation, now=clock.now_ms())
     log.info("stopped")
+
+
+async def _drain(
+    drain: Callable[[], Awaitable[None]], signals: AsyncIterator[int], grace_seconds: int
+) -> None:
+    """Let in-flight deliveries finish within the grace period, or until another signal."""
+
+    async def hurry(cancel_scope: trio.CancelScope) -> None:
+        async for signum in signals:
+            log.warning(
+                "received %s again: stopping now; deliveries still in flight are taken back"
+                " at the next start",
+                signal.Signals(signum).name,
+            )
+            cancel_scope.cancel()
+
+    with trio.move_on_after(grace_seconds):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hurry, nursery.cancel_scope)
+            await drain()
+            nursery.cancel_scope.cancel()
+
+
+def _writer_round_trip(db: Database) -> Callable[[], Awaitable[None]]:
+    async def round_trip() -> None:
+        await db.write(_nothing)
+
+    return round_trip
+
+
+def _nothing(conn: object) -> None:
+    """An empty write transaction: proves the writer thread and the file answer."""
+
+
+async def _audit_destinations(
+    db: Database, policy: AddressPolicy, *, task_status: trio.TaskStatus[None]
+) -> None:
+    """Say once how many active schedules the address policy refuses (one short read,
+    then host names resolved off the critical path)."""
+    task_status.started()
+    report(await refused_destinations(await db.read(active_targets), policy))
 
 
 def engine_config(settings: Settings) -> EngineConfig:
@@ -168,6 +264,13 @@ def engine_config(settings: Settings) -> EngineConfig:
         pruner=PrunerConfig(retention_ms=settings.retention_days * 86_400_000),
         checkpointer=CheckpointerConfig(),
         notifier=NotifierConfig(user_agent=USER_AGENT),
+        backups=None
+        if settings.backup_every_hours == 0
+        else BackupConfig(
+            every_ms=settings.backup_every_hours * 3_600_000,
+            keep=settings.backup_keep,
+            folder=settings.backups_path,
+        ),
     )
 
 
@@ -190,7 +293,43 @@ async def _serve_http(
     config.errorlog = logging.getLogger("hypercorn.error")  # through our handlers, once
     config.graceful_timeout = 5
     config.read_timeout = 30  # quart-trio keeps idle keep-alive connections otherwise
-    await hypercorn.trio.serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)
+    reporter = _Bound(task_status)
+    try:
+        await hypercorn.trio.serve(app, config, shutdown_trigger=stop.wait, task_status=reporter)
+    except* OSError as group:
+        if reporter.bound:
+            raise
+        # hypercorn binds inside its nurseries, before reporting started: the group holds
+        # the bind's OSError alone.
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup):
+            leaf = leaf.exceptions[0]
+        raise ConfigError("listen", _bind_failure(settings, leaf)) from None  # type: ignore[arg-type]
+
+
+class _Bound:
+    """Passes hypercorn's started report on, remembering that the sockets are bound."""
+
+    def __init__(self, task_status: trio.TaskStatus[list[str]]) -> None:
+        self._task_status = task_status
+        self.bound = False
+
+    def started(self, value: list[str] | None = None) -> None:
+        self.bound = True
+        self._task_status.started(value or [])
+
+
+def _bind_failure(settings: Settings, exc: OSError) -> str:
+    """One line with the fix for a socket that cannot be bound."""
+    if exc.errno == errno.EADDRINUSE:
+        why = "another program is listening there (another Steeple?)"
+    elif exc.errno == errno.EACCES:
+        why = "ports below 1024 need privileges Steeple should not have"
+    elif exc.errno == errno.EADDRNOTAVAIL:
+        why = "no network interface of this machine has that address"
+    else:
+        why = exc.strerror or str(exc)
+    return f"cannot listen on {settings.listen}: {why}; choose another with --listen HOST:PORT"
 
 
 async def _check(db: Database, *, task_status: trio.TaskStatus[None]) -> None:

@@ -1,5 +1,13 @@
 """One typed settings object, parsed once at start from (lowest to highest precedence)
-defaults, an optional TOML file, ``STEEPLE_*`` environment variables and command-line flags.
+defaults, a TOML file, ``STEEPLE_*`` environment variables and command-line flags.
+
+The file is ``--config FILE``, else ``$STEEPLE_CONFIG``, else ``steeple.toml`` in the data
+directory when it exists (``steeple init`` writes it there), so a setting chosen once
+persists across restarts. The data directory itself: flag, ``STEEPLE_DATA_DIR``, a
+config file named explicitly, systemd's ``$STATE_DIRECTORY``, the user data directory.
+A secret setting also reads ``STEEPLE_<NAME>_FILE`` (a path) or systemd's
+``$CREDENTIALS_DIRECTORY/<name>`` (``LoadCredential=``), after its variable and before the
+file: a secret need not sit in an environment block or a config file.
 
 Parsing is strict: a bad value stops the appliance at start with the setting's name. Every
 setting is documented in docs/configuration.md (a test keeps the two in step).
@@ -8,6 +16,7 @@ setting is documented in docs/configuration.md (a test keeps the two in step).
 from __future__ import annotations
 
 import enum
+import ipaddress
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,6 +27,14 @@ import platformdirs
 from appliance.errors import ConfigError
 
 DB_FILENAME = "steeple.db"
+CONFIG_FILENAME = "steeple.toml"
+
+
+class LogFormat(enum.StrEnum):
+    AUTO = "auto"  # journal when systemd's $JOURNAL_STREAM is set, else text
+    TEXT = "text"
+    JSON = "json"
+    JOURNAL = "journal"
 
 
 class LogLevel(enum.StrEnum):
@@ -48,6 +65,13 @@ class Settings:
     retention_days: int
     replay_rate_per_second: int
     log_level: LogLevel
+    log_format: LogFormat
+    metrics_allow: tuple[str, ...]
+    metrics_token: str
+    backup_every_hours: int  # 0: no scheduled backups
+    backup_keep: int
+    backup_dir: Path | None  # None: backups/ in the data directory
+    config_file: Path | None  # the TOML file read, if any
 
     @property
     def tenant_in_flight_cap(self) -> int:
@@ -55,6 +79,10 @@ class Settings:
         if self.tenant_max_in_flight is None:
             return max(1, self.dispatch_concurrency // 2)
         return min(self.tenant_max_in_flight, self.dispatch_concurrency)
+
+    @property
+    def backups_path(self) -> Path:
+        return self.backup_dir or self.data_dir / "backups"
 
     @property
     def db_path(self) -> Path:
@@ -67,13 +95,17 @@ class Settings:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SettingDef:
-    """One setting: its environment variable, default (as text) and parser."""
+    """One setting: its environment variable, default (as text) and parser. A ``secret``
+    also reads ``<env>_FILE`` and ``$CREDENTIALS_DIRECTORY/<name>``; ``fallback_env`` is
+    read after the file (systemd's ``$STATE_DIRECTORY``)."""
 
     name: str
     env: str
     default: Callable[[], str]
     parse: Callable[[str, str], object]
     help: str
+    secret: bool = False
+    fallback_env: str | None = None
 
 
 def _path(name: str, text: str) -> Path:
@@ -92,6 +124,21 @@ def _listen(name: str, text: str) -> Listen:
 
 def _cidrs(name: str, text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _networks(name: str, text: str) -> tuple[str, ...]:
+    """Comma-separated CIDRs (a bare address is a /32 or /128), each checked now."""
+    found = _cidrs(name, text)
+    for cidr in found:
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            raise ConfigError(name, f"expected CIDRs such as 127.0.0.0/8, got {cidr!r}") from None
+    return found
+
+
+def _optional_path(name: str, text: str) -> Path | None:
+    return Path(text).expanduser() if text.strip() else None
 
 
 def _bounded_int(low: int, high: int) -> Callable[[str, str], int]:
@@ -116,6 +163,20 @@ def _auto_or(parse: Callable[[str, str], int]) -> Callable[[str, str], int | Non
     return parse_auto
 
 
+def _log_format(name: str, text: str) -> LogFormat:
+    try:
+        return LogFormat(text.lower())
+    except ValueError:
+        choices = ", ".join(fmt.value for fmt in LogFormat)
+        raise ConfigError(name, f"expected one of {choices}, got {text!r}") from None
+
+
+def _token(name: str, text: str) -> str:
+    if text and (len(text) < 16 or not text.isprintable() or " " in text):
+        raise ConfigError(name, "a token is at least 16 printable characters, no spaces")
+    return text
+
+
 def _log_level(name: str, text: str) -> LogLevel:
     try:
         return LogLevel(text.lower())
@@ -131,6 +192,7 @@ SETTINGS: tuple[SettingDef, ...] = (
         default=lambda: platformdirs.user_data_dir("steeple"),
         parse=_path,
         help="Directory holding steeple.db (SQLite) and its lock file.",
+        fallback_env="STATE_DIRECTORY",
     ),
     SettingDef(
         name="listen",
@@ -199,7 +261,59 @@ SETTINGS: tuple[SettingDef, ...] = (
         parse=_log_level,
         help="debug, info, warning or error.",
     ),
+    SettingDef(
+        name="log_format",
+        env="STEEPLE_LOG_FORMAT",
+        default=lambda: "auto",
+        parse=_log_format,
+        help="text (one line each), json (one object per line) or journal (text with "
+        "syslog priority prefixes); auto: journal under systemd, else text.",
+    ),
+    SettingDef(
+        name="metrics_allow",
+        env="STEEPLE_METRICS_ALLOW",
+        default=lambda: "127.0.0.0/8,::1/128",
+        parse=_networks,
+        help="Comma-separated CIDRs of clients that may read /metrics (loopback only by default).",
+    ),
+    SettingDef(
+        name="metrics_token",
+        env="STEEPLE_METRICS_TOKEN",
+        default=lambda: "",
+        parse=_token,
+        help="If set, /metrics also requires 'Authorization: Bearer <token>'. Secret: "
+        "also read from STEEPLE_METRICS_TOKEN_FILE or a systemd credential.",
+        secret=True,
+    ),
+    SettingDef(
+        name="backup_every_hours",
+        env="STEEPLE_BACKUP_EVERY_HOURS",
+        default=lambda: "0",
+        parse=_bounded_int(0, 8760),
+        help="Take a checked backup this often (hours after the last one, whoever took "
+        "it); 0: never (run `steeple backup` from cron instead).",
+    ),
+    SettingDef(
+        name="backup_keep",
+        env="STEEPLE_BACKUP_KEEP",
+        default=lambda: "7",
+        parse=_bounded_int(1, 1000),
+        help="Scheduled backups kept in backup_dir; older dated ones are deleted.",
+    ),
+    SettingDef(
+        name="backup_dir",
+        env="STEEPLE_BACKUP_DIR",
+        default=lambda: "",
+        parse=_optional_path,
+        help="Where scheduled backups go; empty: backups/ in the data directory. Keep it "
+        "as private as the data directory: backups hold every signing secret.",
+    ),
 )
+
+
+def is_list(d: SettingDef) -> bool:
+    """Whether the setting is a list (a TOML array in a file, commas elsewhere)."""
+    return d.parse in (_cidrs, _networks)
 
 
 def _from_file(path: Path) -> dict[str, str]:
@@ -216,6 +330,13 @@ def _from_file(path: Path) -> dict[str, str]:
     return {k: ",".join(map(str, v)) if isinstance(v, list) else str(v) for k, v in raw.items()}
 
 
+def _read_secret(source: str, path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").rstrip("\r\n")
+    except OSError as exc:
+        raise ConfigError(source, f"cannot read {path}: {exc.strerror}") from None
+
+
 def _lookup(
     d: SettingDef,
     overrides: Mapping[str, str],
@@ -227,9 +348,25 @@ def _lookup(
         return "--" + d.name.replace("_", "-"), overrides[d.name]
     if d.env in environ:
         return d.env, environ[d.env]
+    if d.secret and f"{d.env}_FILE" in environ:
+        return f"{d.env}_FILE", _read_secret(f"{d.env}_FILE", Path(environ[f"{d.env}_FILE"]))
+    credential = Path(environ.get("CREDENTIALS_DIRECTORY", "/nonexistent")) / d.name
+    if d.secret and "CREDENTIALS_DIRECTORY" in environ and credential.exists():
+        return f"credential {d.name}", _read_secret(f"credential {d.name}", credential)
     if d.name in file_values:
         return d.name, file_values[d.name]
+    if d.fallback_env and environ.get(d.fallback_env):
+        # systemd may list several directories (StateDirectory=a b): the first is ours.
+        return d.fallback_env, environ[d.fallback_env].split(":")[0]
     return d.name, d.default()
+
+
+def _data_dir(
+    overrides: Mapping[str, str], environ: Mapping[str, str], file_values: Mapping[str, str]
+) -> Path:
+    (data_dir,) = (d for d in SETTINGS if d.name == "data_dir")
+    source, text = _lookup(data_dir, overrides, environ, file_values)
+    return _path(source, text)
 
 
 def load_settings(
@@ -238,10 +375,20 @@ def load_settings(
     overrides: Mapping[str, str] | None = None,
     config_file: Path | None = None,
 ) -> Settings:
-    """Resolve every setting. ``overrides`` are command-line values keyed by setting name."""
+    """Resolve every setting. ``overrides`` are command-line values keyed by setting name;
+    without ``config_file``, ``steeple.toml`` in the data directory is read if present."""
+    overrides = overrides or {}
     file_values = _from_file(config_file) if config_file else {}
-    values: dict[str, object] = {}
+    if config_file is None:
+        found = _data_dir(overrides, environ, {}) / CONFIG_FILENAME
+        if found.is_file():
+            config_file, file_values = found, _from_file(found)
+            if "data_dir" in file_values:
+                raise ConfigError(
+                    "data_dir", f"{found} lies in the data directory, so it cannot move it"
+                )
+    values: dict[str, object] = {"config_file": config_file}
     for d in SETTINGS:
-        source, text = _lookup(d, overrides or {}, environ, file_values)
+        source, text = _lookup(d, overrides, environ, file_values)
         values[d.name] = d.parse(source, text)
     return Settings(**values)  # type: ignore[arg-type]

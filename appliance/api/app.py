@@ -19,6 +19,7 @@ from appliance.api import (
     cron,
     events,
     keys,
+    metrics,
     notifications,
     run_search,
     runs,
@@ -50,6 +51,7 @@ def create_app(
     event_hub: EventHub,
     max_schedules: int | None = None,
     replay_rate_per_second: int,
+    observability: metrics.Observability | None = None,
 ) -> QuartTrio:
     app = QuartTrio(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
@@ -79,6 +81,7 @@ def create_app(
     stream.register(app)
     secrets.register(app)
     notifications.register(app)
+    metrics.register(app, observability or metrics.Observability.without_runtime())
     return app
 
 

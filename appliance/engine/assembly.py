@@ -25,6 +25,7 @@ from typing import Protocol
 import trio
 
 from appliance.clock import WallClock
+from appliance.engine.backups import BackupConfig, Backups
 from appliance.engine.checkpointer import Checkpointer, CheckpointerConfig
 from appliance.engine.delivery import Exchange
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher, RenewLeases
@@ -53,6 +54,7 @@ class EngineConfig:
     pruner: PrunerConfig | None = None
     checkpointer: CheckpointerConfig | None = None
     notifier: NotifierConfig | None = field(default_factory=NotifierConfig)
+    backups: BackupConfig | None = None  # scheduled backups (operators opt in)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,6 +69,7 @@ class Engine:
     checkpointer: Checkpointer | None
     notifier: Notifier | None
     planner_wakeup: Wakeup
+    backups: Backups | None = None
     dispatcher_wakeup: Wakeup
 
     @property
@@ -79,6 +82,7 @@ class Engine:
             self.pruner,
             self.checkpointer,
             self.notifier,
+            self.backups,
         )
         return tuple(service for service in wired if service is not None)
 
@@ -135,6 +139,9 @@ def build_engine(
         else Notifier(db=db, clock=clock, client=client, config=config.notifier, rand=rand),
         planner_wakeup=planner_wakeup,
         dispatcher_wakeup=dispatcher_wakeup,
+        backups=None
+        if config.backups is None
+        else Backups(db_path=db.path, clock=clock, config=config.backups),
     )
 
 

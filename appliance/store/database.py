@@ -34,6 +34,7 @@ import trio
 from appliance.errors import SteepleError, StoreError
 from appliance.store.datadir import create_private_file
 from appliance.store.migrate import migrate
+from appliance.store.snapshot import snapshot_before_migration
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +168,7 @@ class Database:
         threaded: bool = True,
         vfs: str | None = None,
         check: bool = True,
+        migrate_schema: bool = True,
     ) -> Database:
         """Open (creating if needed), migrate and — unless ``check`` is False — check the
         file (``PRAGMA quick_check``). Blocking: call at boot. ``vfs`` names a registered
@@ -174,11 +176,18 @@ class Database:
         appliance opens with ``check=False`` and runs :meth:`check` beside its services: the
         check reads the whole file (≈ 1 s per 100 MB), which must not delay the first
         delivery after a restart. A new file is created private (directory ``0700``,
-        file ``0600``: :mod:`appliance.store.datadir`)."""
+        file ``0600``: :mod:`appliance.store.datadir`). Before migrating a database that has
+        a schema, a snapshot is kept in ``backups/`` beside it (the upgrade's rollback:
+        :mod:`appliance.store.snapshot`). ``migrate_schema=False`` leaves the schema as it is
+        (operator commands that must work before a migration can)."""
         try:
             create_private_file(path)
             db = cls(path, readers=readers, threaded=threaded, vfs=vfs)
-            migrate(db._writer)
+            if migrate_schema:
+                snapshot = snapshot_before_migration(path, db._writer)
+                if snapshot is not None:
+                    log.warning("migrating %s; the schema before is kept in %s", path, snapshot)
+                migrate(db._writer)
             if check:
                 _quick_check(db._writer, path)
         except apsw.Error as exc:

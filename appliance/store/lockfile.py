@@ -43,3 +43,22 @@ class LockFile:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def holder(path: Path) -> int | None:
+    """The pid written by the appliance holding ``path``'s lock, or None when nobody holds
+    it (the file is not created). 0 when it is held but the pid is unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

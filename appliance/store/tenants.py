@@ -41,7 +41,18 @@ class NewTenant:
     signing_secret: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tenant:
+    id: str
+    name: str
+    created_at: int
+    schedules: int  # live (not deleted) schedules
+
+
 def create_tenant(conn: apsw.Connection, *, name: str, now: int) -> NewTenant:
+    """A new tenant with a write key and a signing secret; Conflict if the name (ignoring
+    case) is taken: names are how an operator tells tenants apart."""
+    _refuse_taken(conn, name)
     tenant_id = new_id("ten", now)
     conn.execute(
         "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)", (tenant_id, name, now)
@@ -51,6 +62,34 @@ def create_tenant(conn: apsw.Connection, *, name: str, now: int) -> NewTenant:
     )
     secret = _add_secret(conn, tenant_id=tenant_id, now=now)
     return NewTenant(tenant_id=tenant_id, api_key=issued.api_key, signing_secret=secret.secret)
+
+
+def rename_tenant(conn: apsw.Connection, *, tenant_id: str, name: str) -> None:
+    """Give a tenant another unique name (NotFound, Conflict). Works on a database from
+    before names were unique too: it is how duplicates are resolved."""
+    if not tenant_exists(conn, tenant_id=tenant_id):
+        raise NotFound(f"no tenant {tenant_id}")
+    _refuse_taken(conn, name, besides=tenant_id)
+    conn.execute("UPDATE tenants SET name = ? WHERE id = ?", (name, tenant_id))
+
+
+def list_tenants(conn: apsw.Connection) -> list[Tenant]:
+    """Every tenant, oldest first, with its count of live schedules."""
+    rows = conn.execute(
+        "SELECT t.id, t.name, t.created_at, (SELECT count(*) FROM schedules s"
+        " WHERE s.tenant_id = t.id AND s.deleted_at IS NULL) FROM tenants t ORDER BY t.id"
+    )
+    return [
+        Tenant(id=str(i), name=str(n), created_at=int(c), schedules=int(k)) for i, n, c, k in rows
+    ]
+
+
+def _refuse_taken(conn: apsw.Connection, name: str, *, besides: str = "") -> None:
+    row = conn.execute(
+        "SELECT id FROM tenants WHERE name = ? COLLATE NOCASE AND id != ?", (name, besides)
+    ).fetchone()
+    if row is not None:
+        raise Conflict(f"a tenant named {name!r} exists already ({row[0]}): choose another name")
 
 
 def active_secrets(conn: apsw.Connection, *, tenant_id: str, now: int) -> list[str]:

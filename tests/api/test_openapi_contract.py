@@ -175,6 +175,11 @@ async def test_every_route_answers_what_the_spec_documents(
     ids: dict[str, str] = {}
     sch, one = "/v1/schedules", "/v1/schedules/{schedule_id}"
     await call(api, "GET", "/healthz", 200)
+    await call(api, "GET", "/readyz", 200)
+    await call(api, "GET", "/metrics", 403)  # the test client's peer is not loopback
+    loopback = {"client": ("127.0.0.1", 40000)}
+    scraped = await api.app.test_client().get("/metrics", scope_base=loopback)  # text
+    assert (scraped.status_code, scraped.mimetype) == (200, "text/plain")
     ids["sch"] = (await call(api, "POST", sch, 201, json_body=schedule_json()))["id"]
     await call(api, "POST", sch, 201, json_body=schedule_json(headers=[["X-A", "1"]]))
     await call(api, "POST", sch, 422, json_body={"cron": 1})

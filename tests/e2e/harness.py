@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-LISTENING = re.compile(r"listening on (\S+)")
+LISTENING = re.compile(r'listening on ([^\s"]+)')  # text or JSON log lines
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,8 @@ def steeple(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 def create_tenant(data_dir: Path, name: str = "acme") -> dict[str, str]:
+    # Commands other than serve and init refuse a data directory that does not exist.
+    data_dir.mkdir(parents=True, exist_ok=True)
     done = steeple("tenant", "create", name, "--data-dir", str(data_dir))
     assert done.returncode == 0, done.stderr
     result: dict[str, str] = json.loads(done.stdout)

@@ -69,7 +69,9 @@ async def test_apsw_errors_are_translated(db: Database) -> None:
 
 async def test_writes_are_serialised_and_reads_run_concurrently(db: Database) -> None:
     def add(conn: apsw.Connection, n: int) -> None:
-        conn.execute("INSERT INTO tenants (id, name, created_at) VALUES (?, 'n', 1)", (f"ten_{n}",))
+        conn.execute(
+            "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 1)", (f"ten_{n}", f"n{n}")
+        )
 
     async with trio.open_nursery() as nursery:
         for n in range(50):
@@ -93,7 +95,8 @@ async def test_the_check_beside_the_services_finds_a_damaged_page(tmp_path: Path
     conn = apsw.Connection(str(path))
     for n in range(300):
         conn.execute(
-            "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 1)", (f"t{n}", "x" * 400)
+            "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 1)",
+            (f"t{n}", f"{n}" + "x" * 400),
         )
     conn.close()  # checkpointed into the file
     pages = path.stat().st_size // 4096
@@ -133,7 +136,9 @@ def test_lock_file_is_exclusive_across_processes(tmp_path: Path) -> None:
 
 
 def _add_tenant(conn: apsw.Connection, n: int) -> int:
-    conn.execute("INSERT INTO tenants (id, name, created_at) VALUES (?, 'n', 1)", (f"ten_{n}",))
+    conn.execute(
+        "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 1)", (f"ten_{n}", f"n{n}")
+    )
     return n
 
 

@@ -1,0 +1,295 @@
+"""``GET /metrics`` (Prometheus text format, official ``prometheus_client``) and
+``GET /readyz`` (docs/operations.md, "What to monitor").
+
+``/metrics`` answers only clients in ``metrics_allow`` (loopback by default) and, when
+``metrics_token`` is set, with ``Authorization: Bearer <token>``. Each scrape reads the
+database once, off the event loop: gauges from :func:`appliance.store.stats.health`
+(partial indexes only: the cost does not grow with history), counters from the events
+recorded since the previous scrape (:mod:`appliance.store.observed`), so the engine
+carries no instrumentation. Counters count from this process's start, as
+Prometheus expects. No label carries a tenant, schedule or run: outcome and reason sets
+are closed enums.
+
+``/readyz`` is 200 only when the engine runs, the appliance is not draining (503 from the
+first SIGTERM), the schema is current and the database answers within a second.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import platform
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from quart import Response, current_app, request
+from quart_trio import QuartTrio
+
+from appliance.api.bodies import json_response
+from appliance.api.context import context
+from appliance.api.problems import Problem
+from appliance.lifecycle import Lifecycle
+from appliance.store.database import Database
+from appliance.store.migrate import current_version, migrations
+from appliance.store.observed import Reading, SeenEvent, read_since
+from appliance.store.snapshot import last_backup
+from appliance.store.stats import Health, sqlite_version
+
+_EXTENSION = "steeple.observability"
+OUTCOMES = ("succeeded", "retrying", "failed")
+MISSED_REASONS = ("catchup_skip", "outside_catchup_window", "catchup_latest_superseded")
+FAILED_REASONS = ("gone", "destination_blocked", "exhausted")
+LATENESS_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+READY_TIMEOUT_S = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observability:
+    lifecycle: Lifecycle
+    metrics_allow: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
+    metrics_token: str = ""
+
+    @property
+    def networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in self.metrics_allow)
+
+    @staticmethod
+    def without_runtime() -> Observability:
+        """For an app built without the runtime (the API's tests): nothing to wait for."""
+        return Observability(lifecycle=Lifecycle(engine_running=True))
+
+
+@dataclass(slots=True, kw_only=True)
+class Counts:
+    """Process-lifetime counters, advanced at each scrape from the event log."""
+
+    events_cursor: int | None = None  # None until the first scrape places it
+    outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    missed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MISSED_REASONS, 0))
+    failed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAILED_REASONS, 0))
+    clock_jumps: int = 0
+    buckets: list[int] = field(default_factory=lambda: [0] * len(LATENESS_BUCKETS_S))
+    lateness_count: int = 0
+    lateness_sum_s: float = 0.0
+
+    def apply(self, reading: Reading) -> None:
+        self.events_cursor = reading.events_to
+        for event in reading.events:
+            self._event(event)
+
+    def _event(self, event: SeenEvent) -> None:
+        if event.type == "clock.jump_detected":
+            self.clock_jumps += event.count
+            return
+        if event.type == "schedule.run.missed":
+            self._add(self.missed, event.reason, event.count)
+            return
+        outcome = event.type.removeprefix("schedule.run.")
+        self._add(self.outcomes, outcome, 1)
+        if outcome == "failed":
+            self._add(self.failed, event.reason, 1)
+        if event.lateness_ms is not None:
+            self._late(max(0, event.lateness_ms) / 1000)
+
+    @staticmethod
+    def _add(into: dict[str, int], key: str | None, n: int) -> None:
+        if key is not None:
+            into[key] = into.get(key, 0) + n
+
+    def _late(self, seconds: float) -> None:
+        self.lateness_count += 1
+        self.lateness_sum_s += seconds
+        for i, bound in enumerate(LATENESS_BUCKETS_S):
+            if seconds <= bound:
+                self.buckets[i] += 1
+
+
+@dataclass(slots=True, eq=False)  # the registry keys collectors by identity
+class Collector:
+    """The registry's one custom collector: :meth:`refresh` reads the database (off the
+    event loop), :meth:`collect` only renders what was read."""
+
+    counts: Counts = field(default_factory=Counts)
+    figures: Health | None = None
+    file_bytes: tuple[int, int] = (0, 0)  # the database, its WAL
+    backup_at_ms: int | None = None
+    version: str = ""
+    lock: trio.Lock = field(default_factory=trio.Lock)
+
+    async def refresh(self, db: Database, now: int, version: str) -> None:
+        async with self.lock:  # two scrapes at once must not count a row twice
+            reading = await db.read(read_since, events_from=self.counts.events_cursor, now=now)
+            self.counts.apply(reading)
+            self.figures, self.version = reading.figures, version
+            wal = db.path.with_name(db.path.name + "-wal")
+            self.file_bytes = (_size(db.path), _size(wal))
+            recorded = last_backup(db.path.parent)
+            self.backup_at_ms = None if recorded is None else recorded.at_ms
+
+    def collect(self) -> Iterator[Metric]:
+        c, h = self.counts, self.figures
+        yield _info(self.version)
+        outcomes = CounterMetricFamily(
+            "steeple_deliveries",
+            "Finished delivery attempts by what they meant for their run (succeeded, retrying,"
+            " failed), since this process started.",
+            labels=["outcome"],
+        )
+        for outcome, n in sorted(c.outcomes.items()):
+            outcomes.add_metric([outcome], n)
+        yield outcomes
+        yield _by_reason("steeple_runs_missed", "Occurrences recorded as missed.", c.missed)
+        yield _by_reason("steeple_runs_failed", "Runs that ended failed.", c.failed)
+        yield CounterMetricFamily(
+            "steeple_clock_jumps", "Wall-clock jumps the planner detected.", value=c.clock_jumps
+        )
+        cumulative = [(str(b), n) for b, n in zip(LATENESS_BUCKETS_S, c.buckets, strict=True)]
+        yield HistogramMetricFamily(
+            "steeple_dispatch_lateness_seconds",
+            "Runs finished at their first attempt: its start minus the run's due time.",
+            buckets=[*cumulative, ("+Inf", c.lateness_count)],
+            sum_value=c.lateness_sum_s,
+        )
+        if h is not None:
+            yield from _gauges(h, self.file_bytes, self.backup_at_ms)
+
+
+def _info(version: str) -> Metric:
+    info = GaugeMetricFamily(
+        "steeple_build_info",
+        "Steeple's version, Python's and SQLite's; always 1.",
+        labels=["version", "python", "sqlite"],
+    )
+    info.add_metric([version, platform.python_version(), sqlite_version()], 1)
+    return info
+
+
+def _by_reason(name: str, documentation: str, counts: dict[str, int]) -> Metric:
+    family = CounterMetricFamily(
+        name, documentation + " Since this process started.", labels=["reason"]
+    )
+    for reason, n in sorted(counts.items()):
+        family.add_metric([reason], n)
+    return family
+
+
+def _gauges(h: Health, file_bytes: tuple[int, int], backup_at_ms: int | None) -> Iterator[Metric]:
+    queue = GaugeMetricFamily(
+        "steeple_runs_open", "Open runs: waiting (not due yet), due, running.", labels=["state"]
+    )
+    queue.add_metric(["waiting"], h.runs_pending - h.runs_due)
+    queue.add_metric(["due"], h.runs_due)
+    queue.add_metric(["running"], h.runs_running)
+    yield queue
+    yield GaugeMetricFamily(
+        "steeple_oldest_due_age_seconds",
+        "How long the oldest due run has waited for a slot (0: none waits).",
+        value=h.oldest_due_age_ms / 1000,
+    )
+    yield GaugeMetricFamily(
+        "steeple_planner_lag_seconds",
+        "How far the earliest unplanned occurrence is in the past (0: the planner keeps up).",
+        value=h.planner_lag_ms / 1000,
+    )
+    yield GaugeMetricFamily(
+        "steeple_active_schedules", "Live, unpaused schedules.", value=h.active_schedules
+    )
+    yield GaugeMetricFamily("steeple_tenants", "Tenants.", value=h.tenants)
+    yield GaugeMetricFamily("steeple_db_bytes", "The database file's size.", value=file_bytes[0])
+    yield GaugeMetricFamily("steeple_db_wal_bytes", "The WAL file's size.", value=file_bytes[1])
+    yield GaugeMetricFamily(
+        "steeple_db_freelist_pages", "Free pages in the database file.", value=h.freelist_count
+    )
+    yield GaugeMetricFamily(
+        "steeple_schema_version", "The database's schema version.", value=h.schema_version
+    )
+    if backup_at_ms is not None:
+        yield GaugeMetricFamily(
+            "steeple_backup_last_success_timestamp_seconds",
+            "When `steeple backup` last wrote a checked copy.",
+            value=backup_at_ms / 1000,
+        )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def register(app: QuartTrio, observability: Observability) -> None:
+    collector = Collector()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    ProcessCollector(registry=registry)
+    app.extensions[_EXTENSION] = (observability, collector, registry)
+    app.add_url_rule("/metrics", view_func=metrics, methods=["GET"])
+    app.add_url_rule("/readyz", view_func=readyz, methods=["GET"])
+
+
+def _state() -> tuple[Observability, Collector, CollectorRegistry]:
+    value: tuple[Observability, Collector, CollectorRegistry] = current_app.extensions[_EXTENSION]
+    return value
+
+
+async def metrics() -> Response:
+    """Prometheus text format, for allowed clients only."""
+    observability, collector, registry = _state()
+    _allow(observability)
+    ctx = context()
+    await collector.refresh(ctx.db, ctx.clock.now_ms(), ctx.version)
+    body = generate_latest(registry)  # a few kB from figures already read: on the loop
+    return Response(body, status=200, content_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+def _allow(observability: Observability) -> None:
+    peer = request.remote_addr or ""
+    try:
+        address = ipaddress.ip_address(peer.strip("[]"))
+    except ValueError:
+        address = None
+    allowed = address is not None and any(address in network for network in observability.networks)
+    token = observability.metrics_token
+    sent = request.headers.get("Authorization", "")
+    if not allowed or (token and not hmac.compare_digest(sent, f"Bearer {token}")):
+        raise Problem(
+            status=403,
+            kind="forbidden",
+            title="Forbidden",
+            detail="/metrics answers the clients in metrics_allow (and the metrics_token, if"
+            " one is set) only",
+        )
+
+
+async def readyz() -> Response:
+    """200 when the engine runs, the appliance is not draining, the schema is current and
+    the database answers within a second; else 503 naming the failed check."""
+    observability, _, _ = _state()
+    lifecycle = observability.lifecycle
+    failed = "draining: the appliance is stopping" if lifecycle.draining else None
+    if failed is None and not lifecycle.engine_running:
+        failed = "the engine is not running"
+    if failed is None:
+        failed = await _database_check(context().db)
+    if failed is not None:
+        raise Problem(status=503, kind="unavailable", title="Not ready", detail=failed)
+    return json_response({"status": "ready", "version": context().version})
+
+
+async def _database_check(db: Database) -> str | None:
+    with trio.move_on_after(READY_TIMEOUT_S):
+        version = await db.read(current_version)
+        if version != len(migrations()):
+            return f"the schema is at {version}, this Steeple needs {len(migrations())}"
+        return None
+    return f"the database did not answer within {READY_TIMEOUT_S:.0f} s"

@@ -1,0 +1,84 @@
+"""What happened since the last look, read from the event log by cursor (``events.seq``:
+one writer, so sequence numbers commit in order). The ``/metrics`` collector keeps
+process-lifetime counters from it, so the engine carries no instrumentation of its own.
+
+A run's outcome events (``schedule.run.succeeded|retrying|failed``) count deliveries by
+outcome; ``schedule.run.missed`` and ``…failed`` carry a reason; ``clock.jump_detected``
+counts jumps. The dispatch lateness of a run finished at its first attempt is that
+attempt's start minus the run's ``due_at`` (still the planned one: nothing moved it);
+runs that were retried are left out of it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import apsw
+
+from appliance.store.stats import Health, health
+
+BATCH = 50_000  # events read per scrape at most; the rest at the next one
+COUNTED_EVENTS = (
+    "schedule.run.succeeded",
+    "schedule.run.retrying",
+    "schedule.run.failed",
+    "schedule.run.missed",
+    "clock.jump_detected",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeenEvent:
+    type: str
+    reason: str | None
+    count: int  # a summary event stands for several runs
+    lateness_ms: int | None  # a run finished at its first attempt: start − due_at
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reading:
+    """One scrape's read, in one snapshot: the gauges and what happened since."""
+
+    figures: Health
+    events_to: int  # the last event seq looked at
+    events: list[SeenEvent]
+
+
+def read_since(conn: apsw.Connection, *, events_from: int | None, now: int) -> Reading:
+    """Figures plus the counted events after ``events_from``; with None (the first
+    scrape) the cursor starts at the current end: counters count from now on."""
+    if events_from is None:
+        row = conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
+        end = int(row[0]) if row else 0
+        return Reading(figures=health(conn, now=now), events_to=end, events=[])
+    events_to, events = _events_after(conn, events_from)
+    return Reading(figures=health(conn, now=now), events_to=events_to, events=events)
+
+
+def _events_after(conn: apsw.Connection, seq: int) -> tuple[int, list[SeenEvent]]:
+    rows = conn.execute(
+        "SELECT e.seq, e.type, e.data, CASE WHEN e.type IN"
+        " ('schedule.run.succeeded', 'schedule.run.failed') AND r.attempt = 1"
+        " THEN a.started_at - r.due_at END"
+        " FROM (SELECT seq, type, data, run_id FROM events WHERE seq > ? ORDER BY seq LIMIT ?) e"
+        " LEFT JOIN job_runs r ON r.id = e.run_id"
+        " LEFT JOIN attempts a ON a.run_id = e.run_id AND a.attempt = 1 ORDER BY e.seq",
+        (seq, BATCH),
+    ).fetchall()
+    seen, last = [], seq
+    for s, kind, data, late in rows:
+        last = int(str(s))
+        if kind not in COUNTED_EVENTS:
+            continue
+        fields = json.loads(str(data)) if data else {}
+        reason = fields.get("reason")
+        seen.append(
+            SeenEvent(
+                type=str(kind),
+                reason=None if reason is None else str(reason),
+                count=int(fields.get("count", 1)),
+                lateness_ms=None if late is None else int(str(late)),
+            )
+        )
+    return last, seen

@@ -1,0 +1,89 @@
+"""Read-only figures about the database for operators: the boot-time destination audit,
+``steeple status`` and ``/metrics``. Each query is one short read over indexed columns or
+the whole of a small table; none takes a per-schedule or per-run parameter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+
+def active_targets(conn: apsw.Connection, *, limit: int = 10_000) -> list[tuple[str, int]]:
+    """(target URL, active schedules using it): live, unpaused, with a next occurrence."""
+    rows = conn.execute(
+        "SELECT target_url, count(*) FROM schedules WHERE deleted_at IS NULL AND paused = 0"
+        " AND next_fire_at IS NOT NULL GROUP BY target_url ORDER BY count(*) DESC LIMIT ?",
+        (limit,),
+    )
+    return [(str(url), int(count)) for url, count in rows]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Health:
+    """Figures an operator watches (``steeple status``, ``/metrics``). Counts of open
+    runs only: each comes from a partial index, so the cost does not grow with history."""
+
+    schema_version: int
+    tenants: int
+    active_schedules: int
+    runs_pending: int  # pending or retry_wait, due or not
+    runs_due: int  # of those, due now: waiting for a free slot
+    runs_running: int
+    oldest_due_age_ms: int  # now − the earliest due_at among due runs; 0 when none
+    planner_lag_ms: int  # now − the earliest next occurrence not yet planned; 0 when none
+    page_size: int
+    page_count: int
+    freelist_count: int
+    last_start_ms: int | None  # when the current (or last) appliance process started
+
+
+def health(conn: apsw.Connection, *, now: int) -> Health:
+    def one(sql: str, *args: object) -> int:
+        row = conn.execute(sql, args).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    oldest_due = one(
+        "SELECT min(due_at) FROM job_runs WHERE state IN ('pending', 'retry_wait') AND due_at <= ?",
+        now,
+    )
+    next_fire = one(
+        "SELECT min(next_fire_at) FROM schedules WHERE paused = 0 AND deleted_at IS NULL"
+        " AND next_fire_at IS NOT NULL"
+    )
+    started = conn.execute("SELECT max(started_at) FROM incarnations").fetchone()
+    return Health(
+        schema_version=one("PRAGMA user_version"),
+        tenants=one("SELECT count(*) FROM tenants"),
+        active_schedules=one(
+            "SELECT count(*) FROM schedules WHERE paused = 0 AND deleted_at IS NULL"
+            " AND next_fire_at IS NOT NULL"
+        ),
+        runs_pending=one("SELECT count(*) FROM job_runs WHERE state IN ('pending', 'retry_wait')"),
+        runs_due=one(
+            "SELECT count(*) FROM job_runs WHERE state IN ('pending', 'retry_wait')"
+            " AND due_at <= ?",
+            now,
+        ),
+        runs_running=one("SELECT count(*) FROM job_runs WHERE state = 'running'"),
+        oldest_due_age_ms=max(0, now - oldest_due) if oldest_due else 0,
+        planner_lag_ms=max(0, now - next_fire) if next_fire else 0,
+        page_size=one("PRAGMA page_size"),
+        page_count=one("PRAGMA page_count"),
+        freelist_count=one("PRAGMA freelist_count"),
+        last_start_ms=None if started is None or started[0] is None else int(started[0]),
+    )
+
+
+def sqlite_version() -> str:
+    return apsw.sqlite_lib_version()
+
+
+def journal_mode(conn: apsw.Connection) -> str:
+    row = conn.execute("PRAGMA journal_mode").fetchone()
+    return "unknown" if row is None else str(row[0])
+
+
+def quick_check(conn: apsw.Connection) -> list[str]:
+    """``PRAGMA quick_check``: ``["ok"]`` or the first problems found."""
+    return [str(row[0]) for row in conn.execute("PRAGMA quick_check(5)")]
