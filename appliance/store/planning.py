@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import apsw
 
-from appliance.core.schedules import CatchupPolicy
+from appliance.core.schedules import CatchupPolicy, Overlap
 from appliance.errors import StoreError
 from appliance.store import rows
 
@@ -49,13 +49,19 @@ class DueSchedule(NamedTuple):
     catchup_policy: CatchupPolicy
     catchup_window_seconds: int
     cursor: int  # next_fire_at: set, or the schedule would not be due
+    # Timing besides cron (core.timing): None for a plain cron schedule.
+    at: int | None
+    every_seconds: int | None
+    start_at: int | None
+    end_at: int | None
+    overlap: Overlap
 
 
 _DUE_COLUMNS = rows.Columns(
     DueSchedule,
     DueSchedule._fields,
     sql={"cursor": "next_fire_at"},
-    convert={"catchup_policy": rows.enum_of(CatchupPolicy)},
+    convert={"catchup_policy": rows.enum_of(CatchupPolicy), "overlap": rows.enum_of(Overlap)},
 )
 
 
