@@ -180,7 +180,7 @@ async def test_the_preview_covers_every_kind(api: Api) -> None:
             "start_at": "2026-03-29T00:00:00Z",
             "count": 3,
             "timezone": "Europe/Berlin",
-        },  # fmt: skip
+        },
     )
     assert every.status == 200, every.body
     assert every.body["kind"] == "every" and every.body["every_seconds"] == 900
@@ -196,12 +196,13 @@ async def test_the_preview_covers_every_kind(api: Api) -> None:
             "scheduled_for": "2026-12-24T17:00:00Z",
             "local_time": "2026-12-24T17:00:00",
             "utc_offset": "+00:00",
-        }  # fmt: skip
+        }
     ]
     bounded = await api.call(
-        "POST", "/v1/cron/preview",
+        "POST",
+        "/v1/cron/preview",
         json_body={"cron": "0 0 * * *", "end_at": "2026-03-04T00:00:00Z", "count": 10},
-    )  # fmt: skip
+    )
     assert [o["scheduled_for"] for o in bounded.body["occurrences"]] == [
         "2026-03-03T00:00:00Z",
         "2026-03-04T00:00:00Z",

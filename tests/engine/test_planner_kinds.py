@@ -141,9 +141,7 @@ def cases(draw: st.DrawFn) -> Case:
     )
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)  # fmt: skip
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=cases())
 def test_each_occurrence_inside_the_bounds_is_materialised_once_under_jumps_and_restarts(
     case: Case,
