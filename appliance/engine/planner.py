@@ -40,7 +40,7 @@ from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import PlannedOccurrence, planned_occurrences, planned_timing
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.runs import NewRun, RunState, Trigger, occurrence_run
-from appliance.core.schedules import CatchupPolicy
+from appliance.core.schedules import CatchupPolicy, Overlap
 from appliance.core.timing import is_plain_cron
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import ValidationError
@@ -273,6 +273,7 @@ def _planned_run(
         state=RunState.PENDING if reason is None else RunState.MISSED,
         trigger=Trigger.SCHEDULE,
         body_digest=digest,
+        overlap=None if schedule.overlap == Overlap.ALLOW else schedule.overlap,
     )
 
 

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import apsw
 
-from appliance.core.schedules import CatchupPolicy, Overlap
+from appliance.core.schedules import CatchupPolicy
 from appliance.errors import StoreError
 from appliance.store import rows
 
@@ -54,14 +54,14 @@ class DueSchedule(NamedTuple):
     every_seconds: int | None
     start_at: int | None
     end_at: int | None
-    overlap: Overlap
+    overlap: str  # an Overlap value, left as text: read once per schedule per pass
 
 
 _DUE_COLUMNS = rows.Columns(
     DueSchedule,
     DueSchedule._fields,
     sql={"cursor": "next_fire_at"},
-    convert={"catchup_policy": rows.enum_of(CatchupPolicy), "overlap": rows.enum_of(Overlap)},
+    convert={"catchup_policy": rows.enum_of(CatchupPolicy)},
 )
 
 

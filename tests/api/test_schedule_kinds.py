@@ -209,3 +209,13 @@ async def test_the_preview_covers_every_kind(api: Api) -> None:
     ]
     none = await api.call("POST", "/v1/cron/preview", json_body={"count": 3})
     assert none.status == 422 and none.fields == ["cron"]
+
+
+async def test_overlap_is_a_field_with_a_default_and_a_closed_set(api: Api) -> None:
+    created = await api.create()
+    assert created["overlap"] == "allow"
+    skip = await api.call("PATCH", f"/v1/schedules/{created['id']}", json_body={"overlap": "skip"})
+    assert skip.status == 200 and skip.body["overlap"] == "skip"
+    bad = await api.call("POST", "/v1/schedules", json_body=schedule_json(overlap="queue"))
+    assert bad.status == 422 and bad.fields == ["overlap"]
+    assert "allow, skip, buffer_one" in bad.body["errors"][0]["message"]

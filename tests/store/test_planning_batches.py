@@ -74,7 +74,7 @@ def test_due_cursors_read_what_the_schedule_holds(
             full.spec.every_seconds,
             full.spec.start_at,
             full.spec.end_at,
-            full.spec.overlap,
+            full.spec.overlap.value,
         )
 
 
