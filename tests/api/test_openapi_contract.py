@@ -196,6 +196,10 @@ async def test_every_route_answers_what_the_spec_documents(
     ids["run"] = (await call(api, "POST", one + "/trigger", 201))["id"]
     await call(api, "POST", one + "/trigger", 200)
     await call(api, "GET", one + "/runs", 200)
+    backfill = {"from": "2026-03-01T00:00:00Z", "to": "2026-03-01T01:00:00Z"}
+    await call(api, "POST", one + "/backfill", 200, json_body={**backfill, "dry_run": True})
+    await call(api, "POST", one + "/backfill", 422, json_body={**backfill, "max": 3})
+    await call(other, "POST", one + "/backfill", 404, json_body=backfill)
     await call(api, "GET", "/v1/runs/{run_id}", 200)
     await call(api, "POST", "/v1/runs/{run_id}/replay", 409)
     deliver_due(db, now=clock.now)
