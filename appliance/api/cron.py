@@ -1,18 +1,22 @@
-"""``POST /v1/cron/preview``: the next occurrences of a cron expression in a timezone.
+"""``POST /v1/cron/preview``: the next occurrences of a schedule's timing, of any kind.
 
-It answers exactly what a schedule with that cron and timezone would plan (the same
-``occurrences_after``, the same DST rules of ADR 0037), with each instant's local wall time
-and UTC offset so a tenant can see what a DST transition does, and — when both day fields
-are given — in words whether a day must match both or either (ADR 0037). No jitter: that
-depends on a schedule id. Needs a valid API key like every ``/v1`` route.
+The body takes a schedule's timing fields — exactly one of ``cron``, ``at`` and ``every``
+(or ``every_seconds``), with ``timezone``, ``start_at`` and ``end_at`` — read by the very
+function a create uses (``core.timing_input``), and answers exactly what such a schedule
+would plan (``core.timing.occurrences``, with the DST rules of ADR 0037), with each
+instant's local wall time and UTC offset so a tenant can see what a DST transition does,
+and — when both day fields of a cron are given — in words whether a day must match both or
+either (ADR 0037). An interval without ``start_at`` is anchored at now's second, as a
+create would anchor it. No jitter: that depends on a schedule id. Needs a valid API key
+like every ``/v1`` route.
 
 Rules this module guards:
 
 - The body is read like a schedule's (``core.json_fields``): every problem at once, a 422
   naming each field, unknown fields refused, ``null`` meaning "absent" (the default).
 - Every input is bounded before any work: ``cron`` at 200 characters, ``timezone`` at 64,
-  ``count`` at 100, ``after`` inside the years whose local times and texts are ordinary
-  (1970 up to 9999).
+  ``count`` at 100, every instant inside the years whose local times and texts are
+  ordinary (1970 up to 9999).
 - The preview is worked out in a worker thread, one at a time (``ApiContext.cpu``): the
   parse of a 200-character spec costs up to ~6 ms and 100 occurrences of a sparse spec
   (29 February on a Sunday) ~80 ms of croniter, which must not stall the event loop that
@@ -21,6 +25,7 @@ Rules this module guards:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import trio
@@ -30,23 +35,16 @@ from quart_trio import QuartTrio
 from appliance.api.auth import authenticate
 from appliance.api.bodies import json_response, read_json
 from appliance.api.context import context
-from appliance.core.cron import (
-    END_MS,
-    MAX_EXPRESSION_CHARS,
-    MAX_TIMEZONE_CHARS,
-    CronSpec,
-    day_rule,
-    local_wall_time,
-    occurrences_after,
-    parse_cron,
-)
+from appliance.core.cron import END_MS, day_rule, local_wall_time, parse_cron
 from appliance.core.instants import format_instant, format_scheduled_for, parse_instant
 from appliance.core.json_fields import FieldReader
+from appliance.core.timing import ScheduleKind, default_anchor, kind_of, occurrences
+from appliance.core.timing_input import TIMING_FIELDS, TimingInput, read_timing, timing_document
 from appliance.errors import ValidationError
 
 DEFAULT_COUNT = 5
 MAX_COUNT = 100
-_FIELDS = ("cron", "timezone", "after", "count")
+_FIELDS = (*TIMING_FIELDS, "after", "count")
 _AFTER_RANGE = f"from {format_instant(0)} to before {format_instant(END_MS)}"
 
 
@@ -68,10 +66,10 @@ async def preview() -> Response:
 def _preview(obj: object, now: int) -> dict[str, object]:
     """The preview of the request body ``obj``; raises ValidationError. Runs in a worker
     thread: parsing a 200-character spec costs up to ~6 ms, 100 sparse occurrences ~80."""
-    spec, after, count = _parse(obj, now=now)
+    timing, after, count = _parse(obj, now=now)
     items = []
-    for ms in itertools.islice(occurrences_after(spec, after), count):
-        local_time, offset = local_wall_time(ms, spec.timezone)
+    for ms in itertools.islice(occurrences(timing, after_ms=after), count):
+        local_time, offset = local_wall_time(ms, timing.timezone)
         items.append(
             {
                 "scheduled_for": format_scheduled_for(ms),
@@ -79,36 +77,31 @@ def _preview(obj: object, now: int) -> dict[str, object]:
                 "utc_offset": offset,
             }
         )
+    kind = kind_of(timing)
+    rule = day_rule(parse_cron(timing.cron, timing.timezone)) if kind is ScheduleKind.CRON else None
     return {
-        "cron": spec.expression,
-        "timezone": spec.timezone,
-        "day_rule": day_rule(spec),
+        "kind": kind.value,
+        **timing_document(timing),
+        "day_rule": rule,
         "occurrences": items,
     }
 
 
-def _parse(obj: object, *, now: int) -> tuple[CronSpec, int, int]:
+def _parse(obj: object, *, now: int) -> tuple[TimingInput, int, int]:
     if not isinstance(obj, dict):
         raise ValidationError.single("$", "the request body must be a JSON object")
     fields = FieldReader(obj)
     fields.unknown(_FIELDS)
-    cron = fields.text("cron", default=None, max_chars=MAX_EXPRESSION_CHARS, example="30 2 * * *")
-    timezone = fields.text(
-        "timezone", default="UTC", max_chars=MAX_TIMEZONE_CHARS, example="Europe/Berlin"
-    )
+    timing = read_timing(fields)
     after = _after(fields, now)
     count = fields.integer(
         "count", default=DEFAULT_COUNT, low=1, high=MAX_COUNT, unit="occurrences"
     )
-    spec = None
-    if fields.ok("cron") and fields.ok("timezone"):
-        try:
-            spec = parse_cron(cron, timezone)
-        except ValidationError as error:
-            fields.absorb(error)
-    if fields.errors or spec is None:
+    if fields.errors:
         raise ValidationError(fields.errors)
-    return spec, after, count
+    if timing.every_seconds is not None and timing.start_at is None:
+        timing = dataclasses.replace(timing, start_at=default_anchor(now))
+    return timing, after, count
 
 
 def _after(fields: FieldReader, now: int) -> int:

@@ -7,11 +7,11 @@ second-precision form that is also ``X-Scheduled-For`` (ADR 0037). A schedule ec
 
 from __future__ import annotations
 
+import enum
 import itertools
 
-from appliance.core.cron import parse_cron
 from appliance.core.instants import format_instant, format_scheduled_for
-from appliance.core.jitter import planned_occurrences
+from appliance.core.jitter import planned_timing
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.schedule_input import schedule_document
 from appliance.core.schedules import Schedule
@@ -31,8 +31,21 @@ def render_schedule(
     document["version"] = schedule.version
     document["created_at"] = format_instant(schedule.created_at)
     document["updated_at"] = format_instant(schedule.updated_at)
+    document["status"] = schedule_status(schedule).value
     document["next_runs"] = next_runs(schedule, now=now, shared=shared)
     return document
+
+
+class ScheduleStatus(enum.StrEnum):
+    ACTIVE = "active"  # planned
+    PAUSED = "paused"
+    COMPLETED = "completed"  # nothing more will be planned: a one-off done, past end_at
+
+
+def schedule_status(schedule: Schedule) -> ScheduleStatus:
+    if schedule.spec.paused:
+        return ScheduleStatus.PAUSED
+    return ScheduleStatus.ACTIVE if schedule.next_fire_at is not None else ScheduleStatus.COMPLETED
 
 
 def next_runs(
@@ -42,19 +55,17 @@ def next_runs(
     count: int = NEXT_RUNS,
     shared: OccurrenceCache | None = None,
 ) -> list[dict[str, str]]:
-    """The next ``count`` planned occurrences after ``now`` (none while paused), from the
-    same function the planner uses, so ``due_at`` includes the same jitter."""
+    """The next ``count`` planned occurrences after ``now`` (none while paused or once
+    completed), from the same function the planner uses, so ``due_at`` includes the same
+    jitter."""
     if schedule.spec.paused:
         return []
     spec = schedule.spec
-    cron = (
-        parse_cron(spec.cron, spec.timezone)
-        if shared is None
-        else shared.spec(spec.cron, spec.timezone)
-    )
     text = format_scheduled_for if shared is None else shared.text
-    planned = planned_occurrences(
-        cron,
+    if schedule.next_fire_at is None:
+        return []  # completed: nothing more is planned
+    planned = planned_timing(
+        spec,
         schedule_id=schedule.id,
         jitter_seconds=spec.jitter_seconds,
         after_ms=now,

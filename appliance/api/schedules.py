@@ -26,6 +26,7 @@ from collections.abc import Callable
 from quart import Response, request
 from quart_trio import QuartTrio
 
+from appliance.api import backfill
 from appliance.api.auth import authenticate, authenticate_caller, checked_inputs, read_as_tenant
 from appliance.api.bodies import JSON, MERGE_PATCH_JSON, json_response, read_json
 from appliance.api.context import ApiContext, context
@@ -62,6 +63,7 @@ def register(app: QuartTrio) -> None:
     app.add_url_rule(
         "/v1/schedules/<schedule_id>/trigger", view_func=trigger_schedule, methods=["POST"]
     )
+    backfill.register(app)
 
 
 async def create_schedule() -> Response:

@@ -9,7 +9,8 @@
   ``jitter_seconds = 0`` gives ``due_at == scheduled_for``.
 - Deterministic: the same schedule and occurrence always get the same jitter, so a
   re-plan or a restore reproduces ``due_at``. It is stored at materialisation anyway.
-- ``planned_occurrences`` is the one function the planner and the preview both use.
+- ``planned_occurrences`` (a cron spec) and ``planned_timing`` (any kind, core.timing) are
+  the functions the planner and the preview both use; both end in :func:`with_jitter`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import NamedTuple
 from appliance.core.cron import CronSpec, occurrences_after
 from appliance.core.instants import format_scheduled_for
 from appliance.core.occurrence_cache import OccurrenceCache
+from appliance.core.timing import Timing, occurrences
 
 
 class PlannedOccurrence(NamedTuple):
@@ -55,6 +57,28 @@ def planned_occurrences(
     """Every occurrence of ``spec`` after ``after_ms`` with its ``due_at``, in order.
     ``shared``: the caller's cache, so schedules with the same spec compute them once."""
     nominal = occurrences_after(spec, after_ms) if shared is None else shared.after(spec, after_ms)
+    return with_jitter(nominal, schedule_id=schedule_id, jitter_seconds=jitter_seconds)
+
+
+def planned_timing(
+    timing: Timing,
+    *,
+    schedule_id: str,
+    jitter_seconds: int,
+    after_ms: int,
+    shared: OccurrenceCache | None = None,
+) -> Iterator[PlannedOccurrence]:
+    """Every occurrence of a schedule of any kind after ``after_ms``, with its ``due_at``.
+    The last occurrence of a bounded or one-off schedule has no successor: its jitter
+    window is the whole ``jitter_seconds``."""
+    nominal = occurrences(timing, after_ms=after_ms, shared=shared)
+    return with_jitter(nominal, schedule_id=schedule_id, jitter_seconds=jitter_seconds)
+
+
+def with_jitter(
+    nominal: Iterator[int], *, schedule_id: str, jitter_seconds: int
+) -> Iterator[PlannedOccurrence]:
+    """The nominal instants of one schedule, in order, each with its ``due_at``."""
     if jitter_seconds == 0:  # no jitter: no need to look ahead
         for scheduled_for in nominal:
             yield PlannedOccurrence(scheduled_for, scheduled_for)

@@ -5,6 +5,7 @@
     410 Gone                                PERMANENT    gone (pause sched.)  -
     3xx (redirects are never followed)      RETRYABLE    -                    schedule
     429 Too Many Requests                   RETRYABLE    -                    60 s, Retry-After
+    503 Service Unavailable                 RETRYABLE    -                    schedule, Retry-After
     any other status                        RETRYABLE    -                    schedule
     transport: timeout, deadline            RETRYABLE    -                    60 s
     transport: blocked destination          PERMANENT    destination_blocked  -
@@ -146,7 +147,8 @@ _BLOCKED = Verdict(outcome=AttemptOutcome.PERMANENT, reason=FailureReason.DESTIN
 
 def classify_response(status: int, retry_after: str | None, *, now_ms: int) -> Verdict:
     """The verdict on an HTTP response. ``retry_after`` is the raw ``Retry-After`` header,
-    read only for 429; ``now_ms`` anchors an HTTP-date value."""
+    read only for 429 and 503 (RFC 9110 defines it for both); ``now_ms`` anchors an
+    HTTP-date value."""
     if 200 <= status <= 299:
         return _OK
     if status == 410:
@@ -155,6 +157,11 @@ def classify_response(status: int, retry_after: str | None, *, now_ms: int) -> V
         return Verdict(
             outcome=AttemptOutcome.RETRYABLE,
             min_delay_ms=SLOW_DOWN_MS,
+            retry_after_ms=parse_retry_after(retry_after, now_ms=now_ms),
+        )
+    if status == 503 and retry_after is not None:
+        return Verdict(
+            outcome=AttemptOutcome.RETRYABLE,
             retry_after_ms=parse_retry_after(retry_after, now_ms=now_ms),
         )
     return _RETRY  # 3xx included: redirects are not followed, so the attempt failed

@@ -7,6 +7,7 @@
       │  │   retry_wait ──claim──▶ running
       │  │   retry_wait ──fail (reclaimed, no attempts left)──▶ failed
       │  │   retry_wait ──cancel──▶ cancelled
+      ├──┼──skip (overlap: an earlier run still open, docs/schedules.md)──▶ missed
       └──┼──cancel (schedule paused, deleted or edited)──▶ cancelled
          └──replay── succeeded | failed | missed | cancelled  (same run, same key)
     missed: inserted so by the planner (catch-up policy); delivered only if replayed
@@ -21,6 +22,7 @@ The same table, one transition a line (tests/core/test_runs.py checks it against
     running     fail     failed
     running     reclaim  retry_wait
     pending     cancel   cancelled
+    pending     skip     missed
     retry_wait  cancel   cancelled
     retry_wait  fail     failed
     succeeded   replay   pending
@@ -64,6 +66,7 @@ class Transition(enum.StrEnum):
     RECLAIM = "reclaim"  # lease expired or a previous incarnation died: back to retry_wait
     CANCEL = "cancel"  # schedule deleted, paused or edited before the run started
     REPLAY = "replay"  # tenant asked for a terminal run again
+    SKIP = "skip"  # due while an earlier run of its schedule is open (overlap policy)
 
 
 class AttemptOutcome(enum.StrEnum):
@@ -88,6 +91,7 @@ TRANSITIONS: dict[tuple[RunState, Transition], RunState] = {
     (_S.RUNNING, Transition.FAIL): _S.FAILED,
     (_S.RUNNING, Transition.RECLAIM): _S.RETRY_WAIT,
     (_S.PENDING, Transition.CANCEL): _S.CANCELLED,
+    (_S.PENDING, Transition.SKIP): _S.MISSED,
     (_S.RETRY_WAIT, Transition.CANCEL): _S.CANCELLED,
     (_S.RETRY_WAIT, Transition.FAIL): _S.FAILED,  # reclaimed with no attempts left
     **{(state, Transition.REPLAY): _S.PENDING for state in TERMINAL},
@@ -127,6 +131,7 @@ class NewRun(NamedTuple):
     state: RunState  # pending, or missed for an occurrence the catch-up policy drops
     trigger: Trigger
     body_digest: str
+    overlap: str | None = None  # the schedule's overlap policy unless `allow` (store/overlap)
 
 
 def occurrence_run(
@@ -139,6 +144,7 @@ def occurrence_run(
     state: RunState,
     trigger: Trigger,
     body_digest: str,
+    overlap: str | None = None,
 ) -> NewRun:
     """The row for one occurrence of a schedule; id and key derive from the canonical
     instant (ADR 0037), so the same occurrence always gets the same run."""
@@ -156,4 +162,5 @@ def occurrence_run(
         state,
         trigger,
         body_digest,
+        overlap,
     )

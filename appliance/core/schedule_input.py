@@ -13,7 +13,8 @@ Rules this module guards (docs/architecture.md, ADR 0032, ADR 0037):
 - Exactly one of ``payload`` (any JSON value, stored as compact UTF-8 JSON) or ``body`` (a
   string, stored as its UTF-8 bytes) is given. The stored bytes are what every attempt sends,
   so the size limit applies to them, not to the request that carried them.
-- Cron and timezone are checked by :func:`appliance.core.cron.parse_cron`, tenant headers by
+- The timing (exactly one of ``cron``, ``at``, ``every``; ``timezone``; ``start_at`` and
+  ``end_at``) is read by :mod:`appliance.core.timing_input`, tenant headers by
   :func:`appliance.core.delivery.check_tenant_headers`, the target URL's static rules by
   :func:`appliance.core.addresses.check_target_url` under the caller's policy. Name
   resolution is not done here (core is pure): the API checks the resolved addresses after.
@@ -24,13 +25,13 @@ the result as a whole, so a PATCH can never produce a schedule a POST would refu
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, TypeVar
 
 from appliance.core.addresses import AddressPolicy, check_target_url
-from appliance.core.cron import MAX_EXPRESSION_CHARS, MAX_TIMEZONE_CHARS, parse_cron
 from appliance.core.delivery import check_tenant_headers
 from appliance.core.json_fields import FieldReader
 from appliance.core.retry import MAX_ATTEMPTS_LIMIT
@@ -40,10 +41,19 @@ from appliance.core.schedules import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_TIMEOUT_SECONDS,
     CatchupPolicy,
+    Overlap,
     PayloadKind,
     ScheduleSpec,
 )
+from appliance.core.timing_input import (
+    TIMING_FIELDS,
+    read_timing,
+    switch_kind,
+    timing_document,
+)
 from appliance.errors import ValidationError
+
+E = TypeVar("E", bound=enum.StrEnum)
 
 MAX_BODY_BYTES: Final = 64 * 1024
 MAX_NAME_CHARS: Final = 200
@@ -55,8 +65,7 @@ MAX_TIMEOUT_SECONDS: Final = 300
 
 FIELDS: Final = (
     "name",
-    "cron",
-    "timezone",
+    *TIMING_FIELDS,
     "target_url",
     "payload",
     "body",
@@ -67,8 +76,11 @@ FIELDS: Final = (
     "retry",
     "timeout_seconds",
     "paused",
+    "overlap",
 )
-READ_ONLY_FIELDS: Final = frozenset({"id", "version", "created_at", "updated_at", "next_runs"})
+READ_ONLY_FIELDS: Final = frozenset(
+    {"id", "version", "created_at", "updated_at", "next_runs", "status"}
+)
 _CATCHUP_FIELDS: Final = ("policy", "window_seconds")
 _RETRY_FIELDS: Final = ("max_attempts",)
 
@@ -90,7 +102,7 @@ def parse_schedule(
     name = fields.text("name", default=None, max_chars=MAX_NAME_CHARS, example="nightly report")
     if fields.ok("name") and obj.get("name") is not None and not name.strip():
         fields.fail("name", "must not be blank")
-    cron, timezone = _cron(fields)
+    timing = read_timing(fields)
     target_url = _target_url(fields, policy)
     kind, body, content_type = _body(fields, max_body_bytes)
     headers = _headers(fields)
@@ -107,12 +119,13 @@ def parse_schedule(
         unit="seconds",
     )
     paused = fields.boolean("paused", default=False)
+    overlap = _choice(fields, "overlap", Overlap, Overlap.ALLOW)
     if fields.errors:
         raise ValidationError(fields.errors)
     return ScheduleSpec(
         name=name,
-        cron=cron,
-        timezone=timezone,
+        cron=timing.cron,
+        timezone=timing.timezone,
         target_url=target_url,
         payload_kind=kind,
         body=body,
@@ -124,28 +137,12 @@ def parse_schedule(
         max_attempts=max_attempts,
         timeout_seconds=timeout,
         paused=paused,
+        at=timing.at,
+        every_seconds=timing.every_seconds,
+        start_at=timing.start_at,
+        end_at=timing.end_at,
+        overlap=overlap,
     )
-
-
-def _cron(fields: FieldReader) -> tuple[str, str]:
-    cron = fields.text("cron", default=None, max_chars=MAX_EXPRESSION_CHARS, example="0 3 * * *")
-    timezone = fields.text(
-        "timezone", default="UTC", max_chars=MAX_TIMEZONE_CHARS, example="Europe/Berlin"
-    )
-    cron_ok, timezone_ok = fields.ok("cron"), fields.ok("timezone")
-    if cron_ok:
-        # A timezone that is not even a string is already reported: check the cron in UTC.
-        _absorb_cron(fields, cron, timezone if timezone_ok else "UTC", only=None)
-    elif timezone_ok and fields.given("timezone"):
-        _absorb_cron(fields, "* * * * *", timezone, only="timezone")
-    return cron, timezone
-
-
-def _absorb_cron(fields: FieldReader, cron: str, timezone: str, *, only: str | None) -> None:
-    try:
-        parse_cron(cron, timezone)
-    except ValidationError as error:
-        fields.absorb(error, only=only)
 
 
 def _target_url(fields: FieldReader, policy: AddressPolicy) -> str:
@@ -227,15 +224,18 @@ def _headers(fields: FieldReader) -> tuple[tuple[str, str], ...]:
         return ()
 
 
+def _choice(fields: FieldReader, key: str, choices: type[E], default: E) -> E:
+    value = fields.obj.get(key)
+    if isinstance(value, str) and value in {c.value for c in choices}:
+        return choices(value)
+    if value is not None:
+        fields.fail(key, f"must be one of {', '.join(c.value for c in choices)}")
+    return default
+
+
 def _catchup(fields: FieldReader) -> tuple[CatchupPolicy, int]:
     fields.unknown(_CATCHUP_FIELDS)
-    policy = CatchupPolicy.ALL
-    value = fields.obj.get("policy")
-    choices = ", ".join(p.value for p in CatchupPolicy)
-    if isinstance(value, str) and value in {p.value for p in CatchupPolicy}:
-        policy = CatchupPolicy(value)
-    elif value is not None:
-        fields.fail("policy", f"must be one of {choices}")
+    policy = _choice(fields, "policy", CatchupPolicy, CatchupPolicy.ALL)
     window = fields.integer(
         "window_seconds",
         default=DEFAULT_CATCHUP_WINDOW_SECONDS,
@@ -261,7 +261,7 @@ def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
     """The tenant-facing JSON of ``spec``: what a POST with these values would contain.
 
     ``payload`` is echoed as parsed JSON, ``body`` as the exact string given."""
-    document: dict[str, object] = {"name": spec.name, "cron": spec.cron, "timezone": spec.timezone}
+    document: dict[str, object] = {"name": spec.name, **timing_document(spec)}
     document["target_url"] = spec.target_url
     if spec.payload_kind is PayloadKind.JSON:
         document["payload"] = json.loads(spec.body)
@@ -277,6 +277,7 @@ def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
     document["retry"] = {"max_attempts": spec.max_attempts}
     document["timeout_seconds"] = spec.timeout_seconds
     document["paused"] = spec.paused
+    document["overlap"] = spec.overlap.value
     return document
 
 
@@ -289,7 +290,8 @@ def merge_patch(
 ) -> ScheduleSpec:
     """``current`` with the JSON merge patch ``obj`` applied, validated as a whole.
 
-    Top-level fields are replaced; ``catchup`` and ``retry`` are merged key by key;
+    Top-level fields are replaced; ``catchup`` and ``retry`` are merged key by key; a
+    patch naming a kind (``cron``, ``at``, ``every``) replaces the stored kind;
     ``payload`` is replaced whole (it is the tenant's opaque value, not ours to merge);
     ``null`` removes a field so it takes its default. Giving ``payload`` drops a stored
     ``body`` and vice versa, and then resets ``content_type`` to its default unless the
@@ -298,6 +300,7 @@ def merge_patch(
         raise ValidationError.single("$", "a merge patch must be a JSON object")
     document = schedule_document(current)
     _switch_body_kind(document, obj)
+    switch_kind(document, obj)
     for key, value in obj.items():
         if key in ("catchup", "retry") and isinstance(value, dict):
             document[key] = _merge_object(document.get(key), value)

@@ -19,6 +19,15 @@ class CatchupPolicy(enum.StrEnum):
     SKIP = "skip"  # none: every misfired occurrence becomes a `missed` row
 
 
+class Overlap(enum.StrEnum):
+    """What an occurrence due while an earlier run of its schedule is still open becomes
+    (docs/schedules.md, "Overlap")."""
+
+    ALLOW = "allow"  # delivered regardless (concurrent runs are possible)
+    SKIP = "skip"  # recorded `missed` with reason `overlap`
+    BUFFER_ONE = "buffer_one"  # at most one waits; later ones recorded like `skip`
+
+
 class PayloadKind(enum.StrEnum):
     JSON = "json"  # tenant gave `payload` (any JSON value), sent as compact JSON
     BODY = "body"  # tenant gave `body` (a string), sent verbatim
@@ -40,6 +49,13 @@ class ScheduleSpec:
     max_attempts: int
     timeout_seconds: int
     paused: bool
+    # Timing besides ``cron`` (core.timing): at most one of ``at`` and ``every_seconds``
+    # is set, and then ``cron`` is ''. Instants are epoch ms, whole seconds.
+    at: int | None = None  # a one-off: the single occurrence
+    every_seconds: int | None = None  # an interval from ``start_at`` (its anchor)
+    start_at: int | None = None  # nothing is planned before it (inclusive)
+    end_at: int | None = None  # nothing is planned after it (inclusive)
+    overlap: Overlap = Overlap.ALLOW
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -37,10 +37,11 @@ import trio
 from appliance.clock import WallClock
 from appliance.core.events import EventType, JsonScalar
 from appliance.core.instants import format_scheduled_for
-from appliance.core.jitter import PlannedOccurrence, planned_occurrences
+from appliance.core.jitter import PlannedOccurrence, planned_occurrences, planned_timing
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.runs import NewRun, RunState, Trigger, occurrence_run
-from appliance.core.schedules import CatchupPolicy
+from appliance.core.schedules import CatchupPolicy, Overlap
+from appliance.core.timing import is_plain_cron
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import ValidationError
 from appliance.store.database import Connection, Database
@@ -187,21 +188,34 @@ class _SchedulePlan(NamedTuple):
 
 def _plan_schedule(work: _PassWork, schedule: DueSchedule) -> _SchedulePlan:
     try:
-        spec = work.shared.spec(schedule.cron, schedule.timezone)
+        stream = _stream(work, schedule)
     except ValidationError as exc:
         # Stored schedules were validated on write; a library upgrade can still change
         # what is valid. Stop planning it rather than fail every pass for every schedule.
         log.error("schedule %s can no longer be planned, stopping it: %s", schedule.id, exc)
         stop = CursorMove(schedule.id, schedule.cursor, None)
         return _SchedulePlan(schedule=schedule, runs=[], reasons=[], move=stop, more=False)
-    stream = planned_occurrences(
-        spec,
+    return _materialise(work, schedule, stream)
+
+
+def _stream(work: _PassWork, schedule: DueSchedule) -> Iterator[PlannedOccurrence]:
+    """The schedule's occurrences from its cursor on. A plain cron schedule (no other
+    kind, no bounds) takes the cron path directly: most schedules, and the hot one."""
+    if is_plain_cron(schedule):
+        return planned_occurrences(
+            work.shared.spec(schedule.cron, schedule.timezone),
+            schedule_id=schedule.id,
+            jitter_seconds=schedule.jitter_seconds,
+            after_ms=schedule.cursor - 1,
+            shared=work.shared,
+        )
+    return planned_timing(
+        schedule,
         schedule_id=schedule.id,
         jitter_seconds=schedule.jitter_seconds,
         after_ms=schedule.cursor - 1,
         shared=work.shared,
     )
-    return _materialise(work, schedule, stream)
 
 
 def _materialise(
@@ -259,6 +273,7 @@ def _planned_run(
         state=RunState.PENDING if reason is None else RunState.MISSED,
         trigger=Trigger.SCHEDULE,
         body_digest=digest,
+        overlap=None if schedule.overlap == Overlap.ALLOW else schedule.overlap,
     )
 
 

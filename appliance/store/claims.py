@@ -28,6 +28,9 @@ Rules this module guards:
 - **Fencing**: every write that moves a run out of ``running`` says ``AND lease_token =
   ? AND state = 'running'``. Zero rows changed → the attempt is recorded ``stale`` and
   nothing else changes (no event, no state).
+- **Overlap** (docs/schedules.md): before it claims, the claim lets
+  :func:`appliance.store.overlap.gate_overlaps` skip or hold the due runs of schedules
+  whose ``overlap`` is not ``allow``, in the same transaction.
 - The retry decision arrives made (:mod:`appliance.core.retry`, in the
   :class:`Completion`): this module only applies it.
 """
@@ -43,6 +46,7 @@ import apsw
 from appliance.core.retry import RetryBudget
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, Transition, check_transition
 from appliance.store import rows
+from appliance.store.overlap import gate_overlaps
 from appliance.store.pauses import pause_by_receiver
 from appliance.store.runs import (
     ATTEMPTED_RUN_SQL,
@@ -198,6 +202,7 @@ def claim_runs(
 ) -> ClaimBatch:
     """Claim up to ``limit`` due runs for incarnation ``owner``, shared fairly between
     tenants, none beyond ``tenant_cap`` running runs per tenant (None: no cap)."""
+    gate_overlaps(conn, now=now)  # skip or hold what overlaps an open run first
     cap = _NO_CAP if tenant_cap is None else tenant_cap
     params = {"owner": owner, "now": now, "expires": now + lease_ms, "limit": limit, "cap": cap}
     # Two tenants at most: enough to tell a contested claim from a lone tenant's.

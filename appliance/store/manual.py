@@ -180,14 +180,20 @@ def _reopen_paced(
     """Reopen ``runs`` oldest occurrence first, due ``1 / rate_per_second`` apart, the
     first one step after the tenant's last replayed run still waiting (or now)."""
     step = 1000 / rate_per_second
+    start = paced_start(conn, tenant_id, now=now, step=step)
+    ordered = sorted(runs, key=lambda r: (r.scheduled_for, r.id))
+    _reopen(conn, [(run, start + int(n * step)) for n, run in enumerate(ordered)], now=now)
+
+
+def paced_start(conn: apsw.Connection, tenant_id: str, *, now: int, step: float) -> int:
+    """When the next paced run of a tenant may be due: one ``step`` (ms) after its last
+    replayed or backfilled run still waiting (those carry ``budget_from``), or now."""
     waiting = conn.execute(
         f"SELECT MAX(due_at) FROM job_runs WHERE tenant_id = ? AND state IN {CLAIMABLE_SQL}"
         f" AND state = {_PENDING} AND budget_from IS NOT NULL",
         (tenant_id,),
     ).fetchone()
-    start = now if waiting is None or waiting[0] is None else max(now, int(waiting[0] + step))
-    ordered = sorted(runs, key=lambda r: (r.scheduled_for, r.id))
-    _reopen(conn, [(run, start + int(n * step)) for n, run in enumerate(ordered)], now=now)
+    return now if waiting is None or waiting[0] is None else max(now, int(waiting[0] + step))
 
 
 def _reopen(conn: apsw.Connection, runs: Sequence[tuple[RunRecord, int]], *, now: int) -> None:

@@ -49,6 +49,12 @@ class DueSchedule(NamedTuple):
     catchup_policy: CatchupPolicy
     catchup_window_seconds: int
     cursor: int  # next_fire_at: set, or the schedule would not be due
+    # Timing besides cron (core.timing): None for a plain cron schedule.
+    at: int | None
+    every_seconds: int | None
+    start_at: int | None
+    end_at: int | None
+    overlap: str  # an Overlap value, left as text: read once per schedule per pass
 
 
 _DUE_COLUMNS = rows.Columns(

@@ -26,24 +26,35 @@ creates is :mod:`appliance.store.request_keys`. Functions have the store shape
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Final
 
 import apsw
 
-from appliance.core.cron import parse_cron
 from appliance.core.events import Actor, EventType, JsonValue
 from appliance.core.ids import new_id
-from appliance.core.jitter import planned_occurrences
+from appliance.core.jitter import planned_timing
 from appliance.core.schedule_input import changed_fields
-from appliance.core.schedules import CatchupPolicy, PayloadKind, Schedule, ScheduleSpec
-from appliance.errors import Conflict, NotFound
+from appliance.core.schedules import CatchupPolicy, Overlap, PayloadKind, Schedule, ScheduleSpec
+from appliance.core.timing import ScheduleKind, default_anchor, kind_of
+from appliance.errors import Conflict, NotFound, ValidationError
 from appliance.store import rows
 from appliance.store.events import append_event
 from appliance.store.runs import withdraw_future_runs, withdraw_open_runs
 
 # Changing any of these makes rows planned from the old spec wrong (their time, their
 # due_at or their frozen body), so open rows are withdrawn and the cursor re-derived.
-_REPLANNING_FIELDS: Final = ("cron", "timezone", "jitter_seconds", "body", "content_type")
+_REPLANNING_FIELDS: Final = (
+    "cron",
+    "timezone",
+    "jitter_seconds",
+    "body",
+    "content_type",
+    "at",
+    "every_seconds",
+    "start_at",
+    "end_at",
+)
 
 # The spec's fields are the schedules columns of the same names.
 _SPEC_FIELDS: Final = tuple(ScheduleSpec.__dataclass_fields__)
@@ -90,6 +101,11 @@ _COLUMNS: Final = rows.Columns(
         "max_attempts": rows.integer,
         "timeout_seconds": rows.integer,
         "paused": rows.flag,
+        "at": rows.optional_integer,
+        "every_seconds": rows.optional_integer,
+        "start_at": rows.optional_integer,
+        "end_at": rows.optional_integer,
+        "overlap": rows.enum_of(Overlap),
         "next_fire_at": rows.optional_integer,
         "version": rows.integer,
         "created_at": rows.integer,
@@ -115,12 +131,32 @@ class ScheduleLimitReached(Conflict):
 
 def first_fire_at(spec: ScheduleSpec, *, schedule_id: str, now: int) -> int | None:
     """The ``scheduled_for`` of the first planned occurrence strictly after ``now``."""
-    cron = parse_cron(spec.cron, spec.timezone)
-    occurrences = planned_occurrences(
-        cron, schedule_id=schedule_id, jitter_seconds=spec.jitter_seconds, after_ms=now
+    occurrences = planned_timing(
+        spec, schedule_id=schedule_id, jitter_seconds=spec.jitter_seconds, after_ms=now
     )
     first = next(occurrences, None)
     return first.scheduled_for if first is not None else None
+
+
+def anchored(spec: ScheduleSpec, *, now: int) -> ScheduleSpec:
+    """``spec`` with an interval's anchor set: ``start_at`` defaults to ``now``'s second,
+    stored so the anchor never moves (core.timing)."""
+    if spec.every_seconds is None or spec.start_at is not None:
+        return spec
+    return replace(spec, start_at=default_anchor(now))
+
+
+def first_fire_or_refuse(spec: ScheduleSpec, *, schedule_id: str, now: int) -> int:
+    """The new cursor of a schedule whose timing is being set; a timing that would never
+    fire after ``now`` is refused (422) rather than stored as already completed."""
+    cursor = first_fire_at(spec, schedule_id=schedule_id, now=now)
+    if cursor is not None:
+        return cursor
+    if kind_of(spec) is ScheduleKind.AT:
+        raise ValidationError.single("at", "is not after now; a one-off must lie in the future")
+    raise ValidationError.single(
+        "end_at", "leaves no occurrence after now; move it later or remove it"
+    )
 
 
 def count_schedules(conn: apsw.Connection, *, tenant_id: str) -> int:
@@ -146,7 +182,8 @@ def create_schedule(
     if max_schedules is not None and count_schedules(conn, tenant_id=tenant_id) >= max_schedules:
         raise ScheduleLimitReached(max_schedules)
     schedule_id = new_id("sch", now)
-    cursor = first_fire_at(spec, schedule_id=schedule_id, now=now)
+    spec = anchored(spec, now=now)
+    cursor = first_fire_or_refuse(spec, schedule_id=schedule_id, now=now)
     conn.execute(
         f"INSERT INTO schedules ({', '.join(_COLUMNS.fields)})"
         f" VALUES ({', '.join('?' * len(_COLUMNS.fields))})",
@@ -201,6 +238,7 @@ def update_schedule(
     has the same effect as pausing or resuming (:mod:`appliance.store.pauses`)."""
     current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
     check_version(current, expected_version)
+    spec = anchored(spec, now=now)
     replan = any(
         getattr(current.spec, field) != getattr(spec, field) for field in _REPLANNING_FIELDS
     )
@@ -209,7 +247,9 @@ def update_schedule(
         withdraw_open_runs(conn, schedule_id=schedule_id, now=now)
     elif replan:  # occurrences already due under the old spec are still delivered
         withdraw_future_runs(conn, schedule_id=schedule_id, now=now)
-    if replan or spec.paused != current.spec.paused:
+    if replan:
+        cursor = first_fire_or_refuse(spec, schedule_id=schedule_id, now=now)
+    elif spec.paused != current.spec.paused:
         cursor = first_fire_at(spec, schedule_id=schedule_id, now=now)
     version = write_spec(conn, current, spec, cursor=cursor, now=now)
     changed = changed_fields(current.spec, spec)

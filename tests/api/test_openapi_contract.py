@@ -122,7 +122,8 @@ async def test_a_created_schedule_has_every_required_field_of_the_schema(
     full = (await api.call("GET", f"/v1/runs/{run['id']}")).body
     assert set(spec["components"]["schemas"]["Run"]["properties"]) | {"attempts"} == set(full)
     fields = spec["components"]["schemas"]["ScheduleFields"]["properties"]
-    assert set(created) - {"id", "version", "created_at", "updated_at", "next_runs"} <= set(fields)
+    response_only = {"id", "version", "created_at", "updated_at", "next_runs", "status"}
+    assert set(created) - response_only <= set(fields)
 
 
 def response_schema(
@@ -200,6 +201,10 @@ async def test_every_route_answers_what_the_spec_documents(
     ids["run"] = (await call(api, "POST", one + "/trigger", 201))["id"]
     await call(api, "POST", one + "/trigger", 200)
     await call(api, "GET", one + "/runs", 200)
+    backfill = {"from": "2026-03-01T00:00:00Z", "to": "2026-03-01T01:00:00Z"}
+    await call(api, "POST", one + "/backfill", 200, json_body={**backfill, "dry_run": True})
+    await call(api, "POST", one + "/backfill", 422, json_body={**backfill, "max": 3})
+    await call(other, "POST", one + "/backfill", 404, json_body=backfill)
     await call(api, "GET", "/v1/runs/{run_id}", 200)
     await call(api, "POST", "/v1/runs/{run_id}/replay", 409)
     deliver_due(db, now=clock.now)

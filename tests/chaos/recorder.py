@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,13 +39,31 @@ import apsw
 from appliance.core.cron import parse_cron
 from appliance.core.ids import idempotency_key
 from appliance.core.instants import format_scheduled_for, parse_instant
-from appliance.core.jitter import planned_occurrences
+from appliance.core.jitter import PlannedOccurrence, planned_occurrences, planned_timing
+from appliance.core.timing import Timing
 from tests.e2e.harness import Delivery
 from tests.engine.fake_exchange import Received
 
 FIGURES: list[str] = []  # every line published in this pytest session
 
 Occurrence = tuple[str, int]  # (schedule_id, scheduled_for epoch ms)
+When = str | Timing  # a cron expression, or a schedule's timing of any kind (core.timing)
+
+
+def planned(
+    when: When, *, schedule_id: str, jitter_seconds: int, after_ms: int, timezone: str = "UTC"
+) -> Iterator[PlannedOccurrence]:
+    """The planner's occurrences of a cron expression (in ``timezone``) or of a timing."""
+    if isinstance(when, str):
+        return planned_occurrences(
+            parse_cron(when, timezone),
+            schedule_id=schedule_id,
+            jitter_seconds=jitter_seconds,
+            after_ms=after_ms,
+        )
+    return planned_timing(
+        when, schedule_id=schedule_id, jitter_seconds=jitter_seconds, after_ms=after_ms
+    )
 
 
 def publish(scenario: str, **figures: object) -> str:
@@ -58,7 +76,7 @@ def publish(scenario: str, **figures: object) -> str:
 
 def expected_occurrences(
     schedule_id: str,
-    cron: str,
+    cron: When,
     *,
     after_ms: int,
     until_ms: int,
@@ -67,11 +85,12 @@ def expected_occurrences(
 ) -> list[Occurrence]:
     """Every occurrence with ``after_ms < scheduled_for <= until_ms``."""
     found: list[Occurrence] = []
-    for occurrence in planned_occurrences(
-        parse_cron(cron, timezone),
+    for occurrence in planned(
+        cron,
         schedule_id=schedule_id,
         jitter_seconds=jitter_seconds,
         after_ms=after_ms,
+        timezone=timezone,
     ):
         if occurrence.scheduled_for > until_ms:
             return found
@@ -349,7 +368,7 @@ def catchup_violations(
     path: Path,
     *,
     schedule_id: str,
-    cron: str,
+    cron: When,
     policy: str,
     window_ms: int,
     jitter_seconds: int = 0,
@@ -398,10 +417,8 @@ def _should_miss(lateness: int, next_lateness: int | None, *, policy: str, windo
     return next_lateness is not None and next_lateness > MISFIRE_MS
 
 
-def _following_due_at(cron: str, schedule_id: str, jitter_seconds: int, after: int) -> int | None:
-    stream = planned_occurrences(
-        parse_cron(cron), schedule_id=schedule_id, jitter_seconds=jitter_seconds, after_ms=after
-    )
+def _following_due_at(cron: When, schedule_id: str, jitter_seconds: int, after: int) -> int | None:
+    stream = planned(cron, schedule_id=schedule_id, jitter_seconds=jitter_seconds, after_ms=after)
     following = next(stream, None)
     return None if following is None else following.due_at
 

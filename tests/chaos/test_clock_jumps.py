@@ -34,12 +34,14 @@ from trio.testing import MockClock
 
 from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
+from appliance.core.timing_input import TimingInput
 from appliance.engine.delivery import Answer
 from appliance.store.database import Database
 from appliance.store.tenants import create_tenant as store_create_tenant
 from tests.chaos.conftest import Profile
 from tests.chaos.recorder import (
     Figures,
+    When,
     catchup_violations,
     classify,
     delivery_from_request,
@@ -79,7 +81,7 @@ async def test_a_clock_jump_in_process(
     autojump_clock: MockClock, inline_db: Database, profile: Profile, jump_ms: int
 ) -> None:
     tenant = inline_db.write_now(store_create_tenant, name="acme", now=T0).tenant_id
-    sids = {
+    sids: dict[str, tuple[When, str]] = {
         inline_db.write_now(
             insert_schedule,
             tenant_id=tenant,
@@ -93,6 +95,12 @@ async def test_a_clock_jump_in_process(
         ): (CRON, policy)
         for policy in POLICIES
     }
+    # An interval and a one-off (docs/schedules.md) ride along: every 45 s from T0, and
+    # once at T0 + 15 min (after the jump's old timeline, inside a forward jump's gap).
+    for name, kind in KINDS.items():
+        row = ScheduleRow(cron="", catchup_window_seconds=WINDOW_S, next_fire_at=T0, **kind)
+        sid = inline_db.write_now(insert_schedule, tenant_id=tenant, row=row, now=T0)
+        sids[sid] = (_timing(kind), name)
     wall = TrioWallClock(T0)
     copies: list[Delivery] = []
     jumped_at: list[int] = []
@@ -120,12 +128,23 @@ async def test_a_clock_jump_in_process(
         seed=profile.seed,
         **figures.as_dict(),
         rows=len(run_states(path)),
-        missed="/".join(f"{p}:{missed[p]}" for p in POLICIES),
+        missed="/".join(f"{name}:{n}" for name, n in missed.items()),
         dup_rows=duplicate_rows(path),
     )
     if jump_ms > 0:  # the policies differ only where occurrences were misfired
         assert missed["skip"] >= missed["latest"] >= missed["all"]
         assert missed["skip"] > 0 and missed["latest"] > 0
+
+
+KINDS: dict[str, dict[str, int]] = {
+    "every-45s": {"every_seconds": 45, "start_at": T0},
+    "one-off": {"at": T0 + 15 * MINUTE},
+}
+
+
+def _timing(kind: dict[str, int]) -> TimingInput:
+    fields = {"cron": "", "timezone": "UTC", "at": None, "every_seconds": None}
+    return TimingInput(**{**fields, "start_at": None, "end_at": None, **kind})  # type: ignore[arg-type]
 
 
 def _open(conn: apsw.Connection) -> int:
@@ -146,7 +165,7 @@ def _label(jump_ms: int) -> str:
 
 def _check_jump(
     path: Path,
-    schedules: dict[str, tuple[str, str]],
+    schedules: dict[str, tuple[When, str]],
     copies: list[Delivery],
     *,
     jump_ms: int,
@@ -154,14 +173,16 @@ def _check_jump(
     tolerance_ms: int = 2_500,
 ) -> tuple[Figures, dict[str, int]]:
     """The invariants shared by both drivers, for ``schedules`` (id → (cron, policy));
-    returns (figures, missed rows per policy). ``until_ms``: the end of the judged window
+    returns (figures, missed rows per policy; an interval or one-off is filed under its name,
+    with policy ``all``). ``until_ms``: the end of the judged window
     (the driver paused the schedules after it: later rows are cancelled or withdrawn)."""
     assert duplicate_rows(path) == 0
     assert out_of_order_rows(path) == []
     states = run_states(path)
     deliver: list[tuple[str, int]] = []
     missed: dict[str, int] = {}
-    for sid, (cron, policy) in schedules.items():
+    for sid, (cron, name) in schedules.items():
+        policy = name if name in POLICIES else "all"
         rows = sorted(at for (s, at) in states if s == sid)
         ((created,),) = query(path, "SELECT created_at FROM schedules WHERE id = ?", (sid,))
         every = expected_occurrences(sid, cron, after_ms=int(str(created)) - 1, until_ms=rows[-1])
@@ -170,7 +191,7 @@ def _check_jump(
             path, schedule_id=sid, cron=cron, policy=policy, window_ms=WINDOW_S * 1000
         )
         assert problems == [], problems[:5]
-        missed[policy] = sum(1 for (s, _), st in states.items() if s == sid and st == "missed")
+        missed[name] = sum(1 for (s, _), st in states.items() if s == sid and st == "missed")
         window = [o for o in every if until_ms is None or o[1] <= until_ms]
         assert all(states[o] != "cancelled" for o in window)
         deliver += [o for o in window if states[o] != "missed"]

@@ -148,9 +148,12 @@ def test_retry_after_parsing(header: str | None, expected_ms: int | None) -> Non
     assert parse_retry_after(header, now_ms=NOW) == expected_ms
 
 
-def test_429_carries_retry_after_and_other_statuses_ignore_it() -> None:
+def test_429_and_503_carry_retry_after_and_other_statuses_ignore_it() -> None:
     assert classify_response(429, "600", now_ms=NOW).retry_after_ms == 600_000
-    assert classify_response(503, "600", now_ms=NOW).retry_after_ms is None
+    unavailable = classify_response(503, "600", now_ms=NOW)
+    assert (unavailable.retry_after_ms, unavailable.min_delay_ms) == (600_000, 0)
+    assert classify_response(500, "600", now_ms=NOW).retry_after_ms is None
+    assert classify_response(502, "600", now_ms=NOW).retry_after_ms is None
 
 
 def test_retry_after_never_shortens_the_wait() -> None:

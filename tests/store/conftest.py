@@ -37,6 +37,11 @@ class ScheduleRow:
     paused: bool = False
     next_fire_at: int | None = T0
     deleted_at: int | None = None
+    at: int | None = None  # another kind than cron (docs/schedules.md): cron is then ''
+    every_seconds: int | None = None
+    start_at: int | None = None
+    end_at: int | None = None
+    overlap: str = "allow"
 
 
 def insert_schedule(conn: apsw.Connection, *, tenant_id: str, row: ScheduleRow, now: int) -> str:
@@ -45,8 +50,9 @@ def insert_schedule(conn: apsw.Connection, *, tenant_id: str, row: ScheduleRow, 
         "INSERT INTO schedules (id, tenant_id, name, cron, timezone, target_url, payload_kind,"
         " body, content_type, headers, jitter_seconds, catchup_policy, catchup_window_seconds,"
         " max_attempts, timeout_seconds, paused, next_fire_at, created_at, updated_at,"
-        " deleted_at)"
-        " VALUES (?, ?, 'test', ?, ?, ?, 'json', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " deleted_at, at, every_seconds, start_at, end_at, overlap)"
+        " VALUES (?, ?, 'test', ?, ?, ?, 'json', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+        " ?, ?, ?, ?, ?)",
         (
             schedule_id,
             tenant_id,
@@ -66,6 +72,11 @@ def insert_schedule(conn: apsw.Connection, *, tenant_id: str, row: ScheduleRow, 
             now,
             now,
             row.deleted_at,
+            row.at,
+            row.every_seconds,
+            row.start_at,
+            row.end_at,
+            row.overlap,
         ),
     )
     return schedule_id

@@ -70,6 +70,11 @@ def test_due_cursors_read_what_the_schedule_holds(
             full.spec.catchup_policy,
             full.spec.catchup_window_seconds,
             full.next_fire_at,
+            full.spec.at,
+            full.spec.every_seconds,
+            full.spec.start_at,
+            full.spec.end_at,
+            full.spec.overlap.value,
         )
 
 
