@@ -12,7 +12,7 @@ from pathlib import Path
 
 import trio
 
-from appliance import __version__, admin, runtime
+from appliance import __version__, admin, cli_users, runtime
 from appliance.core.instants import format_instant
 from appliance.errors import SteepleError, ValidationError
 from appliance.settings import Settings, load_settings
@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_common(create)
     _add_key_commands(commands)
     _add_secret_commands(commands)
+    cli_users.register(commands, _add_common)
     return parser
 
 
@@ -191,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _key(settings, args)
         elif args.command == "secret":
             _secret_rotate(settings, args)
+        elif args.command in cli_users.COMMANDS:
+            cli_users.run(settings, args)
         else:
             _tenant_create(settings, args.name)
     except SteepleError as exc:
