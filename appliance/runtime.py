@@ -120,6 +120,8 @@ async def _run(
         await trio.to_thread.run_sync(_import_web_stack)
         from appliance.api.app import create_app
         from appliance.api.stream import EventHub
+        from appliance.ui.app import register_ui
+        from appliance.ui.context import UiContext
 
         async def check(url: str) -> None:
             await check_destination(policy, url)
@@ -134,6 +136,18 @@ async def _run(
             event_hub=(event_hub := EventHub(db)),
             max_schedules=settings.max_schedules_per_tenant,
             replay_rate_per_second=settings.replay_rate_per_second,
+        )
+        register_ui(
+            app,
+            UiContext(
+                db=db,
+                clock=clock,
+                nudge=engine.nudge,
+                check_destination=check,
+                policy=policy,
+                max_schedules=settings.max_schedules_per_tenant,
+                replay_rate_per_second=settings.replay_rate_per_second,
+            ),
         )
         await nursery.start(event_hub.run)
         stop_http = trio.Event()
@@ -175,7 +189,8 @@ def _import_web_stack() -> None:
     import hypercorn.trio  # noqa: F401
     import quart_trio  # noqa: F401
 
-    import appliance.api.app  # noqa: F401
+    import appliance.api.app
+    import appliance.ui.app  # noqa: F401
 
 
 async def _serve_http(

@@ -69,8 +69,8 @@ def find_session(conn: apsw.Connection, *, token: str, now: int) -> Session | No
         id_hash=str(id_hash),
         user=user,
         csrf_token=str(csrf_token),
-        created_at=int(created_at),  # type: ignore[arg-type]
-        last_seen_at=int(last_seen_at),  # type: ignore[arg-type]
+        created_at=int(created_at),
+        last_seen_at=int(last_seen_at),
     )
 
 
@@ -99,7 +99,7 @@ def throttled(conn: apsw.Connection, *, subjects: tuple[str, ...], now: int) -> 
             "SELECT count(*) FROM login_failures WHERE subject = ? AND at > ?",
             (subject, now - FAILURE_WINDOW_MS),
         ).fetchone()
-        if row is not None and int(row[0]) >= MAX_FAILURES:  # type: ignore[arg-type]
+        if row is not None and int(row[0]) >= MAX_FAILURES:
             return True
     return False
 
