@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
         dest="allow_targets",
         help="let deliveries reach this non-public range (repeatable), e.g. 127.0.0.0/8",
     )
+    serve.add_argument(
+        "--trust-proxy",
+        action="store_true",
+        default=None,
+        help="a TLS-terminating proxy is in front: trust X-Forwarded-Proto/-For (web UI)",
+    )
 
     tenant = commands.add_parser("tenant", help="manage tenants")
     tenant_commands = tenant.add_subparsers(dest="tenant_command", required=True, metavar="ACTION")
@@ -95,6 +101,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["data_dir"] = args.data_dir
     if getattr(args, "listen", None) is not None:
         overrides["listen"] = args.listen
+    if getattr(args, "trust_proxy", None):
+        overrides["trust_proxy"] = "true"
     if getattr(args, "allow_targets", None):
         overrides["allow_targets"] = ",".join(args.allow_targets)
     config = args.config or (

@@ -147,6 +147,7 @@ async def _run(
                 policy=policy,
                 max_schedules=settings.max_schedules_per_tenant,
                 replay_rate_per_second=settings.replay_rate_per_second,
+                trust_proxy=settings.trust_proxy,
             ),
         )
         await nursery.start(event_hub.run)

@@ -48,6 +48,7 @@ class Settings:
     retention_days: int
     replay_rate_per_second: int
     log_level: LogLevel
+    trust_proxy: bool = False
 
     @property
     def tenant_in_flight_cap(self) -> int:
@@ -124,6 +125,13 @@ def _log_level(name: str, text: str) -> LogLevel:
         raise ConfigError(name, f"expected one of {choices}, got {text!r}") from None
 
 
+def _flag(name: str, text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise ConfigError(name, f"expected true or false, got {text!r}")
+    return value in ("true", "1", "yes")
+
+
 SETTINGS: tuple[SettingDef, ...] = (
     SettingDef(
         name="data_dir",
@@ -198,6 +206,14 @@ SETTINGS: tuple[SettingDef, ...] = (
         default=lambda: "info",
         parse=_log_level,
         help="debug, info, warning or error.",
+    ),
+    SettingDef(
+        name="trust_proxy",
+        env="STEEPLE_TRUST_PROXY",
+        default=lambda: "false",
+        parse=_flag,
+        help="Behind a TLS-terminating reverse proxy: trust its X-Forwarded-Proto and "
+        "X-Forwarded-For (the web UI's Secure cookie, sign-in throttling by address).",
     ),
 )
 

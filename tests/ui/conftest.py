@@ -95,6 +95,12 @@ def nudges() -> Nudges:
 
 @pytest.fixture
 def app(db: Database, clock: FakeClock, nudges: Nudges) -> QuartTrio:
+    return make_app(db, clock, nudges)
+
+
+def make_app(
+    db: Database, clock: FakeClock, nudges: Nudges, *, trust_proxy: bool = False
+) -> QuartTrio:
     policy = AddressPolicy()
     app = build_app(db=db, clock=clock, nudges=nudges, policy=policy)
     register_ui(
@@ -106,6 +112,7 @@ def app(db: Database, clock: FakeClock, nudges: Nudges) -> QuartTrio:
             check_destination=make_check_destination(policy),
             policy=policy,
             replay_rate_per_second=REPLAY_RATE,
+            trust_proxy=trust_proxy,
         ),
     )
     return app

@@ -7,8 +7,8 @@ from appliance.store.database import Database
 from appliance.store.schedules import list_schedules
 from appliance.store.sessions import MAX_FAILURES
 from appliance.store.users import create_user, issue_setup_token
-from tests.api.conftest import START, FakeClock
-from tests.ui.conftest import PASSWORD, Browser, Tenant, schedule_form
+from tests.api.conftest import START, FakeClock, Nudges
+from tests.ui.conftest import PASSWORD, Browser, Tenant, make_app, schedule_form
 
 
 async def test_sign_in_sets_a_strict_session_cookie_and_shows_the_dashboard(
@@ -209,3 +209,18 @@ async def test_a_setup_link_expires_after_an_hour(
     token = db.write_now(issue_setup_token, user_id=user.id, now=START)
     clock.advance(3_600_000)
     assert (await browser.get(f"/setup/{token}")).status == 404
+
+
+async def test_the_cookie_is_secure_over_https_and_forwarded_headers_need_trust(
+    browser: Browser, alpha: Tenant, db: Database, clock: FakeClock, nudges: Nudges
+) -> None:
+    form = {"email": alpha.viewer, "password": PASSWORD}
+    over_https = await browser.post("/login", form, csrf=False, scheme="https")
+    assert "Secure" in over_https.headers["Set-Cookie"]
+    forged = await browser.post("/login", form, csrf=False, headers={"X-Forwarded-Proto": "https"})
+    assert forged.status == 302 and "Secure" not in forged.headers["Set-Cookie"]
+    behind_proxy = Browser(make_app(db, clock, nudges, trust_proxy=True))
+    trusted = await behind_proxy.post(
+        "/login", form, csrf=False, headers={"X-Forwarded-Proto": "https"}
+    )
+    assert trusted.status == 302 and "Secure" in trusted.headers["Set-Cookie"]
