@@ -101,6 +101,23 @@ def serious_violations(page: object) -> list[str]:
     ]
 
 
+def axe_on(page: object, base_url: str, paths: list[str]) -> dict[str, list[str]]:
+    """Serious and critical violations of each page, light and dark, by page."""
+    from playwright.sync_api import Page
+
+    assert isinstance(page, Page)
+    violations = {}
+    for path in paths:
+        page.goto(f"{base_url}{path}")
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            found = serious_violations(page)
+            if found:
+                violations[f"{path} ({scheme})"] = found
+    page.emulate_media(color_scheme="light")
+    return violations
+
+
 def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
     tmp_path: Path, browser: object
 ) -> None:
@@ -181,13 +198,17 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
         receiver.close()
 
 
-def test_viewer_cannot_change_anything_and_pages_pass_axe(tmp_path: Path, browser: object) -> None:
+def test_viewer_cannot_change_anything_other_tenants_get_404_and_pages_pass_axe(
+    tmp_path: Path, browser: object
+) -> None:
     from playwright.sync_api import Browser, expect
 
     assert isinstance(browser, Browser)
     data_dir = tmp_path / "data"
     tenant = create_tenant(data_dir, "acme")
     add_user(data_dir, "viewer@acme.example", "acme", "viewer")
+    create_tenant(data_dir, "beta")
+    add_user(data_dir, "owner@beta.example", "beta", "owner")
     app = Appliance(data_dir).start()
     context = browser.new_context(bypass_csp=True)  # our CSP refuses axe's injected script
     context.set_default_timeout(TIMEOUT_MS)
@@ -210,21 +231,20 @@ def test_viewer_cannot_change_anything_and_pages_pass_axe(tmp_path: Path, browse
         assert refused.status == 403
         without_token = page.request.post(f"{app.base_url}/schedules/{schedule_id}/pause")
         assert without_token.status == 403
-        violations = {}
-        for path in (
-            "/",
-            "/schedules",
-            f"/schedules/{schedule_id}",
-            "/failed",
-            "/events",
-            "/guide",
-        ):
-            page.goto(f"{app.base_url}{path}")
-            for scheme in ("light", "dark"):
-                page.emulate_media(color_scheme=scheme)
-                found = serious_violations(page)
-                if found:
-                    violations[f"{path} ({scheme})"] = found
+        violations = axe_on(
+            page,
+            app.base_url,
+            ["/", "/schedules", f"/schedules/{schedule_id}", "/failed", "/events", "/guide"],
+        )
+        assert violations == {}, json.dumps(violations, indent=1)
+        page.get_by_role("button", name="Sign out").click()
+        sign_in(page, app.base_url, "owner@beta.example")  # another tenant's owner
+        for path in (f"/schedules/{schedule_id}", f"/schedules/{schedule_id}/edit"):
+            answer = page.goto(f"{app.base_url}{path}")
+            assert answer is not None and answer.status == 404, path
+            expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+        owner_pages = ["/schedules/new", "/settings/keys", "/settings/secrets", "/settings/users"]
+        violations = axe_on(page, app.base_url, owner_pages)
         assert violations == {}, json.dumps(violations, indent=1)
     finally:
         context.close()
