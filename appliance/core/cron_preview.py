@@ -9,7 +9,9 @@ reader should look twice at that row).
 
 from __future__ import annotations
 
+import heapq
 import itertools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
@@ -43,3 +45,17 @@ def preview_occurrences(spec: CronSpec, after: int, count: int) -> list[PreviewI
             )
         )
     return items
+
+
+def soonest_occurrences(
+    specs: Sequence[tuple[str, CronSpec]], after: int, count: int
+) -> list[tuple[str, int]]:
+    """The ``count`` soonest occurrences after ``after`` across several specs, each as
+    ``(key, epoch ms)`` in time order (ties by key): a dashboard's "next up"."""
+    streams = [_keyed(key, spec, after, count) for key, spec in specs]
+    return [(key, ms) for ms, key in itertools.islice(heapq.merge(*streams), count)]
+
+
+def _keyed(key: str, spec: CronSpec, after: int, count: int) -> Iterator[tuple[int, str]]:
+    for ms in itertools.islice(occurrences_after(spec, after), count):
+        yield ms, key

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from typing import Final
 
+import trio
 from quart import Blueprint, Response, request
 
+from appliance.core.cron import parse_cron
+from appliance.core.cron_preview import soonest_occurrences
 from appliance.core.events import Event
 from appliance.core.schedules import Schedule
 from appliance.store import overview
@@ -49,8 +52,19 @@ async def dashboard() -> Response:
             overview.attention(conn, tenant_id=tenant_id, now=now, limit=10),
         )
 
-    counts, upcoming, attention = await ctx.db.read(read)
+    counts, schedules, attention = await ctx.db.read(read)
+    upcoming = await trio.to_thread.run_sync(
+        _next_up, schedules, now, limiter=ctx.cpu, abandon_on_cancel=False
+    )
     return await page("dashboard.html", counts=counts, upcoming=upcoming, attention=attention)
+
+
+def _next_up(schedules: list[Schedule], now: int) -> list[tuple[Schedule, int]]:
+    """The next occurrences across the schedules that fire soonest: any of the first
+    ``UPCOMING`` occurrences belongs to one of the ``UPCOMING`` soonest schedules."""
+    by_id = {s.id: s for s in schedules}
+    specs = [(s.id, parse_cron(s.spec.cron, s.spec.timezone)) for s in schedules]
+    return [(by_id[key], ms) for key, ms in soonest_occurrences(specs, now, UPCOMING)]
 
 
 async def events() -> Response:

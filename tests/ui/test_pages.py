@@ -211,3 +211,20 @@ async def test_dashboard_events_and_guide_render_the_tenants_values(
     assert "1 new event: show" in one.text
     guide = await browser.get("/guide")
     assert alpha.id in guide.text and "verify_delivery" in guide.text
+
+
+async def test_the_dashboard_lists_the_next_ten_occurrences_across_schedules(
+    browser: Browser, alpha: Tenant
+) -> None:
+    await browser.sign_in(alpha.editor)
+    quarter = schedule_form(name="quarterly", cron="*/15 * * * *", timezone="UTC")
+    hourly = schedule_form(name="hourly", cron="0 * * * *", timezone="UTC", form_key="h" * 43)
+    await browser.post("/schedules/new", quarter)
+    await browser.post("/schedules/new", hourly)
+    page = await browser.get("/")
+    next_up = page.text.split('id="next"')[1].split("</ol>")[0]
+    # START is 10:00:00.4 UTC: 10:15 … 12:15 every quarter, 11:00 and 12:00 hourly
+    assert next_up.count("<li>") == 10, next_up
+    assert next_up.count(">quarterly<") == 8, next_up
+    assert next_up.count(">hourly<") == 2
+    assert "2026-03-02 10:15:00 UTC" in next_up and "2026-03-02 11:45:00 UTC" in next_up
