@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar
 
 from appliance.clock import SystemClock
-from appliance.errors import NotFound, ValidationError
+from appliance.errors import NotFound
 from appliance.runtime import secure_data_dir
 from appliance.settings import Settings
 from appliance.store.api_keys import ApiKey, IssuedKey, Scope, issue_api_key, list_api_keys
@@ -21,6 +21,7 @@ from appliance.store.database import Connection, Database
 from appliance.store.tenants import (
     NewTenant,
     SigningSecret,
+    check_tenant_name,
     rotate_signing_secret,
     tenant_exists,
 )
@@ -47,10 +48,7 @@ def _known_tenant(conn: Connection, tenant_id: str) -> None:
 
 
 def create_tenant(settings: Settings, *, name: str) -> NewTenant:
-    name = name.strip()
-    if not name or len(name) > 200:
-        raise ValidationError.single("name", "a tenant name is 1-200 characters")
-    return _write(settings, store_create_tenant, name=name, now=_now())
+    return _write(settings, store_create_tenant, name=check_tenant_name(name), now=_now())
 
 
 def create_key(settings: Settings, *, tenant_id: str, name: str, scope: Scope) -> IssuedKey:

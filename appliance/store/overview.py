@@ -138,3 +138,40 @@ def recent_events(conn: apsw.Connection, *, tenant_id: str, limit: int) -> list[
 def _schedules(conn: apsw.Connection, tenant_id: str, ids: list[str]) -> list[Schedule]:
     found = (get_schedule(conn, tenant_id=tenant_id, schedule_id=i) for i in ids)
     return [schedule for schedule in found if schedule is not None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TenantSummary:
+    """One line of the operator's tenant list: counts only, never a secret."""
+
+    id: str
+    name: str
+    created_at: int
+    schedules: int
+    users: int
+    failed_24h: int
+
+
+def tenant_summaries(conn: apsw.Connection, *, now: int) -> list[TenantSummary]:
+    """Every tenant (the ``system`` one excluded) by name, with its live schedules, users
+    and runs failed in the last 24 h."""
+    rows = conn.execute(
+        "SELECT t.id, t.name, t.created_at,"
+        " (SELECT count(*) FROM schedules s WHERE s.tenant_id = t.id AND s.deleted_at IS NULL),"
+        " (SELECT count(*) FROM users u WHERE u.tenant_id = t.id),"
+        " (SELECT count(*) FROM job_runs r WHERE r.tenant_id = t.id AND r.state = 'failed'"
+        "  AND COALESCE(r.finished_at, r.updated_at) >= ?)"
+        " FROM tenants t WHERE t.id != ? ORDER BY t.name, t.id",
+        (now - DAY_MS, SYSTEM_TENANT),
+    )
+    return [
+        TenantSummary(
+            id=str(tenant_id),
+            name=str(name),
+            created_at=int(created_at),
+            schedules=int(schedules),
+            users=int(users),
+            failed_24h=int(failed),
+        )
+        for tenant_id, name, created_at, schedules, users, failed in rows
+    ]

@@ -191,3 +191,11 @@ def parse_overlap(obj: object) -> int:
             "overlap_seconds", f"must be a whole number of seconds from 0 to {MAX_OVERLAP_SECONDS}"
         )
     return value
+
+
+def check_tenant_name(name: str) -> str:
+    """A tenant name as stored (trimmed, 1-200 characters); ValidationError otherwise."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise ValidationError.single("name", "a tenant name is 1-200 characters")
+    return name

@@ -16,7 +16,7 @@ from typing import Final
 from quart import Blueprint, Quart, Response, redirect, request
 
 from appliance.errors import Conflict, NotFound, ValidationError
-from appliance.ui import pages, runs, schedules, settings_pages, signin
+from appliance.ui import admin, pages, runs, schedules, settings_pages, signin
 from appliance.ui.context import UiContext, install
 from appliance.ui.render import page, register_filters
 from appliance.ui.security import (
@@ -47,7 +47,7 @@ def register_ui(app: Quart, context: UiContext) -> None:
     bp.register_error_handler(Conflict, _conflict)
     bp.register_error_handler(ValidationError, _invalid)
     register_filters(bp)
-    for module in (signin, pages, schedules, runs, settings_pages):
+    for module in (signin, pages, schedules, runs, settings_pages, admin):
         module.register(bp)
     app.register_blueprint(bp)
 

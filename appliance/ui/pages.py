@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 import trio
-from quart import Blueprint, Response, request
+from quart import Blueprint, Response, redirect, request
 
 from appliance.core.cron import parse_cron
 from appliance.core.cron_preview import soonest_occurrences
@@ -25,7 +25,7 @@ from appliance.store.runs import RunRecord
 from appliance.store.users import Role
 from appliance.ui.context import ui
 from appliance.ui.render import page
-from appliance.ui.security import require
+from appliance.ui.security import current_session, require
 
 FEED_SIZE: Final = 50
 UPCOMING: Final = 10
@@ -39,6 +39,9 @@ def register(bp: Blueprint) -> None:
 
 
 async def dashboard() -> Response:
+    session = current_session()
+    if session is not None and session.user.tenant_id is None and session.user.operator:
+        return redirect("/admin/tenants")  # type: ignore[return-value]
     _, tenant_id = require(Role.VIEWER)
     ctx = ui()
     now = ctx.clock.now_ms()
