@@ -138,6 +138,9 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
         page.goto(f"{app.base_url}/login")
         shoot(page, "login")
         sign_in(page, app.base_url, "owner@acme.example")
+        feed = context.new_page()  # a second tab on the feed, open while the user works
+        feed.goto(f"{app.base_url}/events")
+        expect(feed.get_by_role("heading", name="Events")).to_be_visible()
 
         page.goto(f"{app.base_url}/schedules/new")
         page.get_by_label("Name").fill("<img src=x onerror=alert(1)>")
@@ -177,7 +180,18 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
         )
         receiver.wait_for(lambda ds: len([d for d in ds if d.key == key]) > before)
 
+        # the feed tab polls: a "N new events" link appears without a reload
+        expect(feed.get_by_role("link", name=re.compile(r"new events?: show"))).to_be_visible()
+        feed.get_by_role("link", name=re.compile(r"new events?: show")).click()
+        expect(feed.get_by_role("cell", name="schedule.created")).to_be_visible()
+        shoot(feed, "events")
+        feed.close()
+
+        for path, name in (("/failed", "failed"), ("/guide", "guide"), ("/settings/keys", "keys")):
+            page.goto(f"{app.base_url}{path}")
+            shoot(page, name)
         page.goto(f"{app.base_url}/settings/secrets")
+        shoot(page, "secrets")
         page.get_by_label(re.compile("Overlap")).fill("0")
         page.get_by_role("button", name="Rotate secret").click()
         new_secret = page.locator("#new-secret").inner_text()
