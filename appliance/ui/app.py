@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Final
+from urllib.parse import quote
 
 from quart import Blueprint, Quart, Response, redirect, request
 
@@ -74,6 +75,4 @@ async def _invalid(error: ValidationError) -> Response:
 
 
 def _quote(path: str) -> str:
-    from urllib.parse import quote
-
     return quote(path, safe="/")

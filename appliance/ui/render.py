@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 from zoneinfo import ZoneInfo
 
-from quart import Blueprint, Response, make_response, render_template
+from quart import Blueprint, Response, make_response, render_template, request
 
 from appliance.core.instants import format_instant, to_datetime
 from appliance.ui.context import ui
@@ -23,6 +23,7 @@ NOTICES: Final = {
     "paused": "Schedule paused.",
     "resumed": "Schedule resumed.",
     "triggered": "Run started: it is due now.",
+    "triggered-all": "Runs started: they are due now.",
     "deleted": "Schedule deleted.",
     "replayed": "Run replayed with the same idempotency key.",
     "rotated": "Secret rotated.",
@@ -34,8 +35,6 @@ NOTICES: Final = {
 
 async def page(template: str, *, status: int = 200, **values: object) -> Response:
     """A full page or fragment rendered with the session, its CSRF token and ``now``."""
-    from quart import request
-
     session = current_session()
     notice = NOTICES.get(request.args.get("done", ""))
     html = await render_template(

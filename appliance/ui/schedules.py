@@ -53,6 +53,7 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/schedules/<schedule_id>/pause", view_func=pause, methods=["POST"])
     bp.add_url_rule("/schedules/<schedule_id>/resume", view_func=resume, methods=["POST"])
     bp.add_url_rule("/schedules/<schedule_id>/run", view_func=run_now, methods=["POST"])
+    bp.add_url_rule("/schedules/selected", view_func=change_selected, methods=["POST"])
     bp.add_url_rule("/schedules/<schedule_id>/delete", view_func=delete_form, methods=["GET"])
     bp.add_url_rule("/schedules/<schedule_id>/delete", view_func=delete, methods=["POST"])
 
@@ -233,6 +234,39 @@ async def _change(change: Callable[..., Schedule], schedule_id: str, done: str) 
     )
     ctx.nudge()
     return redirect(_back(f"/schedules/{schedule_id}") + f"done={done}")  # type: ignore[return-value]
+
+
+_BULK = {"pause": (pauses.pause_schedule, "paused"), "resume": (pauses.resume_schedule, "resumed")}
+MAX_SELECTED = 200
+
+
+async def change_selected() -> Response:
+    """Pause, resume or run now every selected schedule, all or none (one transaction:
+    a foreign or deleted id is NotFound and nothing changes)."""
+    session, tenant_id = require(Role.EDITOR)
+    ctx = ui()
+    form = await request.form
+    selected = list(dict.fromkeys(form.getlist("schedule")))
+    action = form.get("action", "")
+    if not selected or len(selected) > MAX_SELECTED:
+        raise ValidationError.single("schedule", f"select 1 to {MAX_SELECTED} schedules")
+    if action not in (*_BULK, "run"):
+        raise ValidationError.single("action", "must be pause, resume or run")
+    now = ctx.clock.now_ms()
+    actor = Actor.user(session.user.id)
+
+    def apply(conn: Connection) -> None:
+        for schedule_id in selected:
+            if action == "run":
+                manual.trigger_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id, now=now)
+            else:
+                change = _BULK[action][0]
+                change(conn, tenant_id=tenant_id, schedule_id=schedule_id, now=now, actor=actor)
+
+    await ctx.db.write(apply)
+    ctx.nudge()
+    done = _BULK[action][1] if action in _BULK else "triggered-all"
+    return redirect(_back("/schedules") + f"done={done}")  # type: ignore[return-value]
 
 
 async def run_now(schedule_id: str) -> Response:

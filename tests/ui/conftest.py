@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from quart_trio import QuartTrio
@@ -59,10 +60,17 @@ class Browser:
         return page
 
     async def post(self, path: str, form: dict[str, Any], *, csrf: bool = True, **kw: Any) -> Page:
-        data = dict(form)
+        pairs = [  # a list value is one field sent several times, as a browser does
+            (key, item)
+            for key, value in form.items()
+            for item in (value if isinstance(value, list) else [value])
+        ]
         if csrf:
-            data["csrf_token"] = self.csrf
-        response = await self.client.post(path, form=data, **kw)
+            pairs.append(("csrf_token", self.csrf))
+        headers = {"Content-Type": "application/x-www-form-urlencoded", **kw.pop("headers", {})}
+        response = await self.client.post(
+            path, data=urlencode(pairs).encode(), headers=headers, **kw
+        )
         return Page(response.status_code, await response.get_data(as_text=True), response.headers)
 
     async def sign_in(self, email: str, password: str = PASSWORD) -> Page:

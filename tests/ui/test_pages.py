@@ -228,3 +228,41 @@ async def test_the_dashboard_lists_the_next_ten_occurrences_across_schedules(
     assert next_up.count(">quarterly<") == 8, next_up
     assert next_up.count(">hourly<") == 2
     assert "2026-03-02 10:15:00 UTC" in next_up and "2026-03-02 11:45:00 UTC" in next_up
+
+
+async def test_selected_schedules_pause_resume_and_run_together_or_not_at_all(
+    browser: Browser, alpha: Tenant, beta: Tenant, db: Database
+) -> None:
+    other = Browser(browser.app)
+    await other.sign_in(beta.editor)
+    foreign = location_id((await other.post("/schedules/new", schedule_form())).headers["Location"])
+    await browser.sign_in(alpha.editor)
+    ids = [
+        location_id(
+            (await browser.post("/schedules/new", schedule_form(form_key=k * 43))).headers[
+                "Location"
+            ]
+        )
+        for k in "ab"
+    ]
+    listing = await browser.get("/schedules")
+    assert listing.text.count('form="bulk" name="schedule"') == 2
+
+    def paused() -> set[bool]:
+        found = [db.read_now(get_schedule, tenant_id=alpha.id, schedule_id=i) for i in ids]
+        return {s.spec.paused for s in found if s is not None}
+
+    refused = await browser.post(
+        "/schedules/selected", {"schedule": [*ids, foreign], "action": "pause"}
+    )
+    assert refused.status == 404 and paused() == {False}, (refused.headers, refused.text)
+    done = await browser.post("/schedules/selected", {"schedule": ids, "action": "pause"})
+    assert done.headers["Location"] == "/schedules?done=paused" and paused() == {True}
+    await browser.post("/schedules/selected", {"schedule": ids, "action": "resume"})
+    assert paused() == {False}
+    await browser.post("/schedules/selected", {"schedule": ids, "action": "run"})
+    for schedule_id in ids:
+        page = await browser.get(f"/schedules/{schedule_id}")
+        assert "(manual)" in page.text
+    bad = await browser.post("/schedules/selected", {"schedule": ids, "action": "explode"})
+    assert bad.status == 422
