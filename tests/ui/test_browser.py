@@ -257,7 +257,13 @@ def test_viewer_cannot_change_anything_other_tenants_get_404_and_pages_pass_axe(
             answer = page.goto(f"{app.base_url}{path}")
             assert answer is not None and answer.status == 404, path
             expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
-        owner_pages = ["/schedules/new", "/settings/keys", "/settings/secrets", "/settings/users"]
+        owner_pages = [
+            "/schedules",
+            "/schedules/new",
+            "/settings/keys",
+            "/settings/secrets",
+            "/settings/users",
+        ]
         violations = axe_on(page, app.base_url, owner_pages)
         assert violations == {}, json.dumps(violations, indent=1)
     finally:
