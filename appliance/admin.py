@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar
 
 from appliance.clock import SystemClock
-from appliance.errors import NotFound, ValidationError
+from appliance.errors import NotFound
 from appliance.runtime import secure_data_dir
 from appliance.settings import Settings
 from appliance.store.api_keys import ApiKey, IssuedKey, Scope, issue_api_key, list_api_keys
@@ -22,6 +22,7 @@ from appliance.store.tenants import (
     NewTenant,
     SigningSecret,
     Tenant,
+    check_tenant_name,
     list_tenants,
     rename_tenant,
     rotate_signing_secret,
@@ -50,14 +51,7 @@ def _known_tenant(conn: Connection, tenant_id: str) -> None:
 
 
 def create_tenant(settings: Settings, *, name: str) -> NewTenant:
-    return _write(settings, store_create_tenant, name=_tenant_name(name), now=_now())
-
-
-def _tenant_name(name: str) -> str:
-    name = name.strip()
-    if not name or len(name) > 200:
-        raise ValidationError.single("name", "a tenant name is 1-200 characters")
-    return name
+    return _write(settings, store_create_tenant, name=check_tenant_name(name), now=_now())
 
 
 def list_all_tenants(settings: Settings) -> list[Tenant]:
@@ -70,7 +64,7 @@ def rename(settings: Settings, *, tenant_id: str, name: str) -> None:
     secure_data_dir(settings)
     db = Database.open(settings.db_path, migrate_schema=False)
     try:
-        db.write_now(rename_tenant, tenant_id=tenant_id, name=_tenant_name(name))
+        db.write_now(rename_tenant, tenant_id=tenant_id, name=check_tenant_name(name))
     finally:
         db.close()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import trio
 
-from appliance import __version__, admin, logs, runtime
+from appliance import __version__, admin, cli_users, logs, runtime
 from appliance.core.instants import format_instant
 from appliance.errors import SteepleError, ValidationError
 from appliance.ops import cli as ops_cli
@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
         dest="allow_targets",
         help="let deliveries reach this non-public range (repeatable), e.g. 127.0.0.0/8",
     )
+    serve.add_argument(
+        "--trust-proxy",
+        action="store_true",
+        default=None,
+        help="a TLS-terminating proxy is in front: trust X-Forwarded-Proto/-For (web UI)",
+    )
 
     tenant = commands.add_parser("tenant", help="manage tenants")
     tenant_commands = tenant.add_subparsers(dest="tenant_command", required=True, metavar="ACTION")
@@ -49,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_key_commands(commands)
     _add_secret_commands(commands)
     ops_cli.add_commands(commands, _add_common)
+    cli_users.register(commands, _add_common)
     return parser
 
 
@@ -96,6 +103,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["data_dir"] = args.data_dir
     if getattr(args, "listen", None) is not None:
         overrides["listen"] = args.listen
+    if getattr(args, "trust_proxy", None):
+        overrides["trust_proxy"] = "true"
     if getattr(args, "allow_targets", None):
         overrides["allow_targets"] = ",".join(args.allow_targets)
     config = args.config or (
@@ -190,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _key(settings, args)
         elif args.command == "secret":
             _secret_rotate(settings, args)
+        elif args.command in cli_users.COMMANDS:
+            cli_users.run(settings, args)
         elif not ops_cli.run_tenant(settings, args):
             _tenant_create(settings, args.name)
     except SteepleError as exc:

@@ -163,6 +163,8 @@ async def _run(
         from appliance.api.app import create_app
         from appliance.api.metrics import Observability
         from appliance.api.stream import EventHub
+        from appliance.ui.app import register_ui
+        from appliance.ui.context import UiContext
 
         async def check(url: str) -> None:
             await check_destination(policy, url)
@@ -181,6 +183,19 @@ async def _run(
                 lifecycle=lifecycle,
                 metrics_allow=settings.metrics_allow,
                 metrics_token=settings.metrics_token,
+            ),
+        )
+        register_ui(
+            app,
+            UiContext(
+                db=db,
+                clock=clock,
+                nudge=engine.nudge,
+                check_destination=check,
+                policy=policy,
+                max_schedules=settings.max_schedules_per_tenant,
+                replay_rate_per_second=settings.replay_rate_per_second,
+                trust_proxy=settings.trust_proxy,
             ),
         )
         await nursery.start(event_hub.run)
@@ -278,7 +293,8 @@ def _import_web_stack() -> None:
     import hypercorn.trio  # noqa: F401
     import quart_trio  # noqa: F401
 
-    import appliance.api.app  # noqa: F401
+    import appliance.api.app
+    import appliance.ui.app  # noqa: F401
 
 
 async def _serve_http(

@@ -72,6 +72,7 @@ class Settings:
     backup_keep: int
     backup_dir: Path | None  # None: backups/ in the data directory
     config_file: Path | None  # the TOML file read, if any
+    trust_proxy: bool = False
 
     @property
     def tenant_in_flight_cap(self) -> int:
@@ -183,6 +184,13 @@ def _log_level(name: str, text: str) -> LogLevel:
     except ValueError:
         choices = ", ".join(level.value for level in LogLevel)
         raise ConfigError(name, f"expected one of {choices}, got {text!r}") from None
+
+
+def _flag(name: str, text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise ConfigError(name, f"expected true or false, got {text!r}")
+    return value in ("true", "1", "yes")
 
 
 SETTINGS: tuple[SettingDef, ...] = (
@@ -307,6 +315,14 @@ SETTINGS: tuple[SettingDef, ...] = (
         parse=_optional_path,
         help="Where scheduled backups go; empty: backups/ in the data directory. Keep it "
         "as private as the data directory: backups hold every signing secret.",
+    ),
+    SettingDef(
+        name="trust_proxy",
+        env="STEEPLE_TRUST_PROXY",
+        default=lambda: "false",
+        parse=_flag,
+        help="Behind a TLS-terminating reverse proxy: trust its X-Forwarded-Proto and "
+        "X-Forwarded-For (the web UI's Secure cookie, sign-in throttling by address).",
     ),
 )
 

@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import re
-
 from quart import Response
 from quart_trio import QuartTrio
 
@@ -19,12 +17,13 @@ from appliance.api.auth import authenticate, read_as_tenant
 from appliance.api.bodies import json_response, read_json
 from appliance.api.context import context
 from appliance.core.instants import format_instant
-from appliance.errors import FieldError, ValidationError
-from appliance.store.api_keys import ApiKey, Scope, issue_api_key, list_api_keys, revoke_api_key
-
-MAX_NAME_CHARS = 100
-# C0, DEL and C1: what the OpenAPI file's pattern for a key name excludes.
-CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+from appliance.store.api_keys import (
+    ApiKey,
+    issue_api_key,
+    list_api_keys,
+    parse_key_request,
+    revoke_api_key,
+)
 
 
 def register(app: QuartTrio) -> None:
@@ -54,29 +53,6 @@ async def revoke_key(key_id: str) -> Response:
     ctx = context()
     await ctx.db.write(revoke_api_key, tenant_id=tenant_id, key_id=key_id, now=ctx.clock.now_ms())
     return Response(b"", status=204)
-
-
-def parse_key_request(obj: object) -> tuple[str, Scope]:
-    """``name`` (1–100 characters, no control characters) and ``scope``; every problem
-    at once."""
-    if not isinstance(obj, dict):
-        raise ValidationError.single("body", 'must be a JSON object: {"name": …, "scope": …}')
-    errors: list[FieldError] = []
-    name = obj.get("name")
-    if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME_CHARS:
-        errors.append(FieldError(field="name", message=f"must be 1 to {MAX_NAME_CHARS} characters"))
-    elif CONTROL_CHARACTERS.search(name):
-        errors.append(FieldError(field="name", message="must not hold control characters"))
-    scope = obj.get("scope")
-    if scope not in tuple(Scope):
-        errors.append(FieldError(field="scope", message='must be "read" or "write"'))
-    errors.extend(
-        FieldError(field=str(extra), message="is not a field of a key; drop it")
-        for extra in sorted(set(obj) - {"name", "scope"})
-    )
-    if errors:
-        raise ValidationError(errors)
-    return str(name), Scope(str(scope))
 
 
 def render_key(key: ApiKey) -> dict[str, object]:

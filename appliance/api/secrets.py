@@ -18,13 +18,11 @@ from appliance.api.auth import authenticate, read_as_tenant
 from appliance.api.bodies import json_response, read_json
 from appliance.api.context import context
 from appliance.core.instants import format_instant
-from appliance.errors import ValidationError
 from appliance.store.tenants import (
-    DEFAULT_OVERLAP_SECONDS,
-    MAX_OVERLAP_SECONDS,
     SigningSecret,
     expire_signing_secret,
     list_signing_secrets,
+    parse_overlap,
     rotate_signing_secret,
 )
 
@@ -73,29 +71,6 @@ async def expire_secret(secret_id: str) -> Response:
         expire_signing_secret, tenant_id=tenant_id, secret_id=secret_id, now=ctx.clock.now_ms()
     )
     return json_response(render_secret(secret))
-
-
-def parse_overlap(obj: object) -> int:
-    """``overlap_seconds`` of a rotate body (``{}`` or ``null`` → the default)."""
-    if not isinstance(obj, dict):
-        raise ValidationError.single("body", 'must be a JSON object, e.g. {"overlap_seconds": 0}')
-    unknown = sorted(set(obj) - {"overlap_seconds"})
-    if unknown:
-        raise ValidationError.single(str(unknown[0]), "is not a field of a rotation; drop it")
-    value = obj.get("overlap_seconds")
-    if value is None:
-        return DEFAULT_OVERLAP_SECONDS
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)  # JSON Schema's integer: 60.0 is 60
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or not 0 <= value <= MAX_OVERLAP_SECONDS
-    ):
-        raise ValidationError.single(
-            "overlap_seconds", f"must be a whole number of seconds from 0 to {MAX_OVERLAP_SECONDS}"
-        )
-    return value
 
 
 def render_secret(secret: SigningSecret) -> dict[str, object]:

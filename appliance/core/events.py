@@ -31,7 +31,8 @@ JsonValue = JsonScalar | list[str]  # an event's data: scalars, or a list of nam
 
 
 class ActorKind(enum.StrEnum):
-    API_KEY = "api_key"  # (users of the web UI will be a second kind)
+    API_KEY = "api_key"
+    USER = "user"  # a web UI user (usr_…)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +45,10 @@ class Actor:
     @classmethod
     def api_key(cls, key_id: str) -> Actor:
         return cls(kind=ActorKind.API_KEY, id=key_id)
+
+    @classmethod
+    def user(cls, user_id: str) -> Actor:
+        return cls(kind=ActorKind.USER, id=user_id)
 
     def text(self) -> str:
         """The stored form, ``kind:id``."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from dataclasses import dataclass
 
 import apsw
@@ -24,10 +25,13 @@ import apsw
 from appliance.core.events import Actor
 from appliance.core.ids import new_id
 from appliance.core.keys import display_prefix, hash_api_key, new_api_key
-from appliance.errors import Conflict, NotFound
+from appliance.errors import Conflict, FieldError, NotFound, ValidationError
 
 # last_used_at is refreshed when older than this; finer is noise and costs writes.
 LAST_USED_RESOLUTION_MS = 60_000
+MAX_NAME_CHARS = 100
+# C0, DEL and C1: what the OpenAPI file's pattern for a key name excludes.
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 class Scope(enum.StrEnum):
@@ -185,3 +189,26 @@ def _key(row: tuple[apsw.SQLiteValue, ...]) -> ApiKey:
         last_used_at=None if last_used_at is None else int(last_used_at),
         revoked_at=None if revoked_at is None else int(revoked_at),
     )
+
+
+def parse_key_request(obj: object) -> tuple[str, Scope]:
+    """``name`` (1–100 characters, no control characters) and ``scope``; every problem
+    at once."""
+    if not isinstance(obj, dict):
+        raise ValidationError.single("body", 'must be a JSON object: {"name": …, "scope": …}')
+    errors: list[FieldError] = []
+    name = obj.get("name")
+    if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME_CHARS:
+        errors.append(FieldError(field="name", message=f"must be 1 to {MAX_NAME_CHARS} characters"))
+    elif CONTROL_CHARACTERS.search(name):
+        errors.append(FieldError(field="name", message="must not hold control characters"))
+    scope = obj.get("scope")
+    if scope not in tuple(Scope):
+        errors.append(FieldError(field="scope", message='must be "read" or "write"'))
+    errors.extend(
+        FieldError(field=str(extra), message="is not a field of a key; drop it")
+        for extra in sorted(set(obj) - {"name", "scope"})
+    )
+    if errors:
+        raise ValidationError(errors)
+    return str(name), Scope(str(scope))

@@ -22,7 +22,7 @@ import apsw
 
 from appliance.core.ids import new_id
 from appliance.core.signing import SECRET_PREFIX, new_signing_secret
-from appliance.errors import Conflict, NotFound
+from appliance.errors import Conflict, NotFound, ValidationError
 from appliance.store.api_keys import Scope, issue_api_key
 
 # ADR 0032: a tenant has at most this many active secrets at once.
@@ -207,3 +207,34 @@ def _active(conn: apsw.Connection, tenant_id: str, now: int) -> list[SigningSecr
 
 def tenant_exists(conn: apsw.Connection, *, tenant_id: str) -> bool:
     return conn.execute("SELECT 1 FROM tenants WHERE id = ?", (tenant_id,)).fetchone() is not None
+
+
+def parse_overlap(obj: object) -> int:
+    """``overlap_seconds`` of a rotate body (``{}`` or ``null`` → the default)."""
+    if not isinstance(obj, dict):
+        raise ValidationError.single("body", 'must be a JSON object, e.g. {"overlap_seconds": 0}')
+    unknown = sorted(set(obj) - {"overlap_seconds"})
+    if unknown:
+        raise ValidationError.single(str(unknown[0]), "is not a field of a rotation; drop it")
+    value = obj.get("overlap_seconds")
+    if value is None:
+        return DEFAULT_OVERLAP_SECONDS
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON Schema's integer: 60.0 is 60
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 0 <= value <= MAX_OVERLAP_SECONDS
+    ):
+        raise ValidationError.single(
+            "overlap_seconds", f"must be a whole number of seconds from 0 to {MAX_OVERLAP_SECONDS}"
+        )
+    return value
+
+
+def check_tenant_name(name: str) -> str:
+    """A tenant name as stored (trimmed, 1-200 characters); ValidationError otherwise."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise ValidationError.single("name", "a tenant name is 1-200 characters")
+    return name

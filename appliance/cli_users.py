@@ -1,0 +1,119 @@
+"""``steeple user create`` and ``steeple admin create``: the people of the web UI
+(docs/ui.md, "People and sign-in").
+
+No default password exists: a user is created either with the password read from
+``--password-file`` (hashed with argon2id before the database is opened) or with none,
+in which case a single-use setup link valid for an hour is printed, and ``/setup/<token>``
+in the browser sets the password. Like the other operator commands, these work while the
+appliance runs (SQLite serialises the writes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from appliance.clock import SystemClock
+from appliance.core.passwords import hash_password
+from appliance.errors import ValidationError
+from appliance.runtime import secure_data_dir
+from appliance.settings import Settings
+from appliance.store.database import Connection, Database
+from appliance.store.users import Role, User, create_user, find_tenant_id, issue_setup_token
+
+COMMANDS = ("user", "admin")
+
+
+def register(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    add_common: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Add the ``user`` and ``admin`` commands; ``add_common`` adds --data-dir/--config."""
+    user = commands.add_parser("user", help="manage web UI users of a tenant")
+    user_actions = user.add_subparsers(dest="user_command", required=True, metavar="ACTION")
+    create = user_actions.add_parser(
+        "create", help="add a user; without --password-file prints a one-hour setup link"
+    )
+    create.add_argument("email")
+    create.add_argument("--tenant", required=True, metavar="ID_OR_NAME")
+    create.add_argument("--role", choices=[str(r) for r in Role], default=str(Role.EDITOR))
+    _password_file(create)
+    admin = commands.add_parser("admin", help="manage operators (who see the operator pages)")
+    admin_actions = admin.add_subparsers(dest="admin_command", required=True, metavar="ACTION")
+    create_admin = admin_actions.add_parser(
+        "create", help="add an operator; without --password-file prints a one-hour setup link"
+    )
+    create_admin.add_argument("email")
+    _password_file(create_admin)
+    for parser in (create, create_admin):
+        add_common(parser)
+
+
+def _password_file(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--password-file",
+        type=Path,
+        metavar="PATH",
+        help="read the password from this file (its first line); never a default password",
+    )
+
+
+def run(settings: Settings, args: argparse.Namespace) -> None:
+    """Create the user ``args`` describes and print it as one JSON line."""
+    password_hash = None if args.password_file is None else hash_password(_read(args))
+    operator = args.command == "admin"
+    now = SystemClock().now_ms()
+
+    def create(conn: Connection) -> tuple[User, str | None]:
+        tenant_id = None if operator else find_tenant_id(conn, id_or_name=args.tenant)
+        user = create_user(
+            conn,
+            email=args.email,
+            tenant_id=tenant_id,
+            role=Role.OWNER if operator else Role(args.role),
+            operator=operator,
+            password_hash=password_hash,
+            now=now,
+        )
+        token = None if password_hash else issue_setup_token(conn, user_id=user.id, now=now)
+        return user, token
+
+    secure_data_dir(settings)
+    db = Database.open(settings.db_path)
+    try:
+        user, token = db.write_now(create)
+    finally:
+        db.close()
+    document: dict[str, object] = {
+        "id": user.id,
+        "email": user.email,
+        "tenant_id": user.tenant_id,
+        "role": str(user.role),
+        "operator": user.operator,
+    }
+    if token is not None:
+        document["setup_link"] = f"{_base_url(settings)}/setup/{token}"
+        document["setup_link_expires_in_seconds"] = 3600
+    json.dump(document, sys.stdout)
+    sys.stdout.write("\n")
+
+
+def _read(args: argparse.Namespace) -> str:
+    path: Path = args.password_file
+    try:
+        content = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationError.single("--password-file", f"cannot read {path}: {exc}") from None
+    lines = content.splitlines()
+    return lines[0] if lines else ""
+
+
+def _base_url(settings: Settings) -> str:
+    host = settings.listen.host
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"  # the address the appliance answers on this machine
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{settings.listen.port}"

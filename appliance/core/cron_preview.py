@@ -1,0 +1,63 @@
+"""The next occurrences of a schedule's timing (any kind: cron, one-off, interval, with its
+bounds) as a preview shows them: one home for the API's ``POST /v1/cron/preview``, the web
+UI's live preview and schedule pages and the dashboard (docs/ui.md), so each shows exactly
+what the planner would plan (:func:`appliance.core.timing.occurrences`).
+
+Each item carries the local wall time, the UTC offset and the zone's abbreviation, and
+whether the offset changed since the previous item (a DST transition in between: the
+reader should look twice at that row).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+from appliance.core.cron import local_wall_time
+from appliance.core.instants import to_datetime
+from appliance.core.timing import Timing, occurrences
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreviewItem:
+    scheduled_for: int  # epoch ms, UTC
+    local_time: str  # "2026-03-29T03:00:00" in the spec's zone
+    utc_offset: str  # "+02:00"
+    abbreviation: str  # "CEST"
+    offset_changed: bool  # the offset differs from the previous item's (DST in between)
+
+
+def preview_occurrences(timing: Timing, after: int, count: int) -> list[PreviewItem]:
+    """The first ``count`` occurrences of ``timing`` after ``after`` (epoch ms)."""
+    zone = ZoneInfo(timing.timezone)
+    items: list[PreviewItem] = []
+    for ms in itertools.islice(occurrences(timing, after_ms=after), count):
+        local_time, offset = local_wall_time(ms, timing.timezone)
+        previous = items[-1].utc_offset if items else offset
+        items.append(
+            PreviewItem(
+                scheduled_for=ms,
+                local_time=local_time,
+                utc_offset=offset,
+                abbreviation=to_datetime(ms).astimezone(zone).tzname() or offset,
+                offset_changed=offset != previous,
+            )
+        )
+    return items
+
+
+def soonest_occurrences(
+    timings: Sequence[tuple[str, Timing]], after: int, count: int
+) -> list[tuple[str, int]]:
+    """The ``count`` soonest occurrences after ``after`` across several timings, each as
+    ``(key, epoch ms)`` in time order (ties by key): a dashboard's "next up"."""
+    streams = [_keyed(key, timing, after, count) for key, timing in timings]
+    return [(key, ms) for ms, key in itertools.islice(heapq.merge(*streams), count)]
+
+
+def _keyed(key: str, timing: Timing, after: int, count: int) -> Iterator[tuple[int, str]]:
+    for ms in itertools.islice(occurrences(timing, after_ms=after), count):
+        yield ms, key

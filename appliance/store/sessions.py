@@ -1,0 +1,120 @@
+"""Server-side sessions of the web UI and the throttle on sign-in failures
+(docs/ui.md, "Security").
+
+Rules this module guards:
+
+- A session is a row: the cookie holds 256 random bits, the row their SHA-256, so a copy
+  of the database signs nobody in. A session ends when revoked (sign out, password set),
+  after ``IDLE_MS`` without a request, or ``LIFETIME_MS`` after sign-in, whichever first.
+- Each session has its own CSRF token (a synchronizer token) that every state-changing
+  form carries; it is compared in constant time by the caller.
+- ``last_seen_at`` is written at most once a minute, so reading pages stays reads.
+- Sign-in is throttled per account and per address: ``MAX_FAILURES`` failures inside
+  ``FAILURE_WINDOW_MS`` refuse further tries for that subject until old ones age out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from typing import Final
+
+import apsw
+
+from appliance.store.users import User, get_user
+
+IDLE_MS: Final = 12 * 3_600_000
+LIFETIME_MS: Final = 7 * 86_400_000
+SEEN_RESOLUTION_MS: Final = 60_000
+MAX_FAILURES: Final = 10
+FAILURE_WINDOW_MS: Final = 15 * 60_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Session:
+    id_hash: str
+    user: User
+    csrf_token: str
+    created_at: int
+    last_seen_at: int
+
+
+def start_session(conn: apsw.Connection, *, user_id: str, address: str, now: int) -> str:
+    """A new session for ``user_id``; answers the cookie value (shown only to the browser)."""
+    token = secrets.token_urlsafe(32)
+    conn.execute(
+        "INSERT INTO sessions (id_hash, user_id, csrf_token, created_at, last_seen_at, address)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (_digest(token), user_id, secrets.token_urlsafe(32), now, now, address),
+    )
+    return token
+
+
+def find_session(conn: apsw.Connection, *, token: str, now: int) -> Session | None:
+    """The live session of a cookie value, or None (unknown, revoked, idle, too old, or
+    its user disabled)."""
+    row = conn.execute(
+        "SELECT id_hash, user_id, csrf_token, created_at, last_seen_at FROM sessions"
+        " WHERE id_hash = ? AND revoked_at IS NULL AND last_seen_at > ? AND created_at > ?",
+        (_digest(token), now - IDLE_MS, now - LIFETIME_MS),
+    ).fetchone()
+    if row is None:
+        return None
+    id_hash, user_id, csrf_token, created_at, last_seen_at = row
+    user = get_user(conn, user_id=str(user_id))
+    if user is None or user.disabled_at is not None:
+        return None
+    return Session(
+        id_hash=str(id_hash),
+        user=user,
+        csrf_token=str(csrf_token),
+        created_at=int(created_at),
+        last_seen_at=int(last_seen_at),
+    )
+
+
+def needs_touch(session: Session, *, now: int) -> bool:
+    return now - session.last_seen_at >= SEEN_RESOLUTION_MS
+
+
+def touch_session(conn: apsw.Connection, *, id_hash: str, now: int) -> None:
+    conn.execute(
+        "UPDATE sessions SET last_seen_at = ? WHERE id_hash = ? AND last_seen_at < ?",
+        (now, id_hash, now),
+    )
+
+
+def end_session(conn: apsw.Connection, *, id_hash: str, now: int) -> None:
+    conn.execute(
+        "UPDATE sessions SET revoked_at = ? WHERE id_hash = ? AND revoked_at IS NULL",
+        (now, id_hash),
+    )
+
+
+def throttled(conn: apsw.Connection, *, subjects: tuple[str, ...], now: int) -> bool:
+    """Whether any subject (``email:…``, ``addr:…``) has used up its failures."""
+    for subject in subjects:
+        row = conn.execute(
+            "SELECT count(*) FROM login_failures WHERE subject = ? AND at > ?",
+            (subject, now - FAILURE_WINDOW_MS),
+        ).fetchone()
+        if row is not None and int(row[0]) >= MAX_FAILURES:
+            return True
+    return False
+
+
+def record_failure(conn: apsw.Connection, *, subjects: tuple[str, ...], now: int) -> None:
+    """Count one failed sign-in against every subject; forget failures past the window."""
+    conn.execute("DELETE FROM login_failures WHERE at <= ?", (now - FAILURE_WINDOW_MS,))
+    conn.executemany(
+        "INSERT INTO login_failures (subject, at) VALUES (?, ?)", [(s, now) for s in subjects]
+    )
+
+
+def login_subjects(*, email: str, address: str) -> tuple[str, ...]:
+    return (f"email:{email.strip().lower()}", f"addr:{address}")
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()

@@ -1,0 +1,83 @@
+"""Operator pages: ``/admin/tenants`` — every tenant with its counts (never a secret),
+create a tenant (its first API key and signing secret shown once, as ``steeple tenant
+create`` prints them), and add a user to a tenant (a one-hour setup link, as ``steeple
+user create`` prints it). Only operators reach them; to anyone else they do not exist
+(404), so tenants cannot discover them.
+"""
+
+from __future__ import annotations
+
+from quart import Blueprint, Response, request
+
+from appliance.errors import NotFound, ValidationError
+from appliance.store.database import Connection
+from appliance.store.overview import tenant_summaries
+from appliance.store.tenants import NewTenant, check_tenant_name, create_tenant
+from appliance.store.users import Role, create_user, find_tenant_id, issue_setup_token
+from appliance.ui.context import ui
+from appliance.ui.render import page
+from appliance.ui.security import SignInRequired, current_session
+
+
+def register(bp: Blueprint) -> None:
+    bp.add_url_rule("/admin/tenants", view_func=tenant_list, methods=["GET"])
+    bp.add_url_rule("/admin/tenants", view_func=add_tenant, methods=["POST"])
+    bp.add_url_rule("/admin/users", view_func=add_tenant_user, methods=["POST"])
+
+
+def require_operator() -> None:
+    session = current_session()
+    if session is None:
+        raise SignInRequired
+    if not session.user.operator:
+        raise NotFound("no such page")
+
+
+async def tenant_list(
+    *, created: NewTenant | None = None, link: str | None = None, status: int = 200
+) -> Response:
+    require_operator()
+    now = ui().clock.now_ms()
+    listed = await ui().db.read(lambda conn: tenant_summaries(conn, now=now))
+    return await page(
+        "admin_tenants.html",
+        status=status,
+        tenants=listed,
+        created=created,
+        link=link,
+        roles=list(Role),
+    )
+
+
+async def add_tenant() -> Response:
+    require_operator()
+    ctx = ui()
+    name = check_tenant_name((await request.form).get("name", ""))
+    created = await ctx.db.write(create_tenant, name=name, now=ctx.clock.now_ms())
+    return await tenant_list(created=created, status=201)
+
+
+async def add_tenant_user() -> Response:
+    require_operator()
+    ctx = ui()
+    form = await request.form
+    role = form.get("role", "")
+    if role not in tuple(Role):
+        raise ValidationError.single("role", "must be owner, editor or viewer")
+    now = ctx.clock.now_ms()
+
+    def add(conn: Connection) -> str:
+        tenant_id = find_tenant_id(conn, id_or_name=form.get("tenant", ""))
+        user = create_user(
+            conn,
+            email=form.get("email", ""),
+            tenant_id=tenant_id,
+            role=Role(role),
+            operator=False,
+            password_hash=None,
+            now=now,
+        )
+        return issue_setup_token(conn, user_id=user.id, now=now)
+
+    token = await ctx.db.write(add)
+    return await tenant_list(link=f"{request.host_url.rstrip('/')}/setup/{token}", status=201)

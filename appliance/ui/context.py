@@ -1,0 +1,47 @@
+"""What the web UI's views need from the composition root, injected by
+:func:`appliance.ui.app.register_ui` (the same parts the API gets: docs/architecture.md).
+
+The UI reads no wall time and owns no tasks: the clock, the database, the planner's
+``nudge`` and the write-time destination check come from the runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import trio
+from quart import current_app
+
+from appliance.clock import WallClock
+from appliance.core.addresses import AddressPolicy
+from appliance.store.database import Database
+
+_EXTENSION = "steeple-ui"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UiContext:
+    db: Database
+    clock: WallClock
+    nudge: Callable[[], None]  # wakes the planner and the dispatcher; sync, never blocks
+    check_destination: Callable[[str], Awaitable[None]]  # resolve + policy; ValidationError
+    policy: AddressPolicy
+    max_schedules: int | None = None
+    replay_rate_per_second: int
+    # Behind a TLS-terminating proxy: trust X-Forwarded-Proto / X-Forwarded-For.
+    trust_proxy: bool = False
+    # Password hashing and previews run in worker threads, one at a time.
+    cpu: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
+
+
+def install(app_extensions: dict[str, object], context: UiContext) -> None:
+    app_extensions[_EXTENSION] = context
+
+
+def ui() -> UiContext:
+    """The UI context of the app answering the current request."""
+    value = current_app.extensions[_EXTENSION]
+    if not isinstance(value, UiContext):
+        raise TypeError("the web UI was not registered by appliance.ui.app.register_ui")
+    return value

@@ -1,0 +1,80 @@
+"""Rendering helpers shared by the UI's views: the page wrapper and the Jinja filters
+that print instants (always with their zone) and durations.
+
+Templates are Jinja with autoescape on (Quart's default for ``.html``): every tenant
+string — names, payloads, response excerpts, headers — is escaped; nothing is marked
+safe.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+from zoneinfo import ZoneInfo
+
+from quart import Blueprint, Response, make_response, render_template, request
+
+from appliance.core.instants import format_instant, to_datetime
+from appliance.ui.context import ui
+from appliance.ui.security import CSRF_FIELD, current_session
+
+NOTICES: Final = {
+    "created": "Schedule created.",
+    "saved": "Schedule saved.",
+    "paused": "Schedule paused.",
+    "resumed": "Schedule resumed.",
+    "triggered": "Run started: it is due now.",
+    "triggered-all": "Runs started: they are due now.",
+    "deleted": "Schedule deleted.",
+    "replayed": "Run replayed with the same idempotency key.",
+    "rotated": "Secret rotated.",
+    "revoked": "Key revoked.",
+    "ready": "Your password is set. Sign in.",
+    "signed-out": "You are signed out.",
+}
+
+
+async def page(template: str, *, status: int = 200, **values: object) -> Response:
+    """A full page or fragment rendered with the session, its CSRF token and ``now``."""
+    session = current_session()
+    notice = NOTICES.get(request.args.get("done", ""))
+    html = await render_template(
+        template,
+        user=None if session is None else session.user,
+        csrf_token="" if session is None else session.csrf_token,
+        csrf_field=CSRF_FIELD,
+        now=ui().clock.now_ms(),
+        notice=notice,
+        **values,
+    )
+    response = await make_response(html, status)
+    assert isinstance(response, Response)
+    return response
+
+
+def local(ms: int | None, zone: str = "UTC") -> str:
+    """``2026-12-01 13:00:00 CET``: an instant in a zone, with the zone's abbreviation."""
+    if ms is None:
+        return "—"
+    moment = to_datetime(ms).astimezone(ZoneInfo(zone))
+    return f"{moment:%Y-%m-%d %H:%M:%S} {moment.tzname()}"
+
+
+def relative(ms: int | None, now: int) -> str:
+    """``in 3 min`` / ``5 h ago``."""
+    if ms is None:
+        return ""
+    delta = (ms - now) // 1000
+    size = abs(delta)
+    for unit, seconds in (("d", 86_400), ("h", 3600), ("min", 60)):
+        if size >= seconds:
+            text = f"{size // seconds} {unit}"
+            break
+    else:
+        text = f"{size} s"
+    return f"in {text}" if delta >= 0 else f"{text} ago"
+
+
+def register_filters(blueprint: Blueprint) -> None:
+    blueprint.add_app_template_filter(local, "local")
+    blueprint.add_app_template_filter(relative, "relative")
+    blueprint.add_app_template_filter(lambda ms: "—" if ms is None else format_instant(ms), "utc")

@@ -1,0 +1,136 @@
+"""``/runs/{id}`` (one run: its canonical ``X-Scheduled-For``, idempotency key, attempts)
+and ``/failed`` (the dead-letter view): replays through the store functions the API's
+replay routes call (``store.manual``).
+
+"Replay all N matching" states the exact count as of a snapshot time on a confirmation
+page, and the replay then takes only runs last changed at or before that time: failures
+arriving after the user looked are untouched.
+"""
+
+from __future__ import annotations
+
+from quart import Blueprint, Response, redirect, request
+
+from appliance.core.instants import format_scheduled_for, parse_instant
+from appliance.core.runs import RunState
+from appliance.errors import NotFound, ValidationError
+from appliance.store import manual
+from appliance.store import runs as run_store
+from appliance.store.database import Connection
+from appliance.store.run_search import RunFilter, search_runs
+from appliance.store.schedules import get_schedule
+from appliance.store.users import Role
+from appliance.ui.context import ui
+from appliance.ui.render import page
+from appliance.ui.security import require
+
+FAILED = RunFilter(states=frozenset({RunState.FAILED}))
+PAGE_SIZE = 100
+
+
+def register(bp: Blueprint) -> None:
+    bp.add_url_rule("/runs/<run_id>", view_func=run_page, methods=["GET"])
+    bp.add_url_rule("/runs/<run_id>/replay", view_func=replay, methods=["POST"])
+    bp.add_url_rule("/failed", view_func=failed, methods=["GET"])
+    bp.add_url_rule("/failed/replay", view_func=replay_selected, methods=["POST"])
+    bp.add_url_rule("/failed/replay-all", view_func=confirm_all, methods=["GET"])
+    bp.add_url_rule("/failed/replay-all", view_func=replay_all, methods=["POST"])
+
+
+async def run_page(run_id: str) -> Response:
+    _, tenant_id = require(Role.VIEWER)
+
+    def read(conn: Connection) -> tuple[run_store.RunRecord, list[run_store.AttemptRecord], str]:
+        run = run_store.get_run(conn, tenant_id=tenant_id, run_id=run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id}")
+        schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=run.schedule_id)
+        zone = "UTC" if schedule is None else schedule.spec.timezone
+        return run, run_store.list_attempts(conn, run_id=run_id), zone
+
+    run, attempts, zone = await ui().db.read(read)
+    return await page(
+        "run.html",
+        run=run,
+        attempts=attempts,
+        zone=zone,
+        scheduled_for=format_scheduled_for(run.scheduled_for),
+        replayable=run.state
+        in (RunState.SUCCEEDED, RunState.FAILED, RunState.MISSED, RunState.CANCELLED),
+    )
+
+
+async def replay(run_id: str) -> Response:
+    _, tenant_id = require(Role.EDITOR)
+    ctx = ui()
+    await ctx.db.write(
+        manual.replay_run, tenant_id=tenant_id, run_id=run_id, now=ctx.clock.now_ms()
+    )
+    ctx.nudge()
+    return redirect(f"/runs/{run_id}?done=replayed")  # type: ignore[return-value]
+
+
+async def failed() -> Response:
+    _, tenant_id = require(Role.VIEWER)
+    runs = await ui().db.read(
+        lambda conn: search_runs(conn, tenant_id=tenant_id, where=FAILED, limit=PAGE_SIZE)
+    )
+    return await page("failed.html", runs=runs, replayed=request.args.get("replayed"))
+
+
+async def replay_selected() -> Response:
+    _, tenant_id = require(Role.EDITOR)
+    ctx = ui()
+    selected = (await request.form).getlist("run")
+    if not selected:
+        raise ValidationError.single("run", "select at least one run to replay")
+    count = await ctx.db.write(
+        manual.replay_runs,
+        tenant_id=tenant_id,
+        run_ids=selected,
+        now=ctx.clock.now_ms(),
+        rate_per_second=ctx.replay_rate_per_second,
+    )
+    ctx.nudge()
+    return redirect(f"/failed?replayed={count.replayed}")  # type: ignore[return-value]
+
+
+async def confirm_all() -> Response:
+    _, tenant_id = require(Role.EDITOR)
+    ctx = ui()
+    as_of = ctx.clock.now_ms() // 1000 * 1000  # whole seconds: the form carries its text
+    matched = await ctx.db.read(
+        lambda conn: search_runs(
+            conn, tenant_id=tenant_id, where=FAILED, limit=manual.MAX_REPLAY_MATCH + 1, as_of=as_of
+        )
+    )
+    return await page(
+        "replay_all.html",
+        count=len(matched),
+        too_many=len(matched) > manual.MAX_REPLAY_MATCH,
+        limit=manual.MAX_REPLAY_MATCH,
+        as_of=as_of,
+        as_of_text=format_scheduled_for(as_of),
+    )
+
+
+async def replay_all() -> Response:
+    _, tenant_id = require(Role.EDITOR)
+    ctx = ui()
+    form = await request.form
+    try:
+        as_of = parse_instant(form.get("as_of", ""))
+    except ValueError:
+        raise ValidationError.single(
+            "as_of", "the confirmation is incomplete; open it again"
+        ) from None
+    count = await ctx.db.write(
+        manual.replay_matching,
+        tenant_id=tenant_id,
+        where=FAILED,
+        as_of=as_of,
+        now=ctx.clock.now_ms(),
+        rate_per_second=ctx.replay_rate_per_second,
+    )
+    ctx.nudge()
+    return redirect(f"/failed?replayed={count.replayed}")  # type: ignore[return-value]

@@ -1,0 +1,323 @@
+"""``/schedules`` pages: list, new, edit, detail, the live cron preview and the actions
+(pause, resume, run now, delete) — each the store function the API calls for the same
+thing, with the session's tenant and the user as the actor.
+
+A create carries a ``form_key`` minted when the form was shown and is written through
+the API's own idempotent create (``request_keys.create_schedule_once``), so a double
+submit makes one schedule and both submits land on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Callable
+
+from quart import Blueprint, Response, redirect, request
+
+from appliance.core.events import Actor
+from appliance.core.schedule_input import merge_patch, parse_schedule
+from appliance.core.schedules import Schedule, ScheduleSpec
+from appliance.errors import FieldError, NotFound, ValidationError
+from appliance.store import manual, overview, pauses, request_keys
+from appliance.store import runs as run_store
+from appliance.store import schedules as store
+from appliance.store.database import Connection
+from appliance.store.request_keys import StoredResponse
+from appliance.store.users import Role
+from appliance.ui import preview
+from appliance.ui.context import UiContext, ui
+from appliance.ui.render import page
+from appliance.ui.schedule_form import (
+    ScheduleForm,
+    blank_form,
+    document_of,
+    form_of,
+    with_errors,
+)
+from appliance.ui.security import require
+
+PAGE_SIZE = 50
+_FORM_KEY_CHARS = 43
+
+
+def register(bp: Blueprint) -> None:
+    bp.add_url_rule("/schedules", view_func=list_page, methods=["GET"])
+    bp.add_url_rule("/schedules/new", view_func=new_form, methods=["GET"])
+    bp.add_url_rule("/schedules/new", view_func=create, methods=["POST"])
+    bp.add_url_rule("/schedules/preview", view_func=preview.fragment, methods=["POST"])
+    bp.add_url_rule("/schedules/<schedule_id>", view_func=schedule_page, methods=["GET"])
+    bp.add_url_rule("/schedules/<schedule_id>/edit", view_func=edit_form, methods=["GET"])
+    bp.add_url_rule("/schedules/<schedule_id>/edit", view_func=save, methods=["POST"])
+    bp.add_url_rule("/schedules/<schedule_id>/pause", view_func=pause, methods=["POST"])
+    bp.add_url_rule("/schedules/<schedule_id>/resume", view_func=resume, methods=["POST"])
+    bp.add_url_rule("/schedules/<schedule_id>/run", view_func=run_now, methods=["POST"])
+    bp.add_url_rule("/schedules/selected", view_func=change_selected, methods=["POST"])
+    bp.add_url_rule("/schedules/<schedule_id>/delete", view_func=delete_form, methods=["GET"])
+    bp.add_url_rule("/schedules/<schedule_id>/delete", view_func=delete, methods=["POST"])
+
+
+async def list_page() -> Response:
+    _, tenant_id = require(Role.VIEWER)
+    ctx = ui()
+    status = _status(request.args.get("status", ""))
+    query = request.args.get("q", "")[:200]
+    after = request.args.get("after") or None
+
+    def read(conn: Connection) -> list[tuple[Schedule, run_store.RunRecord | None]]:
+        found = overview.find_schedules(
+            conn,
+            tenant_id=tenant_id,
+            status=status,
+            name_contains=query,
+            limit=PAGE_SIZE + 1,
+            after_id=after,
+        )
+        return [(s, overview.last_outcome(conn, schedule_id=s.id)) for s in found]
+
+    rows = await ctx.db.read(read)
+    more = rows[PAGE_SIZE - 1][0].id if len(rows) > PAGE_SIZE else None
+    return await page(
+        "schedules.html", rows=rows[:PAGE_SIZE], status_filter=str(status), q=query, more=more
+    )
+
+
+def _status(text: str) -> overview.Status:
+    try:
+        return overview.Status(text)
+    except ValueError:
+        return overview.Status.ANY
+
+
+async def new_form() -> Response:
+    require(Role.EDITOR)
+    return await _form_page(blank_form(), schedule=None)
+
+
+async def _form_page(
+    form: ScheduleForm, *, schedule: Schedule | None, status: int = 200
+) -> Response:
+    return await page(
+        "schedule_form.html",
+        status=status,
+        form=form,
+        schedule=schedule,
+        form_key=secrets.token_urlsafe(32),
+        zones=preview.ZONES,
+    )
+
+
+async def create() -> Response:
+    session, tenant_id = require(Role.EDITOR)
+    ctx = ui()
+    form = await request.form
+    document, errors = document_of(form)
+    spec = await _validated(ctx, errors, lambda: parse_schedule(document, policy=ctx.policy))
+    if spec is None:
+        return await _form_page(
+            with_errors(form, errors, blank_form().payload_kind), schedule=None, status=422
+        )
+    key = form.get("form_key", "")
+    if len(key) != _FORM_KEY_CHARS:
+        raise ValidationError.single("form_key", "the form is incomplete; reload it")
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    stored, created = await ctx.db.write(
+        request_keys.create_schedule_once,
+        tenant_id=tenant_id,
+        spec=spec,
+        request_key=f"ui-form-{key}",
+        request_hash=hashlib.sha256(canonical.encode()).hexdigest(),
+        render=lambda s: StoredResponse(status=201, body=json.dumps({"id": s.id})),
+        now=ctx.clock.now_ms(),
+        max_schedules=ctx.max_schedules,
+        actor=Actor.user(session.user.id),
+    )
+    if created:
+        ctx.nudge()
+    schedule_id = json.loads(stored.body)["id"]
+    return redirect(f"/schedules/{schedule_id}?done=created")  # type: ignore[return-value]
+
+
+async def _validated(
+    ctx: UiContext, errors: list[FieldError], parse: Callable[[], ScheduleSpec]
+) -> ScheduleSpec | None:
+    """``parse()`` then the destination check, as the API does; None with ``errors``
+    extended when anything is wrong."""
+    try:
+        spec = parse()
+    except ValidationError as error:
+        errors.extend(error.errors)
+        return None
+    if errors:
+        return None
+    try:
+        await ctx.check_destination(spec.target_url)
+    except ValidationError as error:
+        errors.extend(error.errors)
+        return None
+    return spec
+
+
+async def schedule_page(schedule_id: str) -> Response:
+    _, tenant_id = require(Role.VIEWER)
+    ctx = ui()
+
+    def read(conn: Connection) -> tuple[Schedule, list[run_store.RunRecord]]:
+        schedule = _must(conn, tenant_id, schedule_id)
+        runs = run_store.list_runs(
+            conn,
+            tenant_id=tenant_id,
+            schedule_id=schedule_id,
+            limit=PAGE_SIZE,
+        )
+        return schedule, runs
+
+    schedule, runs = await ctx.db.read(read)
+    upcoming = await preview.upcoming(schedule.spec, count=5)
+    return await page("schedule.html", schedule=schedule, runs=runs, upcoming=upcoming)
+
+
+async def edit_form(schedule_id: str) -> Response:
+    _, tenant_id = require(Role.EDITOR)
+    schedule = await _load(tenant_id, schedule_id)
+    return await _form_page(form_of(schedule.spec), schedule=schedule)
+
+
+async def save(schedule_id: str) -> Response:
+    session, tenant_id = require(Role.EDITOR)
+    ctx = ui()
+    current = await _load(tenant_id, schedule_id)
+    form = await request.form
+    kind = current.spec.payload_kind
+    document, errors = document_of(form, kind)
+    spec = await _validated(
+        ctx, errors, lambda: merge_patch(current.spec, document, policy=ctx.policy)
+    )
+    if spec is None:
+        return await _form_page(with_errors(form, errors, kind), schedule=current, status=422)
+    if spec != current.spec:
+        await ctx.db.write(
+            store.update_schedule,
+            tenant_id=tenant_id,
+            schedule_id=schedule_id,
+            spec=spec,
+            now=ctx.clock.now_ms(),
+            expected_version=_version(form.get("version", "")),
+            actor=Actor.user(session.user.id),
+        )
+        ctx.nudge()
+    return redirect(f"/schedules/{schedule_id}?done=saved")  # type: ignore[return-value]
+
+
+def _version(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
+async def pause(schedule_id: str) -> Response:
+    return await _change(pauses.pause_schedule, schedule_id, "paused")
+
+
+async def resume(schedule_id: str) -> Response:
+    return await _change(pauses.resume_schedule, schedule_id, "resumed")
+
+
+async def _change(change: Callable[..., Schedule], schedule_id: str, done: str) -> Response:
+    session, tenant_id = require(Role.EDITOR)
+    ctx = ui()
+    await ctx.db.write(
+        change,
+        tenant_id=tenant_id,
+        schedule_id=schedule_id,
+        now=ctx.clock.now_ms(),
+        actor=Actor.user(session.user.id),
+    )
+    ctx.nudge()
+    return redirect(_back(f"/schedules/{schedule_id}") + f"done={done}")  # type: ignore[return-value]
+
+
+_BULK = {"pause": (pauses.pause_schedule, "paused"), "resume": (pauses.resume_schedule, "resumed")}
+MAX_SELECTED = 200
+
+
+async def change_selected() -> Response:
+    """Pause, resume or run now every selected schedule, all or none (one transaction:
+    a foreign or deleted id is NotFound and nothing changes)."""
+    session, tenant_id = require(Role.EDITOR)
+    ctx = ui()
+    form = await request.form
+    selected = list(dict.fromkeys(form.getlist("schedule")))
+    action = form.get("action", "")
+    if not selected or len(selected) > MAX_SELECTED:
+        raise ValidationError.single("schedule", f"select 1 to {MAX_SELECTED} schedules")
+    if action not in (*_BULK, "run"):
+        raise ValidationError.single("action", "must be pause, resume or run")
+    now = ctx.clock.now_ms()
+    actor = Actor.user(session.user.id)
+
+    def apply(conn: Connection) -> None:
+        for schedule_id in selected:
+            if action == "run":
+                manual.trigger_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id, now=now)
+            else:
+                change = _BULK[action][0]
+                change(conn, tenant_id=tenant_id, schedule_id=schedule_id, now=now, actor=actor)
+
+    await ctx.db.write(apply)
+    ctx.nudge()
+    done = _BULK[action][1] if action in _BULK else "triggered-all"
+    return redirect(_back("/schedules") + f"done={done}")  # type: ignore[return-value]
+
+
+async def run_now(schedule_id: str) -> Response:
+    _, tenant_id = require(Role.EDITOR)
+    ctx = ui()
+    run, created = await ctx.db.write(
+        manual.trigger_schedule,
+        tenant_id=tenant_id,
+        schedule_id=schedule_id,
+        now=ctx.clock.now_ms(),
+    )
+    if created:
+        ctx.nudge()
+    return redirect(f"/runs/{run.id}?done=triggered")  # type: ignore[return-value]
+
+
+async def delete_form(schedule_id: str) -> Response:
+    _, tenant_id = require(Role.EDITOR)
+    schedule = await _load(tenant_id, schedule_id)
+    return await page("schedule_delete.html", schedule=schedule)
+
+
+async def delete(schedule_id: str) -> Response:
+    session, tenant_id = require(Role.EDITOR)
+    ctx = ui()
+    await ctx.db.write(
+        store.delete_schedule,
+        tenant_id=tenant_id,
+        schedule_id=schedule_id,
+        now=ctx.clock.now_ms(),
+        actor=Actor.user(session.user.id),
+    )
+    ctx.nudge()
+    return redirect("/schedules?done=deleted")  # type: ignore[return-value]
+
+
+async def _load(tenant_id: str, schedule_id: str) -> Schedule:
+    return await ui().db.read(lambda conn: _must(conn, tenant_id, schedule_id))
+
+
+def _must(conn: Connection, tenant_id: str, schedule_id: str) -> Schedule:
+    schedule = store.get_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+    if schedule is None:
+        raise NotFound(f"no schedule {schedule_id}")
+    return schedule
+
+
+def _back(default: str) -> str:
+    """Where an action returns to: the local page it was posted from, or ``default``;
+    with a ``?``/``&`` ready for one more parameter."""
+    target = request.args.get("back", "")
+    if not target.startswith("/") or target.startswith("//"):
+        target = default
+    return target + ("&" if "?" in target else "?")

@@ -1,0 +1,140 @@
+"""Who is asking, and may they: sessions, CSRF, roles and the security headers of every UI
+answer (docs/ui.md, "Security").
+
+Rules this module guards:
+
+- A request is signed in only by a live session row (:mod:`appliance.store.sessions`)
+  named by the ``steeple_session`` cookie: ``HttpOnly``, ``SameSite=Lax``, ``Secure``
+  when the request came over HTTPS (or a trusted proxy says it did).
+- Every POST except sign-in and setup (which have no session yet, and whose own secret
+  is the password or the link) carries the session's CSRF token, as the form field
+  ``csrf_token`` or the ``X-CSRF-Token`` header (htmx); compared in constant time. A
+  missing or wrong token, or an ``Origin`` of another site, answers 403 and changes
+  nothing.
+- Roles are checked on the server for every route: viewer reads, editor also changes
+  schedules and replays, owner also manages keys, secrets and users. Another tenant's
+  ids are NotFound (a 404 page), as in the API: views pass the session's tenant to the
+  store, which scopes every query.
+- Every answer carries a strict Content-Security-Policy (no inline script or style),
+  ``X-Frame-Options: DENY``, ``nosniff`` and ``Referrer-Policy: same-origin``; pages
+  for a signed-in user are ``Cache-Control: no-store``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Final
+from urllib.parse import urlsplit
+
+from quart import Response, g, request
+
+from appliance.store.sessions import Session, find_session, needs_touch, touch_session
+from appliance.store.users import Role
+from appliance.ui.context import ui
+
+COOKIE: Final = "steeple_session"
+CSRF_FIELD: Final = "csrf_token"
+CSRF_HEADER: Final = "X-CSRF-Token"
+CSP: Final = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
+    " connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none';"
+    " form-action 'self'"
+)
+_RANK: Final = {Role.VIEWER: 1, Role.EDITOR: 2, Role.OWNER: 3}
+# Endpoints that take a POST without a session (their secret is the password or link).
+SESSIONLESS_POSTS: Final = frozenset({"ui.login", "ui.setup"})
+
+
+class SignInRequired(Exception):
+    """No live session: the answer is a redirect to /login."""
+
+
+class Forbidden(Exception):
+    """Signed in, but this role or request may not do this (403 page)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+async def load_session() -> None:
+    """``before_request``: the request's session into ``g``, then the CSRF check."""
+    g.ui_session = None
+    token = request.cookies.get(COOKIE)
+    if token:
+        ctx = ui()
+        now = ctx.clock.now_ms()
+        session = await ctx.db.read(find_session, token=token, now=now)
+        if session is not None and needs_touch(session, now=now):
+            await ctx.db.write(touch_session, id_hash=session.id_hash, now=now)
+        g.ui_session = session
+    if request.method == "POST":
+        await _check_post()
+
+
+async def _check_post() -> None:
+    origin = request.headers.get("Origin")
+    if origin and origin != "null" and urlsplit(origin).netloc != request.host:
+        raise Forbidden("This form was sent from another site.")
+    if request.endpoint in SESSIONLESS_POSTS:
+        return
+    session = current_session()
+    if session is None:
+        raise SignInRequired
+    form = await request.form
+    sent = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER) or ""
+    if not hmac.compare_digest(sent.encode(), session.csrf_token.encode()):
+        raise Forbidden("This form is missing its security token or it expired; reload the page.")
+
+
+def current_session() -> Session | None:
+    session = g.get("ui_session")
+    return session if isinstance(session, Session) else None
+
+
+def require(role: Role = Role.VIEWER) -> tuple[Session, str]:
+    """The session and its tenant id when its user has at least ``role`` in a tenant;
+    raises SignInRequired or Forbidden."""
+    session = current_session()
+    if session is None:
+        raise SignInRequired
+    tenant_id = session.user.tenant_id
+    if tenant_id is None:
+        raise Forbidden("Operators without a tenant have no tenant pages.")
+    if _RANK[session.user.role] < _RANK[role]:
+        raise Forbidden(f"Your role ({session.user.role}) may not do this; ask an owner.")
+    return session, tenant_id
+
+
+def is_secure() -> bool:
+    if request.scheme == "https":
+        return True
+    return ui().trust_proxy and request.headers.get("X-Forwarded-Proto") == "https"
+
+
+def client_address() -> str:
+    if ui().trust_proxy:
+        forwarded = request.headers.get("X-Forwarded-For", "").split(",")[0].strip()
+        if forwarded:
+            return forwarded
+    return request.remote_addr or "unknown"
+
+
+def set_session_cookie(response: Response, token: str) -> None:
+    response.set_cookie(COOKIE, token, httponly=True, samesite="Lax", secure=is_secure(), path="/")
+
+
+def clear_session_cookie(response: Response) -> None:
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="Lax", secure=is_secure())
+
+
+def add_security_headers(response: Response) -> Response:
+    """``after_request``: the headers every UI answer carries."""
+    response.headers["Content-Security-Policy"] = CSP
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "same-origin"
+    static = (request.endpoint or "").endswith(".static")
+    if not static and (current_session() is not None or response.mimetype == "text/html"):
+        response.headers["Cache-Control"] = "no-store"
+    return response

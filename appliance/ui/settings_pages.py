@@ -1,0 +1,115 @@
+"""``/settings/keys``, ``/settings/secrets`` and ``/settings/users``: owner pages over the
+store functions ``/v1/keys``, ``/v1/signing-secrets`` and ``steeple user create`` use.
+
+A new API key or signing secret is shown once, on the answer to the POST that made it
+(``Cache-Control: no-store``, like every signed-in page), never again; lists show masks
+and prefixes only. A new user gets a single-use setup link (an hour), shown once.
+"""
+
+from __future__ import annotations
+
+from quart import Blueprint, Response, redirect, request
+
+from appliance.errors import ValidationError
+from appliance.store.api_keys import (
+    issue_api_key,
+    list_api_keys,
+    parse_key_request,
+    revoke_api_key,
+)
+from appliance.store.database import Connection
+from appliance.store.tenants import list_signing_secrets, parse_overlap, rotate_signing_secret
+from appliance.store.users import Role, create_user, issue_setup_token, list_users
+from appliance.ui.context import ui
+from appliance.ui.render import page
+from appliance.ui.security import require
+
+
+def register(bp: Blueprint) -> None:
+    bp.add_url_rule("/settings/keys", view_func=keys, methods=["GET"])
+    bp.add_url_rule("/settings/keys", view_func=create_key, methods=["POST"])
+    bp.add_url_rule("/settings/keys/<key_id>/revoke", view_func=revoke_key, methods=["POST"])
+    bp.add_url_rule("/settings/secrets", view_func=secrets, methods=["GET"])
+    bp.add_url_rule("/settings/secrets/rotate", view_func=rotate, methods=["POST"])
+    bp.add_url_rule("/settings/users", view_func=users, methods=["GET"])
+    bp.add_url_rule("/settings/users", view_func=add_user, methods=["POST"])
+
+
+async def keys(*, issued: str | None = None, status: int = 200) -> Response:
+    _, tenant_id = require(Role.OWNER)
+    listed = await ui().db.read(lambda conn: list_api_keys(conn, tenant_id=tenant_id))
+    return await page("keys.html", status=status, keys=listed, issued=issued)
+
+
+async def create_key() -> Response:
+    _, tenant_id = require(Role.OWNER)
+    ctx = ui()
+    form = await request.form
+    name, scope = parse_key_request({"name": form.get("name", ""), "scope": form.get("scope")})
+    made = await ctx.db.write(
+        issue_api_key, tenant_id=tenant_id, name=name, scope=scope, now=ctx.clock.now_ms()
+    )
+    return await keys(issued=made.api_key, status=201)
+
+
+async def revoke_key(key_id: str) -> Response:
+    _, tenant_id = require(Role.OWNER)
+    ctx = ui()
+    await ctx.db.write(revoke_api_key, tenant_id=tenant_id, key_id=key_id, now=ctx.clock.now_ms())
+    return redirect("/settings/keys?done=revoked")  # type: ignore[return-value]
+
+
+async def secrets(*, created: str | None = None, status: int = 200) -> Response:
+    _, tenant_id = require(Role.OWNER)
+    now = ui().clock.now_ms()
+    listed = await ui().db.read(
+        lambda conn: list_signing_secrets(conn, tenant_id=tenant_id, now=now)
+    )
+    return await page("secrets.html", status=status, secrets=listed, created=created)
+
+
+async def rotate() -> Response:
+    _, tenant_id = require(Role.OWNER)
+    ctx = ui()
+    text = (await request.form).get("overlap_seconds", "").strip()
+    if not text.isdigit():
+        raise ValidationError.single("overlap_seconds", "must be a whole number of seconds")
+    overlap_s = parse_overlap({"overlap_seconds": int(text)})
+    secret = await ctx.db.write(
+        rotate_signing_secret,
+        tenant_id=tenant_id,
+        overlap_ms=overlap_s * 1000,
+        now=ctx.clock.now_ms(),
+    )
+    return await secrets(created=secret.secret, status=201)
+
+
+async def users(*, link: str | None = None, status: int = 200) -> Response:
+    _, tenant_id = require(Role.OWNER)
+    listed = await ui().db.read(lambda conn: list_users(conn, tenant_id=tenant_id))
+    return await page("users.html", status=status, users=listed, link=link, roles=list(Role))
+
+
+async def add_user() -> Response:
+    _, tenant_id = require(Role.OWNER)
+    ctx = ui()
+    form = await request.form
+    role_text = form.get("role", "")
+    if role_text not in tuple(Role):
+        raise ValidationError.single("role", "must be owner, editor or viewer")
+    now = ctx.clock.now_ms()
+
+    def add(conn: Connection) -> str:
+        user = create_user(
+            conn,
+            email=form.get("email", ""),
+            tenant_id=tenant_id,
+            role=Role(role_text),
+            operator=False,
+            password_hash=None,
+            now=now,
+        )
+        return issue_setup_token(conn, user_id=user.id, now=now)
+
+    token = await ctx.db.write(add)
+    return await users(link=f"{request.host_url.rstrip('/')}/setup/{token}", status=201)

@@ -1,0 +1,115 @@
+"""``/login``, ``/logout`` and ``/setup/<token>`` (docs/ui.md, "People and sign-in").
+
+Sign-in answers one generic message for an unknown email, a wrong password and a user
+without a password yet, and spends the same argon2 time on each. Failures are counted per
+account and per address; at ``MAX_FAILURES`` in the window, sign-in is refused for that
+subject (429) without checking the password. A successful sign-in always starts a new
+session row (no fixation); signing out revokes it.
+"""
+
+from __future__ import annotations
+
+import trio
+from quart import Blueprint, Response, redirect, request
+
+from appliance.core.passwords import check_password_rules, hash_password, verify_password
+from appliance.errors import NotFound, ValidationError
+from appliance.store.sessions import (
+    FAILURE_WINDOW_MS,
+    end_session,
+    login_subjects,
+    record_failure,
+    start_session,
+    throttled,
+)
+from appliance.store.users import complete_setup, setup_user, user_by_email
+from appliance.ui.context import ui
+from appliance.ui.render import page
+from appliance.ui.security import (
+    clear_session_cookie,
+    client_address,
+    current_session,
+    set_session_cookie,
+)
+
+GENERIC_ERROR = "The email or password is not right."
+THROTTLED = f"Too many failed sign-ins; try again in {FAILURE_WINDOW_MS // 60_000} minutes."
+
+
+def register(bp: Blueprint) -> None:
+    bp.add_url_rule("/login", view_func=login_form, methods=["GET"])
+    bp.add_url_rule("/login", view_func=login, methods=["POST"], endpoint="login")
+    bp.add_url_rule("/logout", view_func=logout, methods=["POST"])
+    bp.add_url_rule("/setup/<token>", view_func=setup_form, methods=["GET"])
+    bp.add_url_rule("/setup/<token>", view_func=setup, methods=["POST"], endpoint="setup")
+
+
+async def login_form() -> Response:
+    if current_session() is not None:
+        return redirect("/")  # type: ignore[return-value]
+    return await page("login.html", next=_next(), email="")
+
+
+async def login() -> Response:
+    ctx = ui()
+    form = await request.form
+    email, password = form.get("email", ""), form.get("password", "")
+    subjects = login_subjects(email=email, address=client_address())
+    now = ctx.clock.now_ms()
+    if await ctx.db.read(throttled, subjects=subjects, now=now):
+        return await page("login.html", status=429, error=THROTTLED, next=_next(), email=email)
+    user = await ctx.db.read(user_by_email, email=email)
+    stored = None if user is None or user.disabled_at is not None else user.password_hash
+    ok = await trio.to_thread.run_sync(verify_password, stored, password, limiter=ctx.cpu)
+    if user is None or not ok:
+        await ctx.db.write(record_failure, subjects=subjects, now=now)
+        return await page("login.html", status=401, error=GENERIC_ERROR, next=_next(), email=email)
+    token = await ctx.db.write(start_session, user_id=user.id, address=client_address(), now=now)
+    response = redirect(_next())
+    set_session_cookie(response, token)  # type: ignore[arg-type]
+    return response  # type: ignore[return-value]
+
+
+async def logout() -> Response:
+    session = current_session()
+    if session is not None:
+        ctx = ui()
+        await ctx.db.write(end_session, id_hash=session.id_hash, now=ctx.clock.now_ms())
+    response = redirect("/login?done=signed-out")
+    clear_session_cookie(response)  # type: ignore[arg-type]
+    return response  # type: ignore[return-value]
+
+
+async def setup_form(token: str) -> Response:
+    ctx = ui()
+    user = await ctx.db.read(setup_user, token=token, now=ctx.clock.now_ms())
+    if user is None:
+        raise NotFound("this setup link is unknown, used or expired: ask for a new one")
+    return await page("setup.html", email=user.email, token=token, errors={})
+
+
+async def setup(token: str) -> Response:
+    ctx = ui()
+    form = await request.form
+    password = form.get("password", "")
+    user = await ctx.db.read(setup_user, token=token, now=ctx.clock.now_ms())
+    if user is None:
+        raise NotFound("this setup link is unknown, used or expired: ask for a new one")
+    try:
+        check_password_rules(password)
+        if password != form.get("repeat", ""):
+            raise ValidationError.single("repeat", "the two passwords differ")
+    except ValidationError as error:
+        errors = {e.field: e.message for e in error.errors}
+        return await page("setup.html", status=422, email=user.email, token=token, errors=errors)
+    hashed = await trio.to_thread.run_sync(hash_password, password, limiter=ctx.cpu)
+    await ctx.db.write(complete_setup, token=token, password_hash=hashed, now=ctx.clock.now_ms())
+    return redirect("/login?done=ready")  # type: ignore[return-value]
+
+
+def _next() -> str:
+    """Where to go after sign-in: a local path only (no open redirect)."""
+    target = request.args.get("next", "/")
+    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target

@@ -1,0 +1,178 @@
+"""The web UI served by the real app (API + UI blueprint) on a real SQLite file, driven
+through Quart's test client with a cookie jar — a browser without JavaScript. The browser
+tests (``test_browser.py``) drive real Chromium against a real appliance process instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from quart_trio import QuartTrio
+
+from appliance.core.addresses import AddressPolicy
+from appliance.core.passwords import hash_password
+from appliance.store.database import Database
+from appliance.store.tenants import NewTenant, create_tenant
+from appliance.store.users import Role, create_user
+from appliance.ui.app import register_ui
+from appliance.ui.context import UiContext
+from tests.api.conftest import (
+    REPLAY_RATE,
+    START,
+    FakeClock,
+    Nudges,
+    build_app,
+    make_check_destination,
+)
+
+PASSWORD = "correct horse battery staple"
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+@dataclass
+class Page:
+    status: int
+    text: str
+    headers: Any
+
+
+@dataclass
+class Browser:
+    """One browser (one cookie jar) on the app."""
+
+    app: QuartTrio
+    client: Any = None
+    csrf: str = ""
+
+    def __post_init__(self) -> None:
+        self.client = self.app.test_client()
+
+    async def get(self, path: str) -> Page:
+        response = await self.client.get(path)
+        page = Page(response.status_code, await response.get_data(as_text=True), response.headers)
+        found = CSRF.search(page.text)
+        if found:
+            self.csrf = found.group(1)
+        return page
+
+    async def post(self, path: str, form: dict[str, Any], *, csrf: bool = True, **kw: Any) -> Page:
+        pairs = [  # a list value is one field sent several times, as a browser does
+            (key, item)
+            for key, value in form.items()
+            for item in (value if isinstance(value, list) else [value])
+        ]
+        if csrf:
+            pairs.append(("csrf_token", self.csrf))
+        headers = {"Content-Type": "application/x-www-form-urlencoded", **kw.pop("headers", {})}
+        response = await self.client.post(
+            path, data=urlencode(pairs).encode(), headers=headers, **kw
+        )
+        return Page(response.status_code, await response.get_data(as_text=True), response.headers)
+
+    async def sign_in(self, email: str, password: str = PASSWORD) -> Page:
+        page = await self.post("/login", {"email": email, "password": password}, csrf=False)
+        await self.get("/")  # picks up the session's CSRF token
+        return page
+
+
+@dataclass
+class Tenant:
+    tenant: NewTenant
+    owner: str
+    editor: str
+    viewer: str
+
+    @property
+    def id(self) -> str:
+        return self.tenant.tenant_id
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
+
+
+@pytest.fixture
+def nudges() -> Nudges:
+    return Nudges()
+
+
+@pytest.fixture
+def app(db: Database, clock: FakeClock, nudges: Nudges) -> QuartTrio:
+    return make_app(db, clock, nudges)
+
+
+def make_app(
+    db: Database, clock: FakeClock, nudges: Nudges, *, trust_proxy: bool = False
+) -> QuartTrio:
+    policy = AddressPolicy()
+    app = build_app(db=db, clock=clock, nudges=nudges, policy=policy)
+    register_ui(
+        app,
+        UiContext(
+            db=db,
+            clock=clock,
+            nudge=nudges,
+            check_destination=make_check_destination(policy),
+            policy=policy,
+            replay_rate_per_second=REPLAY_RATE,
+            trust_proxy=trust_proxy,
+        ),
+    )
+    return app
+
+
+_HASH = hash_password(PASSWORD)  # argon2 once per session: every test user shares it
+
+
+def add_tenant(db: Database, name: str) -> Tenant:
+    tenant = db.write_now(create_tenant, name=name, now=START)
+    emails = {}
+    for role in Role:
+        email = f"{role}@{name}.example"
+        db.write_now(
+            create_user,
+            email=email,
+            tenant_id=tenant.tenant_id,
+            role=role,
+            operator=False,
+            password_hash=_HASH,
+            now=START,
+        )
+        emails[str(role)] = email
+    return Tenant(tenant=tenant, **emails)
+
+
+@pytest.fixture
+def alpha(db: Database) -> Tenant:
+    return add_tenant(db, "alpha")
+
+
+@pytest.fixture
+def beta(db: Database) -> Tenant:
+    return add_tenant(db, "beta")
+
+
+@pytest.fixture
+def browser(app: QuartTrio) -> Browser:
+    return Browser(app)
+
+
+def schedule_form(**overrides: str) -> dict[str, str]:
+    form = {
+        "name": "nightly report",
+        "cron": "0 3 * * *",
+        "timezone": "Europe/Berlin",
+        "target_url": "https://hooks.example.com/report",
+        "payload": '{"kind": "report"}',
+        "max_attempts": "8",
+        "jitter_seconds": "0",
+        "catchup_policy": "latest",
+        "form_key": "k" * 43,
+    }
+    form.update(overrides)
+    return form
