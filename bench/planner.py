@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 from appliance.core.occurrence_cache import OccurrenceCache
-from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.store.database import Database
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from bench import seed
 from bench.report import Figures, base_parser, publish, repeat
 

@@ -30,12 +30,13 @@ from appliance.engine.checkpointer import Checkpointer, CheckpointerConfig
 from appliance.engine.delivery import Exchange
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher, RenewLeases
 from appliance.engine.notifier import Notifier, NotifierConfig
-from appliance.engine.planner import Planner, PlannerConfig
+from appliance.engine.planner import Planner
 from appliance.engine.pruner import Pruner, PrunerConfig
 from appliance.engine.reaper import Reaper, ReaperConfig
 from appliance.engine.wakeup import Wakeup
 from appliance.store.claims import renew_leases as store_renew_leases
 from appliance.store.database import Database
+from appliance.store.plan_pass import PlannerConfig
 
 
 class Service(Protocol):

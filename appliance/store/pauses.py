@@ -2,7 +2,9 @@
 
 Rules this module guards (ADR 0032 "Outcomes", ADR 0033):
 
-- A pause stops planning and withdraws the schedule's open runs
+- A pause first gives every occurrence already due a row, as the planner would
+  (:func:`appliance.store.schedules.settled`), then stops planning and withdraws the
+  schedule's open runs
   (:func:`appliance.store.runs.withdraw_open_runs`); running rows finish their attempt
   and are cancelled instead of retried. Pausing twice is a no-op.
 - A resume plans again from the first occurrence after now: nothing missed while paused
@@ -20,14 +22,9 @@ import apsw
 from appliance.core.events import Actor, EventType
 from appliance.core.schedules import Schedule
 from appliance.store.events import append_event
+from appliance.store.plan_pass import settle_schedule
 from appliance.store.runs import withdraw_open_runs
-from appliance.store.schedules import (
-    check_version,
-    event,
-    first_fire_at,
-    require_schedule,
-    write_spec,
-)
+from appliance.store.schedules import event, first_fire_at, require_schedule, settled, write_spec
 
 
 def pause_schedule(
@@ -66,8 +63,7 @@ def _set_paused(
     expected_version: int | None,
     actor: Actor | None,
 ) -> Schedule:
-    current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-    check_version(current, expected_version)
+    current = settled(conn, tenant_id, schedule_id, now=now, expected_version=expected_version)
     if current.spec.paused == paused:
         return current
     if paused:  # open runs of a paused schedule were replayed or triggered by its tenant:
@@ -94,6 +90,7 @@ def pause_by_receiver(
     """The receiver answered 410 Gone to ``run_id``: pause the schedule (version + 1),
     withdraw its open runs and record ``schedule.paused_by_receiver``. False if it was
     already paused or deleted."""
+    settle_schedule(conn, schedule_id=schedule_id, now=now)
     conn.execute(
         "UPDATE schedules SET paused = 1, version = version + 1, updated_at = ?"
         " WHERE id = ? AND paused = 0 AND deleted_at IS NULL",

@@ -77,6 +77,17 @@ def due_cursors(conn: apsw.Connection, *, horizon: int, limit: int) -> list[DueS
     )
 
 
+def due_cursor(conn: apsw.Connection, *, schedule_id: str, horizon: int) -> DueSchedule | None:
+    """One schedule, as :func:`due_cursors` reads it, if it is plannable and its cursor is
+    at or before ``horizon``; else None."""
+    row = conn.execute(
+        f"SELECT {_DUE_COLUMNS.select} FROM schedules WHERE id = ? AND {PLANNABLE_SQL}"
+        " AND next_fire_at <= ?",
+        (schedule_id, horizon),
+    ).fetchone()
+    return None if row is None else _DUE_COLUMNS.one(row)
+
+
 class CursorMove(NamedTuple):
     schedule_id: str
     expected: int  # the cursor the planner read

@@ -9,7 +9,10 @@ Rules this module guards (ADR 0033, docs/architecture.md):
   (:class:`ScheduleLimitReached`), so one tenant cannot grow the planner's work without
   bound (docs/configuration.md, ``max_schedules_per_tenant``).
 - ``next_fire_at`` is the planner's forward-only cursor: the ``scheduled_for`` of the next
-  occurrence not yet materialised. Here it is only ever *re-derived from now* — on create,
+  occurrence not yet materialised. Before an edit or delete, occurrences already due that
+  the planner has not reached yet (it lags after a forward clock step) are planned under
+  the current spec (:func:`settled`), so none is left without a row. Then the cursor is
+  only ever *re-derived from now* — on create,
   on resume (time spent paused is not a misfire), and when a change makes already planned
   rows wrong (cron, timezone, jitter, body, content type). Then the rows of future
   occurrences planned from the old spec are withdrawn first
@@ -40,6 +43,7 @@ from appliance.core.timing import ScheduleKind, default_anchor, kind_of
 from appliance.errors import Conflict, NotFound, ValidationError
 from appliance.store import rows
 from appliance.store.events import append_event
+from appliance.store.plan_pass import settle_schedule
 from appliance.store.runs import withdraw_future_runs, withdraw_open_runs
 
 # Changing any of these makes rows planned from the old spec wrong (their time, their
@@ -236,8 +240,7 @@ def update_schedule(
 ) -> Schedule:
     """Replace the spec. Re-plans when timing or body changed; a change of ``paused``
     has the same effect as pausing or resuming (:mod:`appliance.store.pauses`)."""
-    current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-    check_version(current, expected_version)
+    current = settled(conn, tenant_id, schedule_id, now=now, expected_version=expected_version)
     spec = anchored(spec, now=now)
     replan = any(
         getattr(current.spec, field) != getattr(spec, field) for field in _REPLANNING_FIELDS
@@ -279,8 +282,7 @@ def delete_schedule(
     actor: Actor | None = None,
 ) -> None:
     """Soft-delete: the row stays for its runs' history; open rows are withdrawn."""
-    current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-    check_version(current, expected_version)
+    current = settled(conn, tenant_id, schedule_id, now=now, expected_version=expected_version)
     withdraw_open_runs(conn, schedule_id=schedule_id, now=now)
     version = current.version + 1
     _compare_and_set(
@@ -298,6 +300,24 @@ def delete_schedule(
         now=now,
         actor=actor,
     )
+
+
+def settled(
+    conn: apsw.Connection,
+    tenant_id: str,
+    schedule_id: str,
+    *,
+    now: int,
+    expected_version: int | None,
+) -> Schedule:
+    """The tenant's schedule at ``expected_version``, once every occurrence already due
+    under its current spec has a row (:func:`appliance.store.plan_pass.settle_schedule`):
+    an edit, pause or delete then changes only what is planned from now on."""
+    current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+    check_version(current, expected_version)
+    if settle_schedule(conn, schedule_id=schedule_id, now=now):
+        current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+    return current
 
 
 def check_version(current: Schedule, expected: int | None) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from appliance.core.instants import format_instant
-from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.store.database import Database
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.runs import list_runs
 from tests.api.conftest import REPLAY_RATE, START, Api, FakeClock, Nudges
 

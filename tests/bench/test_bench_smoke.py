@@ -4,7 +4,6 @@ asserted; timings never are (benchmarks do not gate CI on a time)."""
 from __future__ import annotations
 
 import importlib.util
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,7 +77,7 @@ def test_sink_records_keep_alive_requests(the_sink: Sink) -> None:
 
 
 def test_burst_delivers_every_occurrence(tmp_path: Path, the_sink: Sink) -> None:
-    figures = burst.burst_once(tmp_path, n=50, lead_s=5, timeout_s=60, the_sink=the_sink)
+    figures = burst.burst_once(tmp_path, n=50, lead_s=12, timeout_s=60, the_sink=the_sink)
     assert (figures["delivered"], figures["lost"]) == (50, 0)
     assert figures["cpu_s"] > 0
 
@@ -143,10 +142,8 @@ def test_recovery_delivers_everything_after_sigkill(tmp_path: Path, the_sink: Si
 def test_peer_runs_both_schedulers(tmp_path: Path, the_sink: Sink) -> None:
     from bench import peer
 
-    began = time.time()
-    burst_figures = peer.peer_burst_once(tmp_path, n=20, lead_s=4, timeout_s=60,
+    burst_figures = peer.peer_burst_once(tmp_path, n=20, lead_s=10, timeout_s=60,
                                          the_sink=the_sink)  # fmt: skip
     assert (burst_figures["delivered"], burst_figures["lost"]) == (20, 0)
     steady_figures = peer.peer_steady_once(tmp_path, rate=10, duration_s=2, the_sink=the_sink)
     assert (steady_figures["delivered"], steady_figures["undelivered"]) == (20, 0)
-    assert time.time() - began < 120

@@ -33,10 +33,10 @@ from appliance.core.addresses import AddressPolicy
 from appliance.engine.assembly import EngineConfig, build_engine
 from appliance.engine.delivery import DeliveryClient
 from appliance.engine.dispatcher import DispatchConfig
-from appliance.engine.planner import PlannerConfig
 from appliance.engine.reaper import ReaperConfig
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
+from appliance.store.plan_pass import PlannerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

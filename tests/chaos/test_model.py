@@ -13,7 +13,9 @@ under one timing spec. A segment starts at creation, at a resume, or at an edit 
 re-planning field (cron, body) — the store re-derives the cursor there to the first
 occurrence strictly after that instant — and ends at a pause or at the next timing edit.
 Each segment also remembers how far planning has *covered* it: the largest ``now`` of a
-completed plan (passes until no ``more``) while it was open. Occurrences are computed by
+completed plan (passes until no ``more``) while it was open — and the instant it
+ended, since an edit or pause first plans what is already due
+(``store.schedules.settled``). Occurrences are computed by
 the model itself, by arithmetic (every cron used fires on multiples of a period in UTC).
 
 Invariants, checked after every step:
@@ -27,11 +29,10 @@ Invariants, checked after every step:
 3. **Every covered past occurrence has a row, and every missed row has its event.** For
    each segment, every occurrence in ``(start, min(covered, end)]`` has a row (whatever its
    state), and each ``missed`` row is announced by a ``schedule.run.missed`` event — its
-   own, or a summary of its schedule whose first..last range contains it. What is *not*
-   claimed: occurrences of a segment after its coverage but before its end — planned by
-   nobody because an edit or pause came before the planner reached them (a lagging
-   planner: after a forward clock step, or mid catch-up). Those are counted as
-   ``dropped_unplanned`` (a measured residual risk, see the report), not asserted.
+   own, or a summary of its schedule whose first..last range contains it. An ended
+   segment is covered up to its end: no occurrence due before an edit or pause is left
+   without a row, even when the planner lagged (after a forward clock step, or mid
+   catch-up) — ``dropped_unplanned`` counts any that were, and must stay 0.
 4. **The key never changes.** Each occurrence's run id and idempotency key are the same
    every time they are seen — across retries, reclaims, replays and withdraw/re-plan —
    and the key is the contract's ``sha256(schedule_id ‖ scheduled_for)``.
@@ -65,7 +66,6 @@ from appliance.core.ids import idempotency_key
 from appliance.core.instants import format_scheduled_for, parse_instant
 from appliance.core.runs import TRANSITIONS, AttemptOutcome, RunState, Transition
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
-from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.store.claims import (
     ClaimedRun,
@@ -78,6 +78,7 @@ from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 from appliance.store.manual import replay_run, trigger_schedule
 from appliance.store.pauses import pause_schedule, resume_schedule
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.schedules import create_schedule, get_schedule, update_schedule
 from appliance.store.tenants import create_tenant
@@ -308,6 +309,9 @@ class StoreLifecycle(RuleBasedStateMachine):
         never-attempted rows after ``now`` — of every segment, since after a backwards
         clock step earlier segments may have been planned past ``now``."""
         self.withdrawable_after = self.now
+        if not model.paused:  # the open segment was planned up to now before the change
+            open_segment = model.segments[-1]
+            open_segment.covered = max(open_segment.covered or self.now, self.now)
         for segment in model.segments:
             segment.end = self.now if segment.end is None else min(segment.end, self.now)
 
@@ -455,12 +459,16 @@ class StoreLifecycle(RuleBasedStateMachine):
             FIGURES["transitions"] += 1
         for rid, new in rows.items():
             if rid not in self.rows:
-                assert new.state in {RunState.PENDING, RunState.MISSED}, f"{rid} born {new.state}"
+                born = {RunState.PENDING, RunState.MISSED}
+                if self.withdrawable_after is not None and new.scheduled_for <= self.now:
+                    born.add(RunState.CANCELLED)  # due, settled by a pause, then withdrawn
+                assert new.state in born, f"{rid} born {new.state}"
 
     def check_coverage(self, rows: dict[str, Row]) -> None:
         present = {(row.schedule_id, row.scheduled_for) for row in rows.values()}
         for model in self.schedules:
             for segment in model.segments:
+                assert segment.dropped() == 0, f"{model.schedule_id}: an edit dropped occurrences"
                 for occurrence in segment.must_have_rows():
                     assert (model.schedule_id, occurrence) in present, (
                         f"{model.schedule_id}: covered occurrence"

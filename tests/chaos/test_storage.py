@@ -43,7 +43,6 @@ from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
 from appliance.core.runs import AttemptOutcome, Transition
 from appliance.engine.delivery import Answer
-from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.errors import StoreError
 from appliance.store.claims import (
@@ -55,6 +54,7 @@ from appliance.store.claims import (
 )
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.tenants import create_tenant
 from tests.chaos.faultvfs import FaultVFS, write_image

@@ -16,11 +16,12 @@ from appliance.core.events import EventType
 from appliance.core.ids import idempotency_key, run_id
 from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import planned_occurrences
-from appliance.engine.planner import MissReason, Planner, PlannerConfig, PlanResult, plan_once
+from appliance.engine.planner import Planner
 from appliance.engine.wakeup import Wakeup
 from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, list_events
 from appliance.store.materialise import store_body
+from appliance.store.plan_pass import MissReason, PlannerConfig, PlanResult, plan_once
 from tests.engine.conftest import Endpoint, running_engine
 from tests.store.conftest import T0
 

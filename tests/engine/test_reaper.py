@@ -10,12 +10,12 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock
 from appliance.core.instants import format_scheduled_for
 from appliance.core.runs import AttemptOutcome, RunState
-from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.engine.reaper import Reaper, ReaperConfig, reap_once
 from appliance.engine.wakeup import Wakeup
 from appliance.store.claims import claim_runs
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.runs import RunRecord, list_attempts, list_runs
 from tests.engine.conftest import Endpoint, running_engine

@@ -11,9 +11,9 @@ import apsw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.store.backfill import backfill
 from appliance.store.database import Database
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.tenants import create_tenant
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
 

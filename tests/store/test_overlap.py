@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from appliance.core.events import EventType
 from appliance.core.runs import AttemptOutcome, Transition
-from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.store.claims import ClaimedRun, Completion, claim_runs, complete_run
 from appliance.store.database import Database
 from appliance.store.events import list_events
 from appliance.store.incarnations import register_incarnation
 from appliance.store.overlap import HOLD_MS
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.tenants import create_tenant
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
 

@@ -22,14 +22,14 @@ import apsw
 
 from appliance.core.cron import parse_cron
 from appliance.core.jitter import planned_occurrences
-from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.store.database import Database
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from tests.store.conftest import T0, MakeSchedule
 
 RACER = """
 import sys
 from pathlib import Path
-from appliance.engine.planner import PlannerConfig, plan_once
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.database import Database
 from appliance.store.claims import claim_runs
 

@@ -7,10 +7,10 @@ import pytest
 
 from appliance.core.events import EventType
 from appliance.core.runs import RunState
-from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.store.claims import complete_run
 from appliance.store.database import Database
 from appliance.store.events import append_event
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.retention import DAY_MS, MIN_RETENTION_MS, OLD_FINISHED_SQL, prune
 from tests.store.conftest import T0, MakeSchedule
 from tests.store.test_runs import add_run, claim, ok, schedule_value
