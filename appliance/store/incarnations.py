@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import apsw
 
 from appliance.core.ids import new_id
+from appliance.store import rows
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,13 +25,16 @@ class PreviousIncarnation:
     started_at: int
     ended_at: int | None  # set by a clean shutdown
     last_seen_at: int | None  # its last liveness mark
+    last_finished_at: int | None = None  # the last run any process finished (a busy one's
+    # last sign of life: later than its liveness mark, by up to an interval)
 
     @property
     def stopped_at(self) -> int:
-        """When it stopped: its clean end, else the last sign of life it recorded."""
+        """When it stopped: its clean end, else the last sign of life it left."""
         if self.ended_at is not None:
             return self.ended_at
-        return max(self.started_at, self.last_seen_at or self.started_at)
+        signs = (self.started_at, self.last_seen_at or 0, self.last_finished_at or 0)
+        return max(signs)
 
 
 def register_incarnation(conn: apsw.Connection, *, pid: int, now: int) -> str:
@@ -46,7 +50,8 @@ def register_incarnation(conn: apsw.Connection, *, pid: int, now: int) -> str:
 def previous_incarnation(
     conn: apsw.Connection, *, incarnation_id: str
 ) -> PreviousIncarnation | None:
-    """The latest incarnation before ``incarnation_id`` (None on a first start)."""
+    """The latest incarnation before ``incarnation_id`` (None on a first start). Read it
+    before this one finishes any run: the last finished run is the previous one's."""
     row = conn.execute(
         "SELECT id, started_at, ended_at, last_seen_at FROM incarnations WHERE id != ?"
         " ORDER BY started_at DESC, id DESC LIMIT 1",
@@ -58,9 +63,17 @@ def previous_incarnation(
     return PreviousIncarnation(
         id=str(inc_id),
         started_at=int(started_at),
-        ended_at=None if ended_at is None else int(ended_at),
-        last_seen_at=None if last_seen_at is None else int(last_seen_at),
+        ended_at=rows.optional_integer(ended_at),
+        last_seen_at=rows.optional_integer(last_seen_at),
+        last_finished_at=rows.optional_integer(next(iter(conn.execute(_LAST_FINISHED)))[0]),
     )
+
+
+# One probe of ``job_runs_finished`` (the expression and condition are the index's).
+_LAST_FINISHED = (
+    "SELECT max(COALESCE(finished_at, updated_at)) FROM job_runs"
+    " WHERE state IN ('cancelled', 'failed', 'missed', 'succeeded')"
+)
 
 
 def mark_seen(conn: apsw.Connection, *, incarnation_id: str, now: int) -> None:

@@ -18,13 +18,14 @@ from appliance.clock import TrioWallClock
 from appliance.core.downtime import DowntimeReport, format_duration
 from appliance.core.events import EventType
 from appliance.core.instants import format_scheduled_for
+from appliance.core.runs import AttemptOutcome, Transition
 from appliance.core.schedules import CatchupPolicy
 from appliance.engine.assembly import EngineConfig, build_engine
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.liveness import LivenessConfig
 from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.engine.restarts import report_restart
-from appliance.store.claims import claim_runs
+from appliance.store.claims import Completion, claim_runs, complete_run
 from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, list_events
 from appliance.store.incarnations import (
@@ -41,8 +42,19 @@ from tests.store.conftest import T0
 
 MINUTE = 60_000
 SEEN = T0 + MINUTE + 5_000  # the dead process's last liveness mark
+FINISHED = SEEN + 2_000  # … and, after it, the last run it finished: its last sign of life
 BOOT = T0 + 10 * MINUTE + 30_000  # the restart
 ALL, LATEST, SKIP = CatchupPolicy.ALL, CatchupPolicy.LATEST, CatchupPolicy.SKIP
+OK = Completion(
+    outcome=AttemptOutcome.OK,
+    transition=Transition.SUCCEED,
+    due_at=None,
+    failure_reason=None,
+    http_status=200,
+    error=None,
+    latency_ms=5,
+    response_excerpt="ok",
+)
 
 
 def four_schedules(make_schedule: Callable[..., str]) -> None:
@@ -55,15 +67,21 @@ def four_schedules(make_schedule: Callable[..., str]) -> None:
 
 def run_then_die(db: Database, *, clean: bool) -> None:
     """The previous process: plans T0+1m, claims its four runs (attempts started), marks
-    itself seen, then dies — or, ``clean``, ends without runs in flight."""
+    itself seen, finishes one of them, then dies with three in flight — or, ``clean``,
+    ends at its mark without having claimed anything."""
     dead = db.write_now(register_incarnation, pid=1, now=T0 - 60 * MINUTE)
     db.write_now(plan_once, now=T0 + MINUTE - 1_000, config=PlannerConfig())
-    if not clean:
-        claimed = db.write_now(claim_runs, owner=dead, now=T0 + MINUTE, lease_ms=60_000, limit=10)
-        assert len(claimed.runs) == 4
+    claimed = (
+        ()
+        if clean
+        else db.write_now(claim_runs, owner=dead, now=T0 + MINUTE, lease_ms=60_000, limit=10).runs
+    )
     db.write_now(mark_seen, incarnation_id=dead, now=SEEN)
     if clean:
         db.write_now(end_incarnation, incarnation_id=dead, now=SEEN)
+    else:
+        assert len(claimed) == 4
+        assert db.write_now(complete_run, run=claimed[0], completion=OK, now=FINISHED)
 
 
 async def restart(
@@ -101,18 +119,19 @@ async def test_a_crash_reports_downtime_late_and_missed_per_policy(
     endpoint = Endpoint()
     report, previous = await restart(inline_db, endpoint)
 
-    assert (report.down_since, report.downtime_ms) == (SEEN, BOOT - SEEN)
+    assert (report.down_since, report.downtime_ms) == (FINISHED, BOOT - FINISHED)
     assert previous.ended_at is None and not report.clean_shutdown
+    assert (previous.last_seen_at, previous.last_finished_at) == (SEEN, FINISHED)
     # Scheduled while down: T0+2m … T0+10m, nine per schedule. `all`: nine, and five of
     # the 5-minute window's (T0+2m … T0+5m are older than it). `latest`: the newest misfire
     # (T0+9m) and the one on time (T0+10m, 30 s late). `skip`: only the one on time.
     assert report.late == {ALL: 9 + 5, LATEST: 2, SKIP: 1}
     assert report.missed == {ALL: 4, LATEST: 7, SKIP: 8}
-    assert report.reclaimed == 4  # T0+1m, in flight when it died: redelivered, not "late"
+    assert report.reclaimed == 3  # T0+1m, in flight when it died: redelivered, not "late"
 
     delivered = endpoint.header("X-Scheduled-For")
-    assert len(delivered) == 17 + 4 and all(s < format_scheduled_for(BOOT) for s in delivered)
-    assert delivered.count(format_scheduled_for(T0 + MINUTE)) == 4
+    assert len(delivered) == 17 + 3 and all(s < format_scheduled_for(BOOT) for s in delivered)
+    assert delivered.count(format_scheduled_for(T0 + MINUTE)) == 3
 
     # One event, in the system's feed and so in every tenant's, equal to the report.
     (event,) = inline_db.read_now(
