@@ -138,7 +138,7 @@ def build_engine(
         pruner=None if config.pruner is None else Pruner(db=db, clock=clock, config=config.pruner),
         checkpointer=None
         if config.checkpointer is None
-        else Checkpointer(db=db, config=config.checkpointer),
+        else Checkpointer(db=db, clock=clock, config=config.checkpointer),
         notifier=None
         if config.notifier is None
         else Notifier(db=db, clock=clock, client=client, config=config.notifier, rand=rand),
