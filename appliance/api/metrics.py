@@ -41,6 +41,7 @@ from appliance.lifecycle import Lifecycle
 from appliance.store.database import Database, WalCheckpoint
 from appliance.store.migrate import current_version, migrations
 from appliance.store.observed import Reading, SeenEvent, read_since
+from appliance.store.restarts import LastRestart
 from appliance.store.snapshot import last_backup
 from appliance.store.stats import Health, sqlite_version
 
@@ -216,11 +217,28 @@ def _gauges(h: Health, file_bytes: tuple[int, int], backup_at_ms: int | None) ->
     yield GaugeMetricFamily(
         "steeple_schema_version", "The database's schema version.", value=h.schema_version
     )
+    if h.last_restart is not None:
+        yield from _restart(h.last_restart)
     if backup_at_ms is not None:
         yield GaugeMetricFamily(
             "steeple_backup_last_success_timestamp_seconds",
             "When `steeple backup` last wrote a checked copy.",
             value=backup_at_ms / 1000,
+        )
+
+
+def _restart(restart: LastRestart) -> Iterator[Metric]:
+    """The last downtime report (contracts/events/appliance.restarted.json)."""
+    yield GaugeMetricFamily(
+        "steeple_last_restart_downtime_seconds",
+        "How long the appliance was down before its last restart.",
+        value=restart.data["downtime_ms"] / 1000,
+    )
+    for name, what in (("late", "delivered late"), ("missed", "recorded as missed")):
+        yield GaugeMetricFamily(
+            f"steeple_last_restart_{name}_occurrences",
+            f"Occurrences due while the appliance was down, {what} after its last restart.",
+            value=restart.data[name],
         )
 
 

@@ -14,7 +14,7 @@ from appliance.errors import StoreError
 from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.lockfile import holder
-from appliance.store.restarts import LastRestart, last_restart
+from appliance.store.restarts import LastRestart
 from appliance.store.snapshot import last_backup
 from appliance.store.stats import health
 
@@ -27,7 +27,6 @@ def figures(settings: Settings) -> dict[str, object]:
     db = Database.open(settings.db_path, readers=1, migrate_schema=False, check=False)
     try:
         h = db.read_now(health, now=now)
-        restart = db.read_now(last_restart)
     finally:
         db.close()
     pid = holder(settings.lock_path)
@@ -50,7 +49,7 @@ def figures(settings: Settings) -> dict[str, object]:
         "free_pages": h.freelist_count,
         "last_backup": None if backup is None else format_instant(backup.at_ms),
         "last_backup_age_seconds": None if backup is None else (now - backup.at_ms) // 1000,
-        **_restart(restart),
+        **_restart(h.last_restart),
     }
 
 

@@ -26,6 +26,8 @@ from appliance.logs import configure
 from appliance.sdnotify import notify, watchdog_interval_s
 from appliance.settings import load_settings
 from appliance.store.database import Database
+from appliance.store.incarnations import PreviousIncarnation
+from appliance.store.restarts import record_restart
 
 
 def test_notify_sends_one_datagram_to_a_path_or_an_abstract_socket(tmp_path: Path) -> None:
@@ -194,6 +196,30 @@ async def test_metrics_show_the_last_checkpoint(app, metrics_db: Database) -> No
     assert await gauges() == {
         "steeple_db_last_checkpoint_timestamp_seconds": 1_700_000_000.5,
         "steeple_db_checkpoint_held_back_frames": 0,
+    }
+
+
+async def test_metrics_show_the_last_restart(app, metrics_db: Database) -> None:  # type: ignore[no-untyped-def]
+    client = app(Observability(lifecycle=Lifecycle(engine_running=True))).test_client()
+
+    async def gauges() -> dict[str, float]:
+        text = await (await client.get("/metrics", scope_base=LOOPBACK)).get_data(as_text=True)
+        return {
+            sample.name: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if "restart" in sample.name
+        }
+
+    assert await gauges() == {}  # never restarted
+    previous = PreviousIncarnation(id="inc_x", started_at=0, ended_at=None, last_seen_at=1_000)
+    metrics_db.write_now(
+        record_restart, previous=previous, restarted_at=91_000, reclaimed=0, now=92_000
+    )
+    assert await gauges() == {
+        "steeple_last_restart_downtime_seconds": 90.0,
+        "steeple_last_restart_late_occurrences": 0,
+        "steeple_last_restart_missed_occurrences": 0,
     }
 
 
