@@ -4,7 +4,7 @@ At boot the runtime reads the previous incarnation (before the boot reclaim mark
 ended) and takes back its runs; the planner then plans every occurrence the downtime
 left behind, per catch-up policy, possibly over several passes. When its first pass with
 nothing left over ends (``Planner.caught_up``), every occurrence scheduled before the
-start has its row, and :func:`report_restart` tallies them, records one
+start has its row, and :func:`report_restart` tallies them (a read), records one
 ``appliance.restarted`` event and logs one line.
 """
 
@@ -18,7 +18,7 @@ from appliance.clock import WallClock
 from appliance.core.downtime import DowntimeReport
 from appliance.store.database import Database
 from appliance.store.incarnations import PreviousIncarnation
-from appliance.store.restarts import record_restart
+from appliance.store.restarts import downtime_report, record_restart
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +38,9 @@ async def report_restart(
     task_status.started()
     if caught_up is not None:
         await caught_up.wait()
-    report = await db.write(
-        record_restart,
-        previous=previous,
-        restarted_at=restarted_at,
-        reclaimed=reclaimed,
-        now=clock.now_ms(),
+    report = await db.read(
+        downtime_report, previous=previous, restarted_at=restarted_at, reclaimed=reclaimed
     )
+    await db.write(record_restart, report=report, now=clock.now_ms())
     log.log(logging.WARNING if report.total_missed else logging.INFO, "%s", report.summary())
     return report

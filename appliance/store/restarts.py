@@ -4,10 +4,12 @@
   catch-up policy of their schedule — *late*: delivered (or queued for delivery) after the
   restart, no attempt before it; *missed*: recorded ``missed`` by the restart's planning.
   Runs the previous process had in flight are the boot reclaim's (counted there, not here).
-  One range scan per tenant over ``job_runs_tenant_time``: the cost is the downtime's
-  occurrences, not the history's.
-- :func:`record_restart`: the tally and the ``appliance.restarted`` event (``system``
-  tenant: every tenant's feed shows it), in one transaction.
+  One range scan per tenant over ``job_runs_tenant_time`` (forced: without statistics
+  SQLite would scan the table), in a read: the cost is the downtime's occurrences, not the
+  history's, and the writer never waits for it.
+- :func:`downtime_report`: the report from the previous incarnation and the tally.
+- :func:`record_restart`: the ``appliance.restarted`` event (``system`` tenant: every
+  tenant's feed shows it).
 - :func:`last_restart`: the latest report, for ``steeple status``.
 """
 
@@ -29,9 +31,10 @@ from appliance.store.incarnations import PreviousIncarnation
 _TALLY = """
 SELECT s.catchup_policy, r.state = 'missed', count(*)
 FROM tenants t
-JOIN job_runs r ON r.tenant_id = t.id AND r.scheduled_for >= :since AND r.scheduled_for < :until
+CROSS JOIN job_runs r INDEXED BY job_runs_tenant_time
 JOIN schedules s ON s.id = r.schedule_id
-WHERE r.trigger = 'schedule' AND CASE
+WHERE r.tenant_id = t.id AND r.scheduled_for >= :since AND r.scheduled_for < :until
+AND r.trigger = 'schedule' AND CASE
     WHEN r.state = 'missed' THEN r.created_at >= :until
     ELSE r.state != 'cancelled' AND NOT EXISTS (
         SELECT 1 FROM attempts a WHERE a.run_id = r.id AND a.started_at < :until)
@@ -55,20 +58,19 @@ def tally_downtime(conn: apsw.Connection, *, since: int, until: int) -> Tally:
     return Tally(late=dict(late), missed=dict(missed))
 
 
-def record_restart(
+def downtime_report(
     conn: apsw.Connection,
     *,
     previous: PreviousIncarnation,
     restarted_at: int,
     reclaimed: int,
-    now: int,
 ) -> DowntimeReport:
-    """Tally the downtime before ``restarted_at`` and record ``appliance.restarted``.
-    Call it once the restart's planning has caught up (every occurrence scheduled before
-    the start has its row)."""
+    """The report of the downtime before ``restarted_at`` (a read). Call it once the
+    restart's planning has caught up: every occurrence scheduled before the start has its
+    row."""
     down_since = min(previous.stopped_at, restarted_at)  # a clock stepped back: no downtime
     tally = tally_downtime(conn, since=down_since, until=restarted_at)
-    report = DowntimeReport(
+    return DowntimeReport(
         previous_incarnation=previous.id,
         down_since=down_since,
         restarted_at=restarted_at,
@@ -77,14 +79,17 @@ def record_restart(
         late=tally.late,
         missed=tally.missed,
     )
-    append_event(
+
+
+def record_restart(conn: apsw.Connection, *, report: DowntimeReport, now: int) -> int:
+    """Record ``appliance.restarted``; returns its sequence number."""
+    return append_event(
         conn,
         tenant_id=SYSTEM_TENANT,
         type=EventType.APPLIANCE_RESTARTED,
         now=now,
         data=report.event_data(),
     )
-    return report
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -27,7 +27,7 @@ from appliance.sdnotify import notify, watchdog_interval_s
 from appliance.settings import load_settings
 from appliance.store.database import Database
 from appliance.store.incarnations import PreviousIncarnation
-from appliance.store.restarts import record_restart
+from appliance.store.restarts import downtime_report, record_restart
 
 
 def test_notify_sends_one_datagram_to_a_path_or_an_abstract_socket(tmp_path: Path) -> None:
@@ -213,9 +213,10 @@ async def test_metrics_show_the_last_restart(app, metrics_db: Database) -> None:
 
     assert await gauges() == {}  # never restarted
     previous = PreviousIncarnation(id="inc_x", started_at=0, ended_at=None, last_seen_at=1_000)
-    metrics_db.write_now(
-        record_restart, previous=previous, restarted_at=91_000, reclaimed=0, now=92_000
+    report = metrics_db.read_now(
+        downtime_report, previous=previous, restarted_at=91_000, reclaimed=0
     )
+    metrics_db.write_now(record_restart, report=report, now=92_000)
     assert await gauges() == {
         "steeple_last_restart_downtime_seconds": 90.0,
         "steeple_last_restart_late_occurrences": 0,
