@@ -1,9 +1,11 @@
 """The composition root: builds every part from the settings and runs them in one nursery.
 
 Start order (docs/architecture.md, "One process"): data directory (created private, or
-its modes tightened with one log line) → lock file → database (migrate) → incarnation and
-boot-time reclaim → the engine (:func:`appliance.engine.assembly.build_engine`: planner,
-dispatcher with heartbeats, reaper, pruner, checkpointer) and the database check
+its modes tightened with one log line) → lock file → database (migrate) → incarnation (the
+previous one read first) and boot-time reclaim → the engine
+(:func:`appliance.engine.assembly.build_engine`: planner, dispatcher with heartbeats,
+reaper, pruner, checkpointer, liveness mark), the restart's downtime report (once the
+planner caught up: :mod:`appliance.engine.restarts`) and the database check
 (``quick_check``, beside them: it reads the whole file, and a restart must not wait for
 that before delivering) → the HTTP server. Every task is started with ``nursery.start`` in
 the root nursery, which owns them all; the web app owns none. A failed check stops the
@@ -27,6 +29,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
@@ -40,15 +43,21 @@ from appliance.engine.checkpointer import CheckpointerConfig
 from appliance.engine.delivery import DeliveryClient, check_destination
 from appliance.engine.delivery.audit import refused_destinations, report
 from appliance.engine.dispatcher import DispatchConfig
+from appliance.engine.liveness import LivenessConfig
 from appliance.engine.notifier import NotifierConfig
 from appliance.engine.pruner import PrunerConfig
+from appliance.engine.restarts import report_restart
 from appliance.errors import ConfigError, StoreError
 from appliance.lifecycle import Lifecycle, pet_watchdog
 from appliance.sdnotify import notify, watchdog_interval_s
 from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.datadir import DIR_MODE, tighten_modes
-from appliance.store.incarnations import end_incarnation, register_incarnation
+from appliance.store.incarnations import (
+    end_incarnation,
+    previous_incarnation,
+    register_incarnation,
+)
 from appliance.store.lockfile import LockFile
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.stats import active_targets
@@ -138,7 +147,9 @@ async def _run(
     task_status: trio.TaskStatus[Started],
 ) -> None:
     notify("STATUS=reclaiming runs left by an earlier process")
-    incarnation = await db.write(register_incarnation, pid=os.getpid(), now=clock.now_ms())
+    started_at = clock.now_ms()
+    incarnation = await db.write(register_incarnation, pid=os.getpid(), now=started_at)
+    previous = await db.read(previous_incarnation, incarnation_id=incarnation)  # before reclaim
     reclaimed = await db.write(reclaim_previous, incarnation_id=incarnation, now=clock.now_ms())
     if reclaimed:
         log.warning("reclaimed %d runs left running by an earlier process", reclaimed)
@@ -153,6 +164,18 @@ async def _run(
         )
         await nursery.start(engine.run)
         lifecycle.engine_running = True
+        if previous is not None:  # a restart: report the downtime once planning caught up
+            await nursery.start(
+                partial(
+                    report_restart,
+                    db=db,
+                    clock=clock,
+                    previous=previous,
+                    restarted_at=started_at,
+                    reclaimed=reclaimed,
+                    caught_up=None if engine.planner is None else engine.planner.caught_up,
+                )
+            )
         await nursery.start(_check, db)
         await nursery.start(_audit_destinations, db, policy)
 
@@ -279,6 +302,7 @@ def engine_config(settings: Settings) -> EngineConfig:
         pruner=PrunerConfig(retention_ms=settings.retention_days * 86_400_000),
         checkpointer=CheckpointerConfig(),
         notifier=NotifierConfig(user_agent=USER_AGENT),
+        liveness=LivenessConfig(),
         backups=None
         if settings.backup_every_hours == 0
         else BackupConfig(

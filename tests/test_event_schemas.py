@@ -22,9 +22,11 @@ from typing import Any
 
 import pytest
 
-from appliance.core.events import EventType, JsonScalar
+from appliance.core.downtime import DowntimeReport
+from appliance.core.events import EventType, JsonScalar, JsonValue
 from appliance.core.ids import idempotency_key, new_id, run_id
 from appliance.core.instants import format_instant, format_scheduled_for, parse_instant
+from appliance.core.schedules import CatchupPolicy
 from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, append_event, list_events
 from appliance.store.tenants import create_tenant
@@ -151,7 +153,7 @@ KEY = idempotency_key(SCH, SLOT_TEXT)
 
 def event(
     type: EventType,
-    data: dict[str, JsonScalar],
+    data: dict[str, JsonValue],
     *,
     schedule_id: str | None = SCH,
     run: str | None = RUN,
@@ -202,6 +204,21 @@ def missed_summary(**changes: JsonScalar) -> dict[str, JsonScalar]:
     return data | changes
 
 
+def restarted(**changes: JsonValue) -> dict[str, Any]:
+    """A downtime report as the engine writes it (``DowntimeReport.event_data``)."""
+    report = DowntimeReport(
+        previous_incarnation=new_id("inc", NOW - 600_000),
+        down_since=NOW - 125_500,
+        restarted_at=NOW,
+        clean_shutdown=False,
+        reclaimed=2,
+        late={CatchupPolicy.ALL: 7, CatchupPolicy.LATEST: 1},
+        missed={CatchupPolicy.SKIP: 3},
+    )
+    data = report.event_data() | changes
+    return event(E.APPLIANCE_RESTARTED, data, schedule_id=None, run=None, tenant_id=SYSTEM_TENANT)
+
+
 E = EventType
 VALID: list[tuple[str, dict[str, Any]]] = [
     ("succeeded", event(E.RUN_SUCCEEDED, run_data(status=204))),
@@ -240,6 +257,8 @@ VALID: list[tuple[str, dict[str, Any]]] = [
             tenant_id=SYSTEM_TENANT,
         ),
     ),
+    ("restarted after a crash", restarted()),
+    ("restarted after a clean stop", restarted(clean_shutdown=True, downtime_ms=0, reclaimed=0)),
 ]
 
 
@@ -269,7 +288,8 @@ MISSED = event(E.RUN_MISSED, {"scheduled_for": SLOT_TEXT, "reason": "catchup_ski
 SUMMARY = event(E.RUN_MISSED, missed_summary(), run=None)
 UPDATED = event(E.SCHEDULE_UPDATED, {"version": 3, "changed": ["name", "cron"]}, run=None)
 GONE = event(E.SCHEDULE_PAUSED_BY_RECEIVER, {"run_id": RUN, "status": 410})
-JUMP = VALID[-1][1]
+JUMP = dict(VALID)["clock jumped back"]
+RESTARTED = restarted()
 
 INVALID: list[Invalid] = [
     bad("succeeded with a 500", SUCCEEDED, "data.status", 500),
@@ -293,6 +313,12 @@ INVALID: list[Invalid] = [
     bad("summary naming a run", SUMMARY, "run_id", RUN),
     bad("summary without last", SUMMARY, "data.last_scheduled_for", DELETE),
     bad("summary with scheduled_for", SUMMARY, "data.scheduled_for", SLOT_TEXT),
+    bad("restart of one tenant", RESTARTED, "tenant_id", TEN),
+    bad("restart without its downtime", RESTARTED, "data.downtime_ms", DELETE),
+    bad("negative downtime", RESTARTED, "data.downtime_ms", -1),
+    bad("restart without a policy's count", RESTARTED, "data.missed_latest", DELETE),
+    bad("restart, unknown policy", RESTARTED, "data.late_sometimes", 1),
+    bad("restart since an epoch number", RESTARTED, "data.down_since", NOW),
     bad("schedule event with a run", UPDATED, "run_id", RUN),
     bad("version 0", UPDATED, "data.version", 0),
     bad("no version", UPDATED, "data", {}),

@@ -38,9 +38,10 @@ from appliance.api.bodies import json_response
 from appliance.api.context import context
 from appliance.api.problems import Problem
 from appliance.lifecycle import Lifecycle
-from appliance.store.database import Database
+from appliance.store.database import Database, WalCheckpoint
 from appliance.store.migrate import current_version, migrations
 from appliance.store.observed import Reading, SeenEvent, read_since
+from appliance.store.restarts import LastRestart
 from appliance.store.snapshot import last_backup
 from appliance.store.stats import Health, sqlite_version
 
@@ -122,6 +123,7 @@ class Collector:
     figures: Health | None = None
     file_bytes: tuple[int, int] = (0, 0)  # the database, its WAL
     backup_at_ms: int | None = None
+    checkpoint: WalCheckpoint | None = None  # this process's last passive checkpoint
     version: str = ""
     lock: trio.Lock = field(default_factory=trio.Lock)
 
@@ -134,6 +136,7 @@ class Collector:
             self.file_bytes = (_size(db.path), _size(wal))
             recorded = last_backup(db.path.parent)
             self.backup_at_ms = None if recorded is None else recorded.at_ms
+            self.checkpoint = db.last_checkpoint
 
     def collect(self) -> Iterator[Metric]:
         c, h = self.counts, self.figures
@@ -161,6 +164,8 @@ class Collector:
         )
         if h is not None:
             yield from _gauges(h, self.file_bytes, self.backup_at_ms)
+        if self.checkpoint is not None:
+            yield from _checkpoint(self.checkpoint)
 
 
 def _info(version: str) -> Metric:
@@ -212,12 +217,42 @@ def _gauges(h: Health, file_bytes: tuple[int, int], backup_at_ms: int | None) ->
     yield GaugeMetricFamily(
         "steeple_schema_version", "The database's schema version.", value=h.schema_version
     )
+    if h.last_restart is not None:
+        yield from _restart(h.last_restart)
     if backup_at_ms is not None:
         yield GaugeMetricFamily(
             "steeple_backup_last_success_timestamp_seconds",
             "When `steeple backup` last wrote a checked copy.",
             value=backup_at_ms / 1000,
         )
+
+
+def _restart(restart: LastRestart) -> Iterator[Metric]:
+    """The last downtime report (contracts/events/appliance.restarted.json)."""
+    yield GaugeMetricFamily(
+        "steeple_last_restart_downtime_seconds",
+        "How long the appliance was down before its last restart.",
+        value=restart.data["downtime_ms"] / 1000,
+    )
+    for name, what in (("late", "delivered late"), ("missed", "recorded as missed")):
+        yield GaugeMetricFamily(
+            f"steeple_last_restart_{name}_occurrences",
+            f"Occurrences due while the appliance was down, {what} after its last restart.",
+            value=restart.data[name],
+        )
+
+
+def _checkpoint(done: WalCheckpoint) -> Iterator[Metric]:
+    yield GaugeMetricFamily(
+        "steeple_db_last_checkpoint_timestamp_seconds",
+        "When the checkpointer last copied the WAL into the database file.",
+        value=done.at_ms / 1000,
+    )
+    yield GaugeMetricFamily(
+        "steeple_db_checkpoint_held_back_frames",
+        "WAL frames the last checkpoint could not copy (a reader still needed them).",
+        value=done.held_back_frames,
+    )
 
 
 def _size(path: Path) -> int:

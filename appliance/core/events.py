@@ -2,7 +2,7 @@
 
 Events are append-only rows with a per-database sequence. An event written for a change
 a tenant asked for names its ``actor`` (the API key; later also a user); the engine's own
-events (run outcomes, misses, clock jumps) have none. The same
+events (run outcomes, misses, clock jumps, restarts) have none. The same
 events are the tenant's audit trail: ``schedule.updated`` lists the fields it changed.
 """
 
@@ -24,6 +24,7 @@ class EventType(enum.StrEnum):
     SCHEDULE_DELETED = "schedule.deleted"
     SCHEDULE_PAUSED_BY_RECEIVER = "schedule.paused_by_receiver"
     CLOCK_JUMP_DETECTED = "clock.jump_detected"
+    APPLIANCE_RESTARTED = "appliance.restarted"  # the downtime report (core/downtime.py)
 
 
 JsonScalar = str | int | float | bool | None

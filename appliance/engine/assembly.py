@@ -7,9 +7,10 @@ they build differently — the delivery client (a real pool, or a test's fake), 
 dispatch limits, the clock, the incarnation — and get an :class:`Engine`.
 
 :meth:`Engine.run` starts the services in dependency order (planner, dispatcher with its
-heartbeat, reaper, pruner, checkpointer, notifier), each with ``nursery.start``, inside a
-nursery of its own that owns every task they start: a service that crashes cancels the others and
-its error reaches the caller. Nothing is started fire-and-forget.
+heartbeat, reaper, pruner, checkpointer, notifier, backups, liveness), each with
+``nursery.start``, inside a nursery of its own that owns every task they start: a service
+that crashes cancels the others and its error reaches the caller. Nothing is started
+fire-and-forget.
 
 Wake-ups: the planner nudges the dispatcher when it materialised runs; the reaper nudges
 it when it took runs back; :meth:`Engine.nudge` (the API's, after a schedule changed)
@@ -29,6 +30,7 @@ from appliance.engine.backups import BackupConfig, Backups
 from appliance.engine.checkpointer import Checkpointer, CheckpointerConfig
 from appliance.engine.delivery import Exchange
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher, RenewLeases
+from appliance.engine.liveness import Liveness, LivenessConfig
 from appliance.engine.notifier import Notifier, NotifierConfig
 from appliance.engine.planner import Planner
 from appliance.engine.pruner import Pruner, PrunerConfig
@@ -56,6 +58,7 @@ class EngineConfig:
     checkpointer: CheckpointerConfig | None = None
     notifier: NotifierConfig | None = field(default_factory=NotifierConfig)
     backups: BackupConfig | None = None  # scheduled backups (operators opt in)
+    liveness: LivenessConfig | None = None  # the appliance's last-seen mark (restart reports)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +74,7 @@ class Engine:
     notifier: Notifier | None
     planner_wakeup: Wakeup
     backups: Backups | None = None
+    liveness: Liveness | None = None
     dispatcher_wakeup: Wakeup
 
     @property
@@ -84,6 +88,7 @@ class Engine:
             self.checkpointer,
             self.notifier,
             self.backups,
+            self.liveness,
         )
         return tuple(service for service in wired if service is not None)
 
@@ -134,7 +139,7 @@ def build_engine(
         pruner=None if config.pruner is None else Pruner(db=db, clock=clock, config=config.pruner),
         checkpointer=None
         if config.checkpointer is None
-        else Checkpointer(db=db, config=config.checkpointer),
+        else Checkpointer(db=db, clock=clock, config=config.checkpointer),
         notifier=None
         if config.notifier is None
         else Notifier(db=db, clock=clock, client=client, config=config.notifier, rand=rand),
@@ -143,6 +148,9 @@ def build_engine(
         backups=None
         if config.backups is None
         else Backups(db_path=db.path, clock=clock, config=config.backups),
+        liveness=None
+        if config.liveness is None
+        else Liveness(db=db, clock=clock, incarnation_id=incarnation_id, config=config.liveness),
     )
 
 

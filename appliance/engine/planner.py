@@ -64,6 +64,9 @@ class Planner:
         self._config = config
         self._occurrences = OccurrenceCache()  # used only inside its passes' transactions
         self._last_seen: tuple[int, float] | None = None  # (wall ms, trio seconds)
+        # Set after the first pass that left nothing over: every occurrence up to the
+        # start has its row (the restart's downtime report waits for it).
+        self.caught_up = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -81,6 +84,8 @@ class Planner:
         )
         if result.materialised:
             self._on_planned()
+        if not result.more:
+            self.caught_up.set()
         return trio.current_time() + self._sleep_s(result, now)
 
     def _sleep_s(self, result: PlanResult, now: int) -> float:

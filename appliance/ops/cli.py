@@ -144,8 +144,9 @@ def _status(settings: Settings, *, as_json: bool) -> None:
     if as_json:
         print_json(shown)
         return
+    width = max(map(len, shown))
     for name, value in shown.items():
-        print(f"{name:<24} {'-' if value is None else value}")  # noqa: T201
+        print(f"{name:<{width}}  {'-' if value is None else value}")  # noqa: T201
 
 
 def _init(settings: Settings, args: argparse.Namespace) -> None:

@@ -1,7 +1,7 @@
 """``steeple status``: the health figures of this data directory, read from the database
 (no running appliance needed): whether an appliance holds it, the queue, the planner's
-lag, sizes, the last backup. ``/metrics`` exports the same figures
-(:func:`appliance.store.stats.health`)."""
+lag, sizes, the last backup, the last restart's downtime report. ``/metrics`` exports the
+same health figures (:func:`appliance.store.stats.health`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from appliance.errors import StoreError
 from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.lockfile import holder
+from appliance.store.restarts import LastRestart
 from appliance.store.snapshot import last_backup
 from appliance.store.stats import health
 
@@ -48,6 +49,22 @@ def figures(settings: Settings) -> dict[str, object]:
         "free_pages": h.freelist_count,
         "last_backup": None if backup is None else format_instant(backup.at_ms),
         "last_backup_age_seconds": None if backup is None else (now - backup.at_ms) // 1000,
+        **_restart(h.last_restart),
+    }
+
+
+def _restart(restart: LastRestart | None) -> dict[str, object]:
+    """The last downtime report (contracts/events/appliance.restarted.json)."""
+    if restart is None:
+        return {"last_restart": None}
+    data = restart.data
+    return {
+        "last_restart": format_instant(restart.at),
+        "last_restart_downtime_seconds": data["downtime_ms"] / 1000,
+        "last_restart_clean": data["clean_shutdown"],
+        "last_restart_late": data["late"],
+        "last_restart_missed": data["missed"],
+        "last_restart_reclaimed": data["reclaimed"],
     }
 
 

@@ -144,6 +144,20 @@ def run_read(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
     return result
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WalCheckpoint:
+    """The last passive checkpoint: when, and how far it got (``/metrics``)."""
+
+    at_ms: int
+    wal_frames: int  # frames in the WAL when it ran
+    checkpointed_frames: int  # of those, copied into the database file
+
+    @property
+    def held_back_frames(self) -> int:
+        """Frames it could not copy: a reader's snapshot still needed them."""
+        return max(0, self.wal_frames - self.checkpointed_frames)
+
+
 class Database:
     """Steeple's database file. Build with :meth:`open`; close after the nursery exits."""
 
@@ -158,6 +172,7 @@ class Database:
         self.grouped_writes = 0  # writes those transactions carried
         self._read_limiter = trio.CapacityLimiter(readers)
         self._committed = trio.Event()  # set, and replaced, after each commit by ``write``
+        self.last_checkpoint: WalCheckpoint | None = None  # of this process (``checkpoint``)
 
     @classmethod
     def open(
@@ -299,19 +314,23 @@ class Database:
         except SteepleError:
             raise
 
-    async def checkpoint_wal(self) -> None:
+    async def checkpoint_wal(self, *, now_ms: int) -> WalCheckpoint:
         """:meth:`checkpoint` off the event loop, between writes: it uses the writer
         connection, which must never be used from two threads at once."""
         async with self._write_limiter:
-            await self._run(self.checkpoint)
+            return await self._run(functools.partial(self.checkpoint, now_ms=now_ms))
 
-    def checkpoint(self) -> None:
-        """A passive WAL checkpoint (never blocks readers or the writer). Blocking, on the
-        writer connection: from the trio loop use :meth:`checkpoint_wal`."""
+    def checkpoint(self, *, now_ms: int) -> WalCheckpoint:
+        """A passive WAL checkpoint (never blocks readers or the writer), remembered as
+        :attr:`last_checkpoint`. Blocking, on the writer connection: from the trio loop use
+        :meth:`checkpoint_wal`."""
         try:
-            self._writer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+            frames, copied = self._writer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
         except apsw.Error as exc:
             raise _translate(exc) from exc
+        done = WalCheckpoint(at_ms=now_ms, wal_frames=frames, checkpointed_frames=copied)
+        self.last_checkpoint = done
+        return done
 
     def close(self) -> None:
         for conn in [self._writer, *self._readers]:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from appliance.store.restarts import LastRestart, last_restart
+
 
 def active_targets(conn: apsw.Connection, *, limit: int = 10_000) -> list[tuple[str, int]]:
     """(target URL, active schedules using it): live, unpaused, with a next occurrence."""
@@ -36,6 +38,7 @@ class Health:
     page_count: int
     freelist_count: int
     last_start_ms: int | None  # when the current (or last) appliance process started
+    last_restart: LastRestart | None  # the last restart's downtime report
 
 
 def health(conn: apsw.Connection, *, now: int) -> Health:
@@ -72,6 +75,7 @@ def health(conn: apsw.Connection, *, now: int) -> Health:
         page_count=one("PRAGMA page_count"),
         freelist_count=one("PRAGMA freelist_count"),
         last_start_ms=None if started is None or started[0] is None else int(started[0]),
+        last_restart=last_restart(conn),
     )
 
 

@@ -159,7 +159,7 @@ class Workload:
         if rng.random() < 0.2:
             self.commit(reap_once, now=self.now, config=ReaperConfig())
         if rng.random() < 0.2:
-            self.db.checkpoint()
+            self.db.checkpoint(now_ms=self.now)
         if rng.random() < 0.05:
             self.boot()
 

@@ -17,6 +17,7 @@ from appliance.clock import TrioWallClock
 from appliance.engine.checkpointer import Checkpointer, CheckpointerConfig
 from appliance.store.database import Database
 from tests.engine.conftest import Endpoint, reply, running_engine
+from tests.store.conftest import T0
 
 DAILY_AT_T0 = "0 3 * * *"  # T0 is 03:00 UTC: one occurrence at the start of the test
 
@@ -79,11 +80,17 @@ async def test_the_checkpointer_copies_the_wal_into_the_database_file(
     try:
         before = path.stat().st_size
         async with trio.open_nursery() as nursery:
-            await nursery.start(Checkpointer(db=db, config=CheckpointerConfig(interval_s=60)).run)
+            wall = TrioWallClock(T0)
+            assert wall.now_ms() == T0  # wall time starts now
+            checkpointer = Checkpointer(db=db, clock=wall, config=CheckpointerConfig(interval_s=60))
+            await nursery.start(checkpointer.run)
             await trio.sleep(59)
-            assert path.stat().st_size == before
+            assert path.stat().st_size == before and db.last_checkpoint is None
             await trio.sleep(2)
             assert path.stat().st_size > before
+            done = db.last_checkpoint
+            assert done is not None and done.at_ms == T0 + 60_000
+            assert done.wal_frames > 0 and done.held_back_frames == 0
             nursery.cancel_scope.cancel()
     finally:
         db.close()

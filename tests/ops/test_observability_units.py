@@ -26,6 +26,8 @@ from appliance.logs import configure
 from appliance.sdnotify import notify, watchdog_interval_s
 from appliance.settings import load_settings
 from appliance.store.database import Database
+from appliance.store.incarnations import PreviousIncarnation
+from appliance.store.restarts import downtime_report, record_restart
 
 
 def test_notify_sends_one_datagram_to_a_path_or_an_abstract_socket(tmp_path: Path) -> None:
@@ -105,8 +107,15 @@ def test_api_keys_and_secrets_are_masked_in_every_format(root_logger: logging.Lo
 
 
 @pytest.fixture
-async def app(tmp_path: Path):  # type: ignore[no-untyped-def]
+def metrics_db(tmp_path: Path) -> Iterator[Database]:
     db = Database.open(tmp_path / "steeple.db")
+    yield db
+    db.close()
+
+
+@pytest.fixture
+async def app(metrics_db: Database):  # type: ignore[no-untyped-def]
+    db = metrics_db
 
     async def no_check(url: str) -> None:
         return None
@@ -124,8 +133,7 @@ async def app(tmp_path: Path):  # type: ignore[no-untyped-def]
             observability=observability,
         )
 
-    yield build
-    db.close()
+    return build
 
 
 LOOPBACK = {"client": ("127.0.0.1", 40000)}
@@ -169,6 +177,51 @@ async def test_metric_names_follow_the_conventions(app) -> None:  # type: ignore
                 "sqlite",
             }
     assert not any(s.name.endswith("_created") for f in families for s in f.samples)
+
+
+async def test_metrics_show_the_last_checkpoint(app, metrics_db: Database) -> None:  # type: ignore[no-untyped-def]
+    client = app(Observability(lifecycle=Lifecycle(engine_running=True))).test_client()
+
+    async def gauges() -> dict[str, float]:
+        text = await (await client.get("/metrics", scope_base=LOOPBACK)).get_data(as_text=True)
+        return {
+            sample.name: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if "checkpoint" in sample.name
+        }
+
+    assert await gauges() == {}  # none yet in this process
+    metrics_db.checkpoint(now_ms=1_700_000_000_500)
+    assert await gauges() == {
+        "steeple_db_last_checkpoint_timestamp_seconds": 1_700_000_000.5,
+        "steeple_db_checkpoint_held_back_frames": 0,
+    }
+
+
+async def test_metrics_show_the_last_restart(app, metrics_db: Database) -> None:  # type: ignore[no-untyped-def]
+    client = app(Observability(lifecycle=Lifecycle(engine_running=True))).test_client()
+
+    async def gauges() -> dict[str, float]:
+        text = await (await client.get("/metrics", scope_base=LOOPBACK)).get_data(as_text=True)
+        return {
+            sample.name: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if "restart" in sample.name
+        }
+
+    assert await gauges() == {}  # never restarted
+    previous = PreviousIncarnation(id="inc_x", started_at=0, ended_at=None, last_seen_at=1_000)
+    report = metrics_db.read_now(
+        downtime_report, previous=previous, restarted_at=91_000, reclaimed=0
+    )
+    metrics_db.write_now(record_restart, report=report, now=92_000)
+    assert await gauges() == {
+        "steeple_last_restart_downtime_seconds": 90.0,
+        "steeple_last_restart_late_occurrences": 0,
+        "steeple_last_restart_missed_occurrences": 0,
+    }
 
 
 async def test_readyz_names_what_is_not_ready(app) -> None:  # type: ignore[no-untyped-def]

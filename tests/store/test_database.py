@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import apsw
@@ -201,5 +202,5 @@ async def test_checkpoints_wait_their_turn_behind_writes(db: Database) -> None:
         for n in range(100):
             nursery.start_soon(db.write, _add_tenant, n)
             if n % 10 == 0:
-                nursery.start_soon(db.checkpoint_wal)
+                nursery.start_soon(partial(db.checkpoint_wal, now_ms=n))
     assert await db.read(_count_tenants) == 100

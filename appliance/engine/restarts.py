@@ -1,0 +1,46 @@
+"""The restart's downtime report (core/downtime.py), once the planner has caught up.
+
+At boot the runtime reads the previous incarnation (before the boot reclaim marks it
+ended) and takes back its runs; the planner then plans every occurrence the downtime
+left behind, per catch-up policy, possibly over several passes. When its first pass with
+nothing left over ends (``Planner.caught_up``), every occurrence scheduled before the
+start has its row, and :func:`report_restart` tallies them (a read), records one
+``appliance.restarted`` event and logs one line.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from appliance.clock import WallClock
+from appliance.core.downtime import DowntimeReport
+from appliance.store.database import Database
+from appliance.store.incarnations import PreviousIncarnation
+from appliance.store.restarts import downtime_report, record_restart
+
+log = logging.getLogger(__name__)
+
+
+async def report_restart(
+    *,
+    db: Database,
+    clock: WallClock,
+    previous: PreviousIncarnation,
+    restarted_at: int,
+    reclaimed: int,
+    caught_up: trio.Event | None,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> DowntimeReport:
+    """Wait for ``caught_up`` (None: no planner runs, nothing to wait for), then record
+    and log the report; returns it."""
+    task_status.started()
+    if caught_up is not None:
+        await caught_up.wait()
+    report = await db.read(
+        downtime_report, previous=previous, restarted_at=restarted_at, reclaimed=reclaimed
+    )
+    await db.write(record_restart, report=report, now=clock.now_ms())
+    log.log(logging.WARNING if report.total_missed else logging.INFO, "%s", report.summary())
+    return report
