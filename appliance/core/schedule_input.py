@@ -34,11 +34,10 @@ from typing import Final, TypeVar
 from appliance.core.addresses import AddressPolicy, check_target_url
 from appliance.core.delivery import check_tenant_headers
 from appliance.core.json_fields import FieldReader
-from appliance.core.retry import MAX_ATTEMPTS_LIMIT
+from appliance.core.retry_input import merge_retry, read_retry, retry_document
 from appliance.core.schedules import (
     DEFAULT_CATCHUP_WINDOW_SECONDS,
     DEFAULT_CONTENT_TYPE,
-    DEFAULT_MAX_ATTEMPTS,
     DEFAULT_TIMEOUT_SECONDS,
     CatchupPolicy,
     Overlap,
@@ -82,7 +81,6 @@ READ_ONLY_FIELDS: Final = frozenset(
     {"id", "version", "created_at", "updated_at", "next_runs", "status"}
 )
 _CATCHUP_FIELDS: Final = ("policy", "window_seconds")
-_RETRY_FIELDS: Final = ("max_attempts",)
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 # type "/" subtype *( OWS ";" OWS parameter ), RFC 9110 §8.3.1.
@@ -110,7 +108,7 @@ def parse_schedule(
         "jitter_seconds", default=0, low=0, high=MAX_JITTER_SECONDS, unit="seconds"
     )
     catchup_policy, window = _catchup(fields.nested("catchup"))
-    max_attempts = _retry(fields.nested("retry"))
+    retry = read_retry(fields.nested("retry"))
     timeout = fields.integer(
         "timeout_seconds",
         default=DEFAULT_TIMEOUT_SECONDS,
@@ -134,7 +132,7 @@ def parse_schedule(
         jitter_seconds=jitter,
         catchup_policy=catchup_policy,
         catchup_window_seconds=window,
-        max_attempts=max_attempts,
+        retry=retry,
         timeout_seconds=timeout,
         paused=paused,
         at=timing.at,
@@ -246,17 +244,6 @@ def _catchup(fields: FieldReader) -> tuple[CatchupPolicy, int]:
     return policy, window
 
 
-def _retry(fields: FieldReader) -> int:
-    fields.unknown(_RETRY_FIELDS)
-    return fields.integer(
-        "max_attempts",
-        default=DEFAULT_MAX_ATTEMPTS,
-        low=1,
-        high=MAX_ATTEMPTS_LIMIT,
-        unit="attempts",
-    )
-
-
 def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
     """The tenant-facing JSON of ``spec``: what a POST with these values would contain.
 
@@ -274,7 +261,7 @@ def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
         "policy": spec.catchup_policy.value,
         "window_seconds": spec.catchup_window_seconds,
     }
-    document["retry"] = {"max_attempts": spec.max_attempts}
+    document["retry"] = retry_document(spec.retry)
     document["timeout_seconds"] = spec.timeout_seconds
     document["paused"] = spec.paused
     document["overlap"] = spec.overlap.value
@@ -290,7 +277,8 @@ def merge_patch(
 ) -> ScheduleSpec:
     """``current`` with the JSON merge patch ``obj`` applied, validated as a whole.
 
-    Top-level fields are replaced; ``catchup`` and ``retry`` are merged key by key; a
+    Top-level fields are replaced; ``catchup`` and ``retry`` are merged key by key
+    (:func:`~appliance.core.retry_input.merge_retry`: one status list replaces the other); a
     patch naming a kind (``cron``, ``at``, ``every``) replaces the stored kind;
     ``payload`` is replaced whole (it is the tenant's opaque value, not ours to merge);
     ``null`` removes a field so it takes its default. Giving ``payload`` drops a stored
@@ -302,7 +290,9 @@ def merge_patch(
     _switch_body_kind(document, obj)
     switch_kind(document, obj)
     for key, value in obj.items():
-        if key in ("catchup", "retry") and isinstance(value, dict):
+        if key == "retry" and isinstance(value, dict):
+            document[key] = merge_retry(document.get(key), value)
+        elif key == "catchup" and isinstance(value, dict):
             document[key] = _merge_object(document.get(key), value)
         elif value is None:
             document.pop(key, None)
