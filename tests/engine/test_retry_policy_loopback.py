@@ -22,18 +22,18 @@ from tests.engine.loopback import LOOPBACK_ALLOWED, Respond, keep_alive_server, 
 from tests.store.conftest import T0
 
 
-def create(db: Database, tenant: str, url: str, retry: dict[str, Any]) -> str:
+def create(db: Database, tenant: str, url: str, retry: dict[str, Any], **fields: Any) -> str:
     """A schedule made from tenant JSON, as the API makes it: firing at T0 (03:00)."""
-    spec = parse_schedule(
-        {
-            "name": "retry policy",
-            "cron": "0 3 * * *",
-            "target_url": url,
-            "payload": {"n": 1},
-            "retry": retry,
-        },
-        policy=LOOPBACK_ALLOWED,
-    )
+    document = {
+        "name": "retry policy",
+        "cron": "0 3 * * *",
+        "target_url": url,
+        "payload": {"n": 1},
+        "retry": retry,
+    }
+    if "payload_template" in fields:
+        del document["payload"]
+    spec = parse_schedule({**document, **fields}, policy=LOOPBACK_ALLOWED)
     return db.write_now(create_schedule, tenant_id=tenant, spec=spec, now=T0 - 1000).id
 
 
