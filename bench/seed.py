@@ -27,6 +27,7 @@ import apsw
 
 from appliance.core.ids import idempotency_key, new_id
 from appliance.core.instants import format_scheduled_for
+from appliance.core.retry import RetryPolicy
 from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
 from appliance.settings import DB_FILENAME
@@ -86,7 +87,7 @@ def spec(
         jitter_seconds=jitter_seconds,
         catchup_policy=CatchupPolicy.ALL,
         catchup_window_seconds=3600,
-        max_attempts=3,
+        retry=RetryPolicy(max_attempts=3),
         timeout_seconds=10,
         paused=False,
     )

@@ -48,7 +48,7 @@ from appliance.store.stats import Health, sqlite_version
 _EXTENSION = "steeple.observability"
 OUTCOMES = ("succeeded", "retrying", "failed")
 MISSED_REASONS = ("catchup_skip", "outside_catchup_window", "catchup_latest_superseded")
-FAILED_REASONS = ("gone", "destination_blocked", "exhausted")
+FAILED_REASONS = ("gone", "destination_blocked", "exhausted", "non_retryable_status")
 LATENESS_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 READY_TIMEOUT_S = 1.0
 

@@ -4,6 +4,7 @@
     2xx                                     OK           -                    -
     410 Gone                                PERMANENT    gone (pause sched.)  -
     3xx (redirects are never followed)      RETRYABLE    -                    schedule
+    a status the policy does not retry      PERMANENT    non_retryable_status -
     429 Too Many Requests                   RETRYABLE    -                    60 s, Retry-After
     503 Service Unavailable                 RETRYABLE    -                    schedule, Retry-After
     any other status                        RETRYABLE    -                    schedule
@@ -11,11 +12,18 @@
     transport: blocked destination          PERMANENT    destination_blocked  -
     transport: connect, dns, tls, protocol  RETRYABLE    -                    schedule
 
-Retry schedule: the delay after attempt ``n`` (1-based) is ``delays_s[n-1]`` (the last value
-repeats), times a factor uniform in [0.8, 1.2), then raised to the verdict's minimum and to
-``Retry-After`` — which is honoured only upward and capped at 24 h. A run fails
-``exhausted`` when the attempt that just finished was its last (``max_attempts``) or when the
-next attempt would be due after ``scheduled_for + window_ms``. An attempt abandoned because
+Every decision is made from a :class:`RetryPolicy` value — a schedule's ``retry`` (tenant
+JSON in :mod:`appliance.core.retry_input`), ADR 0032's defaults when it sets none. Retry
+schedule: the delay after attempt ``n`` (1-based) is the policy's base delay ``n`` (a list's
+``n``-th value, the last one repeating; or ``initial × factor^(n-1)`` capped at ``max``),
+times a factor uniform in [0.8, 1.2), then raised to the verdict's minimum and to
+``Retry-After`` (429 and 503) — which is honoured only upward and capped at 24 h. A run
+fails ``exhausted`` when the attempt that just finished was its last (``max_attempts``) or
+when the next attempt would be due after ``scheduled_for + window_ms`` (the policy's
+``max_age_seconds``): a ``Retry-After`` reaching past that deadline ends the run at once
+instead of pushing the retry beyond it, so no decision is ever due past it. A status the
+policy does not retry (``retry_on_status`` / ``non_retryable_status``) fails the run with
+reason ``non_retryable_status``. An attempt abandoned because
 the appliance died is not charged to the budget (:func:`decide_after_restart`); one whose
 lease merely expired is (:func:`decide_after_abandon`); :func:`decide_reclaim` picks between
 the two for the store's reclaims, as :func:`decide` decides after an answered attempt: the
@@ -26,9 +34,11 @@ idempotency key. Everything here is pure: time and randomness are parameters.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from datetime import UTC
 from email.utils import parsedate_to_datetime
+from typing import Final
 
 from appliance.core.instants import from_datetime
 from appliance.core.runs import AttemptOutcome, Transition
@@ -38,6 +48,8 @@ DAY_MS = 86_400 * SECOND_MS
 SLOW_DOWN_MS = 60 * SECOND_MS  # 429 and timeouts: give the receiver at least a minute
 RETRY_AFTER_CAP_MS = DAY_MS
 MAX_ATTEMPTS_LIMIT = 15
+DEFAULT_MAX_ATTEMPTS = 8
+MAX_BACKOFF_FACTOR = 10.0
 MAX_WINDOW_MS = 7 * DAY_MS
 # Boot reclaims are not charged to a run's attempt budget (our crash, not the receiver's
 # answer); a run abandoned by this many restarts in a row fails anyway, so an attempt that
@@ -68,6 +80,7 @@ class FailureReason(enum.StrEnum):
     GONE = "gone"
     DESTINATION_BLOCKED = "destination_blocked"
     EXHAUSTED = "exhausted"
+    NON_RETRYABLE_STATUS = "non_retryable_status"  # the schedule's retry policy says stop
 
 
 _VERDICT_OUTCOMES = frozenset(
@@ -95,12 +108,45 @@ class Verdict:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RetryPolicy:
-    """A schedule's retry budget: attempts, delays between them, and the overall window."""
+class ExponentialBackoff:
+    """Base delay ``n`` is ``initial_s × factor^(n-1)`` seconds, at most ``max_s``."""
 
-    max_attempts: int = 8
-    delays_s: tuple[int, ...] = DEFAULT_DELAYS_S
+    initial_s: int
+    factor: float
+    max_s: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.initial_s <= self.max_s:
+            raise ValueError(f"need 0 <= initial ({self.initial_s}) <= max ({self.max_s})")
+        if not 1.0 <= self.factor <= MAX_BACKOFF_FACTOR:
+            raise ValueError(f"factor must be 1–{MAX_BACKOFF_FACTOR}, not {self.factor}")
+
+    def delay_ms(self, attempt: int) -> int:
+        cap_ms = self.max_s * SECOND_MS
+        if self.initial_s == 0 or self.factor == 1.0:
+            return self.initial_s * SECOND_MS
+        # Past the cap no power is computed, so a large attempt cannot overflow the float.
+        if (attempt - 1) * math.log(self.factor) >= math.log(self.max_s / self.initial_s):
+            return cap_ms
+        return min(round(self.initial_s * SECOND_MS * self.factor ** (attempt - 1)), cap_ms)
+
+
+Backoff = tuple[int, ...] | ExponentialBackoff  # seconds after attempt 1, 2, …; or a curve
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """A schedule's retry budget: attempts, the delays between them, the overall window
+    (``max_age_seconds`` × 1000, from ``scheduled_for`` or the last replay), and which
+    HTTP statuses are retried: only ``retry_on_status`` when it is set, else every status
+    but ``non_retryable_status`` (2xx is a success and 410 always ``gone``, whatever they
+    say). Statuses are not about transport failures, which the table above decides."""
+
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    backoff: Backoff = DEFAULT_DELAYS_S
     window_ms: int = MAX_WINDOW_MS
+    retry_on_status: frozenset[int] | None = None
+    non_retryable_status: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS_LIMIT:
@@ -109,8 +155,26 @@ class RetryPolicy:
             )
         if not 0 < self.window_ms <= MAX_WINDOW_MS:
             raise ValueError(f"window_ms must be 1–{MAX_WINDOW_MS} (7 days), not {self.window_ms}")
-        if not self.delays_s or min(self.delays_s) < 0:
-            raise ValueError("delays_s needs at least one delay, none negative")
+        if isinstance(self.backoff, tuple) and (not self.backoff or min(self.backoff) < 0):
+            raise ValueError("a backoff list needs at least one delay, none negative")
+        if self.retry_on_status is not None and self.non_retryable_status:
+            raise ValueError("retry_on_status and non_retryable_status exclude each other")
+
+    def base_delay_ms(self, attempt: int) -> int:
+        """The delay after attempt ``attempt`` (1-based) before jitter and minimums."""
+        _check_attempt(attempt)
+        if isinstance(self.backoff, ExponentialBackoff):
+            return self.backoff.delay_ms(attempt)
+        return self.backoff[min(attempt, len(self.backoff)) - 1] * SECOND_MS
+
+    def retries_status(self, status: int) -> bool:
+        """Whether a non-2xx answer ``status`` (not 410) may be retried."""
+        if self.retry_on_status is not None:
+            return status in self.retry_on_status
+        return status not in self.non_retryable_status
+
+
+DEFAULT_POLICY: Final = RetryPolicy()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,16 +207,21 @@ _RETRY = Verdict(outcome=AttemptOutcome.RETRYABLE)
 _RETRY_SLOWLY = Verdict(outcome=AttemptOutcome.RETRYABLE, min_delay_ms=SLOW_DOWN_MS)
 _GONE = Verdict(outcome=AttemptOutcome.PERMANENT, reason=FailureReason.GONE, pause_schedule=True)
 _BLOCKED = Verdict(outcome=AttemptOutcome.PERMANENT, reason=FailureReason.DESTINATION_BLOCKED)
+_NOT_RETRIED = Verdict(outcome=AttemptOutcome.PERMANENT, reason=FailureReason.NON_RETRYABLE_STATUS)
 
 
-def classify_response(status: int, retry_after: str | None, *, now_ms: int) -> Verdict:
-    """The verdict on an HTTP response. ``retry_after`` is the raw ``Retry-After`` header,
-    read only for 429 and 503 (RFC 9110 defines it for both); ``now_ms`` anchors an
-    HTTP-date value."""
+def classify_response(
+    status: int, retry_after: str | None, *, now_ms: int, policy: RetryPolicy = DEFAULT_POLICY
+) -> Verdict:
+    """The verdict on an HTTP response under ``policy``'s status rules. ``retry_after`` is
+    the raw ``Retry-After`` header, read only for 429 and 503 (RFC 9110 defines it for
+    both); ``now_ms`` anchors an HTTP-date value."""
     if 200 <= status <= 299:
         return _OK
     if status == 410:
         return _GONE
+    if not policy.retries_status(status):
+        return _NOT_RETRIED
     if status == 429:
         return Verdict(
             outcome=AttemptOutcome.RETRYABLE,
@@ -203,7 +272,7 @@ def retry_delay_ms(policy: RetryPolicy, *, attempt: int, verdict: Verdict, rand:
     _check_attempt(attempt)
     if not 0.0 <= rand < 1.0:
         raise ValueError(f"rand must be in [0, 1), got {rand}")
-    base_ms = policy.delays_s[min(attempt, len(policy.delays_s)) - 1] * SECOND_MS
+    base_ms = policy.base_delay_ms(attempt)
     jittered = base_ms * 4 // 5 + int(base_ms * 2 * rand) // 5
     return max(jittered, verdict.min_delay_ms, verdict.retry_after_ms or 0)
 

@@ -10,9 +10,12 @@ Rules this module guards (docs/architecture.md, ADR 0032, ADR 0037):
 - ``null`` means "absent" at every level (RFC 7396): the field takes its default, or is
   reported missing if it is required. A literal JSON ``null`` payload therefore cannot be
   stored; send a body or a non-null payload.
-- Exactly one of ``payload`` (any JSON value, stored as compact UTF-8 JSON) or ``body`` (a
-  string, stored as its UTF-8 bytes) is given. The stored bytes are what every attempt sends,
-  so the size limit applies to them, not to the request that carried them.
+- Exactly one of ``payload`` (any JSON value, stored as compact UTF-8 JSON), ``body`` (a
+  string, stored as its UTF-8 bytes) or ``payload_template`` (a JSON value stored like a
+  payload, whose ``{{name}}`` variables :mod:`appliance.core.payload_template` checks here
+  and renders per run) is given. The stored bytes are what every attempt sends (a
+  template's rendering of them), so the size limit applies to them, not to the request
+  that carried them.
 - The timing (exactly one of ``cron``, ``at``, ``every``; ``timezone``; ``start_at`` and
   ``end_at``) is read by :mod:`appliance.core.timing_input`, tenant headers by
   :func:`appliance.core.delivery.check_tenant_headers`, the target URL's static rules by
@@ -34,11 +37,11 @@ from typing import Final, TypeVar
 from appliance.core.addresses import AddressPolicy, check_target_url
 from appliance.core.delivery import check_tenant_headers
 from appliance.core.json_fields import FieldReader
-from appliance.core.retry import MAX_ATTEMPTS_LIMIT
+from appliance.core.payload_template import template_problems
+from appliance.core.retry_input import merge_retry, read_retry, retry_document
 from appliance.core.schedules import (
     DEFAULT_CATCHUP_WINDOW_SECONDS,
     DEFAULT_CONTENT_TYPE,
-    DEFAULT_MAX_ATTEMPTS,
     DEFAULT_TIMEOUT_SECONDS,
     CatchupPolicy,
     Overlap,
@@ -69,6 +72,7 @@ FIELDS: Final = (
     "target_url",
     "payload",
     "body",
+    "payload_template",
     "content_type",
     "headers",
     "jitter_seconds",
@@ -82,7 +86,6 @@ READ_ONLY_FIELDS: Final = frozenset(
     {"id", "version", "created_at", "updated_at", "next_runs", "status"}
 )
 _CATCHUP_FIELDS: Final = ("policy", "window_seconds")
-_RETRY_FIELDS: Final = ("max_attempts",)
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 # type "/" subtype *( OWS ";" OWS parameter ), RFC 9110 §8.3.1.
@@ -104,13 +107,13 @@ def parse_schedule(
         fields.fail("name", "must not be blank")
     timing = read_timing(fields)
     target_url = _target_url(fields, policy)
-    kind, body, content_type = _body(fields, max_body_bytes)
+    kind, body, content_type, templated = _body(fields, max_body_bytes)
     headers = _headers(fields)
     jitter = fields.integer(
         "jitter_seconds", default=0, low=0, high=MAX_JITTER_SECONDS, unit="seconds"
     )
     catchup_policy, window = _catchup(fields.nested("catchup"))
-    max_attempts = _retry(fields.nested("retry"))
+    retry = read_retry(fields.nested("retry"))
     timeout = fields.integer(
         "timeout_seconds",
         default=DEFAULT_TIMEOUT_SECONDS,
@@ -134,7 +137,7 @@ def parse_schedule(
         jitter_seconds=jitter,
         catchup_policy=catchup_policy,
         catchup_window_seconds=window,
-        max_attempts=max_attempts,
+        retry=retry,
         timeout_seconds=timeout,
         paused=paused,
         at=timing.at,
@@ -142,6 +145,7 @@ def parse_schedule(
         start_at=timing.start_at,
         end_at=timing.end_at,
         overlap=overlap,
+        templated=templated,
     )
 
 
@@ -157,8 +161,16 @@ def _target_url(fields: FieldReader, policy: AddressPolicy) -> str:
     return url
 
 
-def _body(fields: FieldReader, max_body_bytes: int) -> tuple[PayloadKind, bytes, str]:
-    """The payload kind, the exact bytes every attempt sends, and their content type."""
+_BODY_FIELDS: Final = ("payload", "body", "payload_template")
+_BODY_HINT: Final = (
+    "payload (any JSON value, sent as compact JSON), body (a string, sent verbatim) or"
+    " payload_template (JSON with {{scheduled_for}}-style variables, rendered per run)"
+)
+
+
+def _body(fields: FieldReader, max_body_bytes: int) -> tuple[PayloadKind, bytes, str, bool]:
+    """The payload kind, the exact bytes every attempt sends (a template's, rendered per
+    run), their content type, and whether they are a template."""
     content_type = fields.text(
         "content_type",
         default=DEFAULT_CONTENT_TYPE,
@@ -168,22 +180,15 @@ def _body(fields: FieldReader, max_body_bytes: int) -> tuple[PayloadKind, bytes,
     well_formed = _MEDIA_TYPE.fullmatch(content_type)
     if fields.given("content_type") and fields.ok("content_type") and not well_formed:
         fields.fail("content_type", 'must be a media type such as "text/plain; charset=utf-8"')
-    has_payload, has_body = fields.given("payload"), fields.given("body")
-    if has_payload and has_body:
-        fields.fail(
-            "body",
-            "payload and body are both given; keep one: payload (any JSON value, sent as "
-            "compact JSON) or body (a string, sent verbatim)",
-        )
-        return PayloadKind.JSON, b"", content_type
-    if not has_payload and not has_body:
-        fields.fail(
-            "payload",
-            "give the request body: payload (any JSON value, sent as compact JSON) or "
-            "body (a string, sent verbatim)",
-        )
-        return PayloadKind.JSON, b"", content_type
-    kind, key = (PayloadKind.JSON, "payload") if has_payload else (PayloadKind.BODY, "body")
+    given = [key for key in _BODY_FIELDS if fields.given(key)]
+    if len(given) > 1:
+        fields.fail(given[1], f"{' and '.join(given)} are all given; keep one: {_BODY_HINT}")
+        return PayloadKind.JSON, b"", content_type, False
+    if not given:
+        fields.fail("payload", f"give the request body: {_BODY_HINT}")
+        return PayloadKind.JSON, b"", content_type, False
+    key = given[0]
+    kind = PayloadKind.BODY if key == "body" else PayloadKind.JSON
     data = _encode(fields, key, kind)
     if len(data) > max_body_bytes:
         fields.fail(
@@ -191,7 +196,11 @@ def _body(fields: FieldReader, max_body_bytes: int) -> tuple[PayloadKind, bytes,
             f"is {len(data)} bytes once encoded; the limit is {max_body_bytes} bytes "
             f"({max_body_bytes // 1024} KiB)",
         )
-    return kind, data, content_type
+    templated = key == "payload_template"
+    if templated and fields.ok(key):
+        for field, message in template_problems(fields.obj[key]):
+            fields.fail(field, message)
+    return kind, data, content_type, templated
 
 
 def _encode(fields: FieldReader, key: str, kind: PayloadKind) -> bytes:
@@ -246,17 +255,6 @@ def _catchup(fields: FieldReader) -> tuple[CatchupPolicy, int]:
     return policy, window
 
 
-def _retry(fields: FieldReader) -> int:
-    fields.unknown(_RETRY_FIELDS)
-    return fields.integer(
-        "max_attempts",
-        default=DEFAULT_MAX_ATTEMPTS,
-        low=1,
-        high=MAX_ATTEMPTS_LIMIT,
-        unit="attempts",
-    )
-
-
 def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
     """The tenant-facing JSON of ``spec``: what a POST with these values would contain.
 
@@ -264,7 +262,7 @@ def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
     document: dict[str, object] = {"name": spec.name, **timing_document(spec)}
     document["target_url"] = spec.target_url
     if spec.payload_kind is PayloadKind.JSON:
-        document["payload"] = json.loads(spec.body)
+        document["payload_template" if spec.templated else "payload"] = json.loads(spec.body)
     else:
         document["body"] = spec.body.decode("utf-8")
     document["content_type"] = spec.content_type
@@ -274,7 +272,7 @@ def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
         "policy": spec.catchup_policy.value,
         "window_seconds": spec.catchup_window_seconds,
     }
-    document["retry"] = {"max_attempts": spec.max_attempts}
+    document["retry"] = retry_document(spec.retry)
     document["timeout_seconds"] = spec.timeout_seconds
     document["paused"] = spec.paused
     document["overlap"] = spec.overlap.value
@@ -290,19 +288,23 @@ def merge_patch(
 ) -> ScheduleSpec:
     """``current`` with the JSON merge patch ``obj`` applied, validated as a whole.
 
-    Top-level fields are replaced; ``catchup`` and ``retry`` are merged key by key; a
+    Top-level fields are replaced; ``catchup`` and ``retry`` are merged key by key
+    (:func:`~appliance.core.retry_input.merge_retry`: one status list replaces the other); a
     patch naming a kind (``cron``, ``at``, ``every``) replaces the stored kind;
     ``payload`` is replaced whole (it is the tenant's opaque value, not ours to merge);
-    ``null`` removes a field so it takes its default. Giving ``payload`` drops a stored
-    ``body`` and vice versa, and then resets ``content_type`` to its default unless the
-    patch sets it too: a content type chosen for text rarely fits JSON."""
+    ``null`` removes a field so it takes its default. Giving one of ``payload``, ``body``
+    and ``payload_template`` drops the stored other; between ``body`` and a JSON kind it
+    also resets ``content_type`` to its default unless the patch sets it too: a content
+    type chosen for text rarely fits JSON."""
     if not isinstance(obj, dict):
         raise ValidationError.single("$", "a merge patch must be a JSON object")
     document = schedule_document(current)
     _switch_body_kind(document, obj)
     switch_kind(document, obj)
     for key, value in obj.items():
-        if key in ("catchup", "retry") and isinstance(value, dict):
+        if key == "retry" and isinstance(value, dict):
+            document[key] = merge_retry(document.get(key), value)
+        elif key == "catchup" and isinstance(value, dict):
             document[key] = _merge_object(document.get(key), value)
         elif value is None:
             document.pop(key, None)
@@ -312,10 +314,13 @@ def merge_patch(
 
 
 def _switch_body_kind(document: dict[str, object], patch: Mapping[str, object]) -> None:
-    for given, other in (("payload", "body"), ("body", "payload")):
-        if patch.get(given) is not None and patch.get(other) is None and other in document:
+    given = [key for key in _BODY_FIELDS if patch.get(key) is not None]
+    if len(given) != 1:
+        return  # none given: nothing to switch; several: refused by parse_schedule
+    for other in _BODY_FIELDS:
+        if other != given[0] and other in document and patch.get(other) is None:
             del document[other]
-            if "content_type" not in patch:
+            if "content_type" not in patch and (given[0] == "body") != (other == "body"):
                 document.pop("content_type", None)
 
 

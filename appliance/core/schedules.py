@@ -7,8 +7,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from appliance.core.retry import DEFAULT_POLICY, RetryPolicy
+
 DEFAULT_CATCHUP_WINDOW_SECONDS = 3600
-DEFAULT_MAX_ATTEMPTS = 8
 DEFAULT_TIMEOUT_SECONDS = 30
 DEFAULT_CONTENT_TYPE = "application/json"
 
@@ -40,13 +41,12 @@ class ScheduleSpec:
     timezone: str
     target_url: str
     payload_kind: PayloadKind
-    body: bytes  # exact bytes sent on every attempt
+    body: bytes  # exact bytes sent on every attempt; a template's when ``templated``
     content_type: str
     headers: tuple[tuple[str, str], ...]  # tenant headers, none reserved
     jitter_seconds: int
     catchup_policy: CatchupPolicy
     catchup_window_seconds: int
-    max_attempts: int
     timeout_seconds: int
     paused: bool
     # Timing besides ``cron`` (core.timing): at most one of ``at`` and ``every_seconds``
@@ -56,6 +56,15 @@ class ScheduleSpec:
     start_at: int | None = None  # nothing is planned before it (inclusive)
     end_at: int | None = None  # nothing is planned after it (inclusive)
     overlap: Overlap = Overlap.ALLOW
+    retry: RetryPolicy = DEFAULT_POLICY  # decides every retry of the schedule's runs
+    # ``body`` is a ``payload_template`` (core.payload_template): each run sends it with
+    # its own instants and ids substituted, fixed when the run is materialised. Only with
+    # payload_kind JSON.
+    templated: bool = False
+
+    @property
+    def max_attempts(self) -> int:
+        return self.retry.max_attempts
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -127,6 +127,28 @@ def first_after(timing: Timing, now: int) -> int | None:
     return next(occurrences(timing, after_ms=now), None)
 
 
+def previous_occurrence(
+    timing: Timing, before_ms: int, *, shared: OccurrenceCache | None = None
+) -> int | None:
+    """The last occurrence of ``timing`` strictly before ``before_ms``; None when there is
+    none (nothing before ``start_at``, a one-off's only occurrence, 1970). Occurrences only
+    run forwards, so this looks back in windows ending at ``before_ms``
+    (each window is read forwards, its last occurrence before ``before_ms`` wins) and grow
+    eightfold until one holds an occurrence."""
+    floor = 0 if timing.start_at is None else timing.start_at
+    span = 60_000
+    while True:
+        low = max(before_ms - span, floor)
+        last = None
+        for ms in occurrences(timing, after_ms=max(low - 1, 0), shared=shared):
+            if ms >= before_ms:
+                break
+            last = ms
+        if last is not None or low <= floor:
+            return last
+        span *= 8
+
+
 def _every(anchor: int, period_ms: int, after_ms: int) -> Iterator[int]:
     steps = 0 if after_ms < anchor else (after_ms - anchor) // period_ms + 1
     return iter(range(anchor + steps * period_ms, END_MS, period_ms))

@@ -52,7 +52,6 @@ import trio
 from appliance.clock import WallClock
 from appliance.core.delivery import build_request
 from appliance.core.retry import (
-    RetryPolicy,
     TransportFailure,
     Verdict,
     classify_failure,
@@ -276,7 +275,7 @@ class Dispatcher:
             return self._complete(
                 run, verdict, SendResult.failed(error, started=started, failure=None)
             )
-        return self._complete(run, self._classify(result), result)
+        return self._complete(run, self._classify(run, result), result)
 
     def _cut_short(self, live: _Live, started: float) -> SendResult:
         if live.lapsed:
@@ -287,15 +286,17 @@ class Dispatcher:
             error = f"no response within the {live.run.timeout_seconds} s deadline"
         return SendResult.failed(error, started=started, failure=TransportFailure.DEADLINE)
 
-    def _classify(self, result: SendResult) -> Verdict:
+    def _classify(self, run: ClaimedRun, result: SendResult) -> Verdict:
         if result.status is not None:
             now = self._clock.now_ms()
-            return classify_response(result.status, result.retry_after, now_ms=now)
+            return classify_response(
+                result.status, result.retry_after, now_ms=now, policy=run.retry
+            )
         return classify_failure(result.failure or TransportFailure.PROTOCOL)
 
     def _complete(self, run: ClaimedRun, verdict: Verdict, result: SendResult) -> Completion:
         decision = decide(
-            RetryPolicy(max_attempts=run.max_attempts),
+            run.retry,
             attempt=run.budget.attempts_used(run.attempt),
             verdict=verdict,
             scheduled_for_ms=run.budget.window_start,

@@ -30,10 +30,11 @@ from typing import Final
 import apsw
 
 from appliance.core.runs import RunState, Trigger, occurrence_run
-from appliance.core.timing import occurrences
+from appliance.core.schedules import Schedule
+from appliance.core.timing import occurrences, previous_occurrence
 from appliance.errors import ValidationError
 from appliance.store.manual import paced_start
-from appliance.store.materialise import insert_runs, store_body
+from appliance.store.materialise import insert_runs, schedule_body_digest
 from appliance.store.schedules import require_schedule
 
 DEFAULT_MAX: Final = 1_000
@@ -88,7 +89,13 @@ def backfill(
         )
     }
     missing = [ms for ms in wanted if ms not in existing]
-    created = 0 if dry_run else _materialise(conn, schedule_id, missing, now, rate_per_second)
+    if dry_run or not missing:
+        created = 0
+    else:
+        previous = dict(zip(wanted, [_before(schedule, wanted), *wanted], strict=False))
+        created = _materialise(
+            conn, schedule, [(ms, previous[ms]) for ms in missing], now, rate_per_second
+        )
     return Backfill(
         occurrences=len(wanted),
         existing=len(wanted) - len(missing),
@@ -99,32 +106,35 @@ def backfill(
     )
 
 
+def _before(schedule: Schedule, wanted: list[int]) -> int | None:
+    """The occurrence before the range's first, for a payload template (else unused)."""
+    return previous_occurrence(schedule.spec, wanted[0]) if schedule.spec.templated else None
+
+
 def _materialise(
-    conn: apsw.Connection, schedule_id: str, missing: list[int], now: int, rate: int
+    conn: apsw.Connection,
+    schedule: Schedule,
+    missing: list[tuple[int, int | None]],
+    now: int,
+    rate: int,
 ) -> int:
-    if not missing:
-        return 0
-    row = conn.execute(
-        "SELECT tenant_id, version, content_type, body FROM schedules WHERE id = ?",
-        (schedule_id,),
-    ).fetchone()
-    assert row is not None  # read by require_schedule in this transaction
-    tenant_id, version, content_type, body = row
-    digest = store_body(conn, content_type=str(content_type), body=bytes(body))
+    """Insert the runs of ``missing`` (each occurrence with the one before it), paced."""
     step = 1000 / rate
-    first_due = paced_start(conn, str(tenant_id), now=now, step=step)
+    first_due = paced_start(conn, schedule.tenant_id, now=now, step=step)
     runs = [
         occurrence_run(
-            schedule_id=schedule_id,
-            tenant_id=str(tenant_id),
-            schedule_version=int(version),
+            schedule_id=schedule.id,
+            tenant_id=schedule.tenant_id,
+            schedule_version=schedule.version,
             scheduled_for=scheduled_for,
             due_at=first_due + int(n * step),
             state=RunState.PENDING,
             trigger=Trigger.SCHEDULE,
-            body_digest=digest,
+            body_digest=schedule_body_digest(
+                conn, schedule, scheduled_for=scheduled_for, previous=previous
+            ),
         )
-        for n, scheduled_for in enumerate(missing)
+        for n, (scheduled_for, previous) in enumerate(missing)
     ]
     created = insert_runs(conn, runs, now=now)
     conn.executemany(

@@ -43,7 +43,8 @@ from typing import Any, Final
 
 import apsw
 
-from appliance.core.retry import RetryBudget
+from appliance.core.retry import RetryBudget, RetryPolicy
+from appliance.core.retry_input import stored_policy
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, Transition, check_transition
 from appliance.store import rows
 from appliance.store.overlap import gate_overlaps
@@ -76,7 +77,7 @@ class ClaimedRun:
     body: bytes
     content_type: str
     timeout_seconds: int
-    max_attempts: int
+    retry: RetryPolicy  # the schedule's, read with the run (core.retry_input)
     secrets: tuple[str, ...]  # the tenant's active signing secrets, newest first
 
 
@@ -150,9 +151,17 @@ _WAITING_COLUMNS: Final = rows.Columns(
 _WAITING: Final = f"{_TENANTS} SELECT {_WAITING_COLUMNS.select} FROM room"
 
 
-def _claimed(*, budget_base: int, budget_from: int, **fields: Any) -> ClaimedRun:
+def _claimed(
+    *,
+    budget_base: int,
+    budget_from: int,
+    max_attempts: int,
+    retry_policy: str | None,
+    **fields: Any,
+) -> ClaimedRun:
     budget = RetryBudget(attempt_base=budget_base, window_start=budget_from)
-    return ClaimedRun(budget=budget, secrets=(), **fields)  # secrets: read per tenant next
+    retry = stored_policy(max_attempts, retry_policy)
+    return ClaimedRun(budget=budget, retry=retry, secrets=(), **fields)  # secrets: next
 
 
 _DETAILS: Final = rows.Columns(
@@ -174,6 +183,7 @@ _DETAILS: Final = rows.Columns(
         "content_type",
         "timeout_seconds",
         "max_attempts",
+        "retry_policy",
     ],
     table="r",
     sql={
@@ -184,6 +194,7 @@ _DETAILS: Final = rows.Columns(
         "content_type": "b.content_type",
         "timeout_seconds": "s.timeout_seconds",
         "max_attempts": "s.max_attempts",
+        "retry_policy": "s.retry_policy",
     },
     convert={"headers": rows.headers, "body": rows.blob},
 )

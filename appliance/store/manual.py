@@ -37,8 +37,9 @@ from appliance.core.runs import (
     occurrence_run,
     sources,
 )
+from appliance.core.timing import previous_occurrence
 from appliance.errors import Conflict, NotFound, StoreError, ValidationError
-from appliance.store.materialise import insert_runs, store_body
+from appliance.store.materialise import insert_runs, schedule_body_digest
 from appliance.store.run_search import RunFilter, search_runs
 from appliance.store.runs import CLAIMABLE_SQL, RunRecord, get_run, must_get_run
 from appliance.store.schedules import get_schedule, require_schedule
@@ -66,16 +67,21 @@ def trigger_schedule(
     """A manual occurrence of a live schedule at ``now`` (whole second), due now:
     ``(run, created)``; ``created`` is False when this second was already triggered."""
     schedule = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-    spec = schedule.spec
+    scheduled_for = now - now % 1000
     run = occurrence_run(
         schedule_id=schedule.id,
         tenant_id=schedule.tenant_id,
         schedule_version=schedule.version,
-        scheduled_for=now - now % 1000,
+        scheduled_for=scheduled_for,
         due_at=now,
         state=RunState.PENDING,
         trigger=Trigger.MANUAL,
-        body_digest=store_body(conn, content_type=spec.content_type, body=spec.body),
+        body_digest=schedule_body_digest(
+            conn,
+            schedule,
+            scheduled_for=scheduled_for,
+            previous=previous_occurrence(schedule.spec, scheduled_for),
+        ),
     )
     created = bool(insert_runs(conn, [run], now=now))
     return must_get_run(conn, tenant_id=tenant_id, run_id=run.id), created

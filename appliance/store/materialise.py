@@ -10,7 +10,8 @@ Rules this module guards:
 - One prepared statement inserts a whole batch; only the rows actually inserted come
   back, so callers count and announce only what they created.
 - **Bodies** are fixed at materialisation and content-addressed: digest = sha256 hex of
-  ``content_type + "\\0" + body``.
+  ``content_type + "\\0" + body``. A schedule's ``payload_template`` is rendered here, once
+  per run (:func:`run_body_digest`), so every attempt sends the same bytes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import Final
 
 import apsw
 
+from appliance.core.payload_template import render, run_values
 from appliance.core.runs import TERMINAL, NewRun
+from appliance.core.schedules import Schedule
 
 # NewRun's field names are the job_runs columns they fill, in order.
 _INSERT: Final = (
@@ -50,3 +53,37 @@ def store_body(conn: apsw.Connection, *, content_type: str, body: bytes) -> str:
         (digest, content_type, body),
     )
     return digest
+
+
+def run_body_digest(
+    conn: apsw.Connection,
+    *,
+    content_type: str,
+    template: bytes,
+    schedule_id: str,
+    scheduled_for: int,
+    previous: int | None,
+) -> str:
+    """Store the body of one run of a templated schedule: ``template`` rendered with the
+    run's values (``previous``: the timing's occurrence before ``scheduled_for``)."""
+    values = run_values(schedule_id=schedule_id, scheduled_for=scheduled_for, previous=previous)
+    return store_body(conn, content_type=content_type, body=render(template, values))
+
+
+def schedule_body_digest(
+    conn: apsw.Connection, schedule: Schedule, *, scheduled_for: int, previous: int | None
+) -> str:
+    """Store the body of the run of ``schedule`` at ``scheduled_for``: the schedule's bytes,
+    or its template rendered (``previous``: the timing's occurrence before it,
+    :func:`appliance.core.timing.previous_occurrence`)."""
+    spec = schedule.spec
+    if not spec.templated:
+        return store_body(conn, content_type=spec.content_type, body=spec.body)
+    return run_body_digest(
+        conn,
+        content_type=spec.content_type,
+        template=spec.body,
+        schedule_id=schedule.id,
+        scheduled_for=scheduled_for,
+        previous=previous,
+    )

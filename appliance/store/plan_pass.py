@@ -41,11 +41,11 @@ from appliance.core.jitter import PlannedOccurrence, planned_occurrences, planne
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.runs import NewRun, RunState, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy, Overlap
-from appliance.core.timing import is_plain_cron
+from appliance.core.timing import is_plain_cron, previous_occurrence
 from appliance.errors import ValidationError
 from appliance.store.database import Connection
 from appliance.store.events import append_event
-from appliance.store.materialise import insert_runs, store_body
+from appliance.store.materialise import insert_runs, run_body_digest, store_body
 from appliance.store.planning import (
     CursorMove,
     DueSchedule,
@@ -202,6 +202,17 @@ class _PassWork:
             self._digests[content_type, body] = digest
         return digest
 
+    def rendered(self, schedule: DueSchedule, scheduled_for: int, previous: int | None) -> str:
+        """The digest of one run's body rendered from the schedule's payload template."""
+        return run_body_digest(
+            self.conn,
+            content_type=schedule.content_type,
+            template=schedule.body,
+            schedule_id=schedule.id,
+            scheduled_for=scheduled_for,
+            previous=previous,
+        )
+
 
 class _SchedulePlan(NamedTuple):
     """One schedule's share of a pass, before it is written (a named tuple: one per
@@ -253,12 +264,18 @@ def _materialise(
     against the catch-up policy, within the per-schedule bounds."""
     now, config = work.now, work.config
     horizon = now + config.lookahead_ms
-    digest = work.digest(schedule.content_type, schedule.body)
+    digest = None if schedule.templated else work.digest(schedule.content_type, schedule.body)
     window_ms = schedule.catchup_window_seconds * 1000
     runs: list[NewRun] = []
     reasons: list[MissReason | None] = []
     late, more = 0, False
     current = next(stream, None)
+    # A template's previous occurrence: looked up once, then the stream's own order.
+    previous = (
+        previous_occurrence(schedule, current.scheduled_for, shared=work.shared)
+        if digest is None and current is not None and current.scheduled_for <= horizon
+        else None
+    )
     while current is not None and current.scheduled_for <= horizon:
         following = next(stream, None)
         reason = judge(
@@ -273,10 +290,11 @@ def _materialise(
         if len(runs) >= config.max_occurrences or (is_late and late >= config.max_catchup):
             more = True
             break
-        runs.append(_planned_run(schedule, current, reason, digest))
+        run_digest = digest or work.rendered(schedule, current.scheduled_for, previous)
+        runs.append(_planned_run(schedule, current, reason, run_digest))
         reasons.append(reason)
         late += is_late
-        current = following
+        previous, current = current.scheduled_for, following
     new_cursor = None if current is None else current.scheduled_for
     move = (
         None

@@ -55,6 +55,7 @@ class DueSchedule(NamedTuple):
     start_at: int | None
     end_at: int | None
     overlap: str  # an Overlap value, left as text: read once per schedule per pass
+    templated: int  # 1: ``body`` is a payload template, rendered per run
 
 
 _DUE_COLUMNS = rows.Columns(

@@ -28,6 +28,7 @@ from typing import Any, Final
 import apsw
 
 from appliance.core.retry import RetryBudget, RetryPolicy, decide_reclaim
+from appliance.core.retry_input import stored_policy
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, check_transition
 from appliance.store import rows
 from appliance.store.runs import (
@@ -55,14 +56,27 @@ class RunningRun:
     attempt: int
     budget: RetryBudget
     lease_token: str
-    max_attempts: int
+    retry: RetryPolicy  # the schedule's, read with the run (core.retry_input)
     abandoned_in_a_row: int  # attempts of the current budget, this one included, that
     # ended abandoned (or stale: a zombie's late answer) since its last answered attempt
 
 
-def _running(*, budget_base: int, budget_from: int, abandoned: int, **fields: Any) -> RunningRun:
+def _running(
+    *,
+    budget_base: int,
+    budget_from: int,
+    abandoned: int,
+    max_attempts: int,
+    retry_policy: str | None,
+    **fields: Any,
+) -> RunningRun:
     budget = RetryBudget(attempt_base=budget_base, window_start=budget_from)
-    return RunningRun(budget=budget, abandoned_in_a_row=max(abandoned, 1), **fields)
+    return RunningRun(
+        budget=budget,
+        abandoned_in_a_row=max(abandoned, 1),
+        retry=stored_policy(max_attempts, retry_policy),
+        **fields,
+    )
 
 
 _COLUMNS: Final = rows.Columns(
@@ -76,6 +90,7 @@ _COLUMNS: Final = rows.Columns(
         "attempt",
         "lease_token",
         "max_attempts",
+        "retry_policy",
         "budget_base",
         "budget_from",
         "abandoned",
@@ -84,6 +99,7 @@ _COLUMNS: Final = rows.Columns(
     sql={
         **ATTEMPTED_RUN_SQL,
         "max_attempts": "s.max_attempts",
+        "retry_policy": "s.retry_policy",
         "abandoned": (
             "(SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.id"
             " AND a.started_at >= COALESCE(r.budget_from, r.scheduled_for)"
@@ -152,7 +168,7 @@ def _abandon(
     conn: apsw.Connection, run: RunningRun, *, error: str, now: int, restart: bool
 ) -> RunState:
     decision = decide_reclaim(
-        RetryPolicy(max_attempts=run.max_attempts),
+        run.retry,
         budget=run.budget,
         attempt=run.attempt,
         restart=restart,

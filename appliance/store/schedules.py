@@ -37,6 +37,7 @@ import apsw
 from appliance.core.events import Actor, EventType, JsonValue
 from appliance.core.ids import new_id
 from appliance.core.jitter import planned_timing
+from appliance.core.retry_input import stored_policy, stored_retry
 from appliance.core.schedule_input import changed_fields
 from appliance.core.schedules import CatchupPolicy, Overlap, PayloadKind, Schedule, ScheduleSpec
 from appliance.core.timing import ScheduleKind, default_anchor, kind_of
@@ -58,10 +59,16 @@ _REPLANNING_FIELDS: Final = (
     "every_seconds",
     "start_at",
     "end_at",
+    "templated",
 )
 
-# The spec's fields are the schedules columns of the same names.
-_SPEC_FIELDS: Final = tuple(ScheduleSpec.__dataclass_fields__)
+# The spec's fields are the schedules columns of the same names, but for ``retry``: its
+# ``max_attempts`` column and the rest in ``retry_policy`` (core.retry_input).
+_SPEC_FIELDS: Final = (
+    *(name for name in ScheduleSpec.__dataclass_fields__ if name != "retry"),
+    "max_attempts",
+    "retry_policy",
+)
 
 
 def _schedule(
@@ -72,12 +79,14 @@ def _schedule(
     version: int,
     created_at: int,
     updated_at: int,
+    max_attempts: int,
+    retry_policy: str | None,
     **spec: Any,
 ) -> Schedule:
     return Schedule(
         id=id,
         tenant_id=tenant_id,
-        spec=ScheduleSpec(**spec),
+        spec=ScheduleSpec(retry=stored_policy(max_attempts, retry_policy), **spec),
         version=version,
         next_fire_at=next_fire_at,
         created_at=created_at,
@@ -103,6 +112,8 @@ _COLUMNS: Final = rows.Columns(
         "catchup_policy": rows.enum_of(CatchupPolicy),
         "catchup_window_seconds": rows.integer,
         "max_attempts": rows.integer,
+        "retry_policy": rows.optional_text,
+        "templated": rows.flag,
         "timeout_seconds": rows.integer,
         "paused": rows.flag,
         "at": rows.optional_integer,
@@ -358,8 +369,11 @@ def _spec_values(spec: ScheduleSpec) -> tuple[object, ...]:
         "headers": rows.headers_column(spec.headers),
         "catchup_policy": spec.catchup_policy.value,
         "paused": int(spec.paused),
+        "templated": int(spec.templated),
+        "max_attempts": spec.retry.max_attempts,
+        "retry_policy": stored_retry(spec.retry),
     }
-    return tuple(stored.get(name, getattr(spec, name)) for name in _SPEC_FIELDS)
+    return tuple(stored[name] if name in stored else getattr(spec, name) for name in _SPEC_FIELDS)
 
 
 def event(

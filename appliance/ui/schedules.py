@@ -191,6 +191,8 @@ async def save(schedule_id: str) -> Response:
     form = await request.form
     kind = current.spec.payload_kind
     document, errors = document_of(form, kind)
+    if current.spec.templated and "payload" in document:  # the box holds the template
+        document["payload_template"] = document.pop("payload")
     spec = await _validated(
         ctx, errors, lambda: merge_patch(current.spec, document, policy=ctx.policy)
     )

@@ -48,7 +48,7 @@ async def test_create_returns_the_schedule_with_location_etag_and_next_runs(
     assert body["headers"] == {}
     assert body["jitter_seconds"] == 0
     assert body["catchup"] == {"policy": "all", "window_seconds": 3600}
-    assert body["retry"] == {"max_attempts": 8}
+    assert body["retry"] == {"max_attempts": 8, "backoff": "default", "max_age_seconds": 604800}
     assert body["timeout_seconds"] == 30
     assert body["paused"] is False
     assert body["created_at"] == body["updated_at"] == "2026-03-02T10:00:00.400Z"

@@ -64,6 +64,7 @@ from hypothesis.stateful import (
 
 from appliance.core.ids import idempotency_key
 from appliance.core.instants import format_scheduled_for, parse_instant
+from appliance.core.retry import RetryPolicy
 from appliance.core.runs import TRANSITIONS, AttemptOutcome, RunState, Transition
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
 from appliance.engine.reaper import ReaperConfig, reap_once
@@ -169,7 +170,7 @@ def spec(cron: str, *, policy: str = "all") -> ScheduleSpec:
         jitter_seconds=0,
         catchup_policy=CatchupPolicy(policy),
         catchup_window_seconds=3600,
-        max_attempts=4,
+        retry=RetryPolicy(max_attempts=4),
         timeout_seconds=30,
         paused=False,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from email.utils import format_datetime
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -14,6 +15,7 @@ from appliance.core.retry import (
     DEFAULT_DELAYS_S,
     RESTART_LIMIT,
     Decision,
+    ExponentialBackoff,
     FailureReason,
     RetryBudget,
     RetryPolicy,
@@ -112,7 +114,12 @@ def test_enum_values_are_the_agreed_strings() -> None:
         "destination_blocked",
         "deadline",
     ]
-    assert [r.value for r in FailureReason] == ["gone", "destination_blocked", "exhausted"]
+    assert [r.value for r in FailureReason] == [
+        "gone",
+        "destination_blocked",
+        "exhausted",
+        "non_retryable_status",
+    ]
 
 
 def _http_date(ms: int) -> str:
@@ -167,7 +174,7 @@ def test_retry_after_never_shortens_the_wait() -> None:
 def test_default_schedule_is_the_documented_one() -> None:
     policy = RetryPolicy()
     assert policy.max_attempts == 8
-    assert policy.delays_s == DEFAULT_DELAYS_S == (5, 300, 1800, 7200, 18000, 36000, 36000)
+    assert policy.backoff == DEFAULT_DELAYS_S == (5, 300, 1800, 7200, 18000, 36000, 36000)
     verdict = Verdict(outcome=RETRYABLE)
     midpoints = [retry_delay_ms(policy, attempt=n, verdict=verdict, rand=0.5) for n in range(1, 10)]
     assert midpoints == [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000] + [36_000_000] * 4
@@ -322,8 +329,8 @@ def test_a_reclaim_is_decided_here_charged_for_a_lapsed_lease_not_for_a_restart(
         {"max_attempts": 16},
         {"window_ms": 0},
         {"window_ms": 7 * DAY_MS + 1},
-        {"delays_s": ()},
-        {"delays_s": (5, -1)},
+        {"backoff": ()},
+        {"backoff": (5, -1)},
     ],
 )
 def test_policy_bounds(kwargs: dict[str, object]) -> None:
@@ -361,7 +368,7 @@ def test_attempt_and_rand_are_checked(attempt: int, rand: float) -> None:
 _policies = st.builds(
     RetryPolicy,
     max_attempts=st.integers(1, 15),
-    delays_s=st.lists(st.integers(0, 86_400), min_size=1, max_size=16).map(tuple),
+    backoff=st.lists(st.integers(0, 86_400), min_size=1, max_size=16).map(tuple),
     window_ms=st.integers(1, 7 * DAY_MS),
 )
 _rands = st.floats(0.0, 1.0, exclude_max=True)
@@ -376,7 +383,7 @@ _non_ok = st.one_of(
 def test_plain_delays_stay_within_jitter_bounds(
     policy: RetryPolicy, attempt: int, rand: float
 ) -> None:
-    base_ms = policy.delays_s[min(attempt, len(policy.delays_s)) - 1] * 1000
+    base_ms = policy.base_delay_ms(attempt)
     delay = retry_delay_ms(policy, attempt=attempt, verdict=Verdict(outcome=RETRYABLE), rand=rand)
     assert base_ms * 0.8 <= delay <= base_ms * 1.2
 
@@ -420,3 +427,156 @@ def test_a_failing_run_never_succeeds_and_stops_at_its_budget(
         assert now <= decision.due_at <= SCHEDULED_FOR + policy.window_ms
         now = decision.due_at
     assert len(verdicts) < policy.max_attempts
+
+
+# --- per-schedule policies (docs/schedules.md, "Retry policy") ---------------------------
+
+
+def test_a_backoff_list_is_followed_and_its_last_value_repeats() -> None:
+    policy = RetryPolicy(backoff=(1, 10, 60))
+    plain = Verdict(outcome=RETRYABLE)
+    delays = [retry_delay_ms(policy, attempt=n, verdict=plain, rand=0.5) for n in range(1, 6)]
+    assert delays == [1_000, 10_000, 60_000, 60_000, 60_000]
+
+
+def test_an_exponential_backoff_grows_by_its_factor_up_to_its_max() -> None:
+    policy = RetryPolicy(backoff=ExponentialBackoff(initial_s=10, factor=3.0, max_s=600))
+    assert [policy.base_delay_ms(n) for n in range(1, 7)] == [
+        10_000,
+        30_000,
+        90_000,
+        270_000,
+        600_000,
+        600_000,
+    ]
+    huge = RetryPolicy(backoff=ExponentialBackoff(initial_s=1, factor=10.0, max_s=86_400))
+    assert huge.base_delay_ms(10_000) == 86_400_000  # no float overflow, just the cap
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"initial_s": 10, "factor": 0.5, "max_s": 60},
+        {"initial_s": 10, "factor": 11.0, "max_s": 60},
+        {"initial_s": 61, "factor": 2.0, "max_s": 60},
+    ],
+)
+def test_exponential_bounds(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        ExponentialBackoff(**kwargs)
+
+
+def test_retry_on_status_retries_only_those_and_fails_the_rest_at_once() -> None:
+    policy = RetryPolicy(retry_on_status=frozenset({503, 429}))
+    for status in (500, 404, 302):
+        verdict = classify_response(status, None, now_ms=NOW, policy=policy)
+        assert verdict.reason is FailureReason.NON_RETRYABLE_STATUS
+        decision = _decide(verdict, policy=policy)
+        assert decision.transition is Transition.FAIL
+        assert decision.failure_reason is FailureReason.NON_RETRYABLE_STATUS
+    assert classify_response(503, None, now_ms=NOW, policy=policy).outcome is RETRYABLE
+    assert classify_response(200, None, now_ms=NOW, policy=policy).outcome is OK
+    assert classify_response(410, None, now_ms=NOW, policy=policy).reason is FailureReason.GONE
+
+
+def test_non_retryable_status_fails_those_and_retries_the_rest() -> None:
+    policy = RetryPolicy(non_retryable_status=frozenset({400, 422}))
+    bad = classify_response(422, None, now_ms=NOW, policy=policy)
+    assert (bad.outcome, bad.reason) == (PERMANENT, FailureReason.NON_RETRYABLE_STATUS)
+    assert classify_response(500, None, now_ms=NOW, policy=policy).outcome is RETRYABLE
+    # Transport failures are not statuses: the table decides them whatever the lists say.
+    assert classify_failure(TransportFailure.CONNECT).outcome is RETRYABLE
+
+
+def test_the_two_status_lists_exclude_each_other() -> None:
+    with pytest.raises(ValueError, match="exclude"):
+        RetryPolicy(retry_on_status=frozenset({500}), non_retryable_status=frozenset({400}))
+
+
+def test_503_retry_after_lengthens_the_wait_as_429s_does() -> None:
+    policy = RetryPolicy(backoff=(1,))
+    verdict = classify_response(503, "120", now_ms=NOW, policy=policy)
+    assert _decide(verdict, policy=policy).due_at == NOW + 120_000
+    date = classify_response(503, _http_date(NOW + 300_000), now_ms=NOW, policy=policy)
+    assert _decide(date, policy=policy).due_at == NOW + 300_000
+
+
+def test_a_retry_after_past_max_age_ends_the_run_instead_of_pushing_the_retry() -> None:
+    policy = RetryPolicy(backoff=(1,), window_ms=600_000)  # max_age_seconds 600
+    asked = classify_response(503, "3600", now_ms=NOW, policy=policy)
+    decision = _decide(asked, policy=policy)
+    assert (decision.transition, decision.failure_reason) == (
+        Transition.FAIL,
+        FailureReason.EXHAUSTED,
+    )
+    within = classify_response(503, "300", now_ms=NOW, policy=policy)
+    assert _decide(within, policy=policy).due_at == NOW + 300_000
+
+
+_backoffs = st.one_of(
+    st.lists(st.integers(1, 86_400), min_size=1, max_size=14).map(tuple),
+    st.builds(
+        lambda initial, factor, extra: ExponentialBackoff(
+            initial_s=initial, factor=factor, max_s=initial + extra
+        ),
+        st.integers(1, 86_400),
+        st.floats(1.0, 10.0),
+        st.integers(0, 86_400),
+    ),
+)
+_tenant_policies = st.builds(
+    RetryPolicy,
+    max_attempts=st.integers(1, 15),
+    backoff=_backoffs,
+    window_ms=st.integers(1, 604_800).map(lambda s: s * 1000),
+    non_retryable_status=st.frozensets(st.integers(300, 599)),
+)
+_answers = st.tuples(
+    st.sampled_from([429, 503, 500, 404, 302]),
+    st.one_of(
+        st.none(),
+        st.integers(0, 10**12).map(str),
+        st.integers(-DAY_MS, 30 * DAY_MS).map(lambda ms: _http_date(NOW + ms)),
+    ),
+)
+
+
+@given(
+    policy=_tenant_policies,
+    answers=st.lists(_answers, min_size=1, max_size=20),
+    rands=st.lists(_rands, min_size=20, max_size=20),
+    start=st.integers(0, 8 * DAY_MS),
+)
+def test_no_decision_is_ever_due_past_max_age(
+    policy: RetryPolicy, answers: list[tuple[int, str | None]], rands: list[float], start: int
+) -> None:
+    """Whatever the receiver answers (Retry-After included), a retry is never scheduled
+    after ``scheduled_for + max_age``: past it the run has failed."""
+    now = SCHEDULED_FOR + start
+    for attempt, ((status, retry_after), rand) in enumerate(
+        zip(answers, rands, strict=False), start=1
+    ):
+        verdict = classify_response(status, retry_after, now_ms=now, policy=policy)
+        decision = _decide(verdict, attempt=attempt, policy=policy, now=now, rand=rand)
+        if decision.due_at is None:
+            assert decision.transition is Transition.FAIL
+            return
+        assert now <= decision.due_at <= SCHEDULED_FOR + policy.window_ms
+        now = decision.due_at
+
+
+def _model_delay_s(backoff: tuple[int, ...] | ExponentialBackoff, n: int) -> float:
+    if isinstance(backoff, tuple):
+        return backoff[min(n, len(backoff)) - 1]
+    return min(backoff.initial_s * backoff.factor ** (n - 1), backoff.max_s)
+
+
+@given(policy=_tenant_policies, rands=st.lists(_rands, min_size=14, max_size=14))
+def test_the_backoff_sequence_is_the_policys(policy: RetryPolicy, rands: list[float]) -> None:
+    """Each wait of a plain failure is the policy's n-th delay times a factor in [0.8, 1.2]."""
+    plain = Verdict(outcome=RETRYABLE)
+    for n, rand in enumerate(rands, start=1):
+        expected_ms = _model_delay_s(policy.backoff, n) * 1000
+        assert policy.base_delay_ms(n) == pytest.approx(expected_ms, abs=1)
+        delay = retry_delay_ms(policy, attempt=n, verdict=plain, rand=rand)
+        assert expected_ms * 0.8 - 1 <= delay <= expected_ms * 1.2 + 1

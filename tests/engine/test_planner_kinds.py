@@ -45,7 +45,6 @@ def spec(**timing: Any) -> ScheduleSpec:
         "jitter_seconds": 0,
         "catchup_policy": CatchupPolicy.ALL,
         "catchup_window_seconds": 3600,
-        "max_attempts": 8,
         "timeout_seconds": 30,
         "paused": False,
     }

@@ -23,7 +23,6 @@ from appliance.core.schedules import CatchupPolicy
 from appliance.engine.assembly import EngineConfig, build_engine
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.liveness import LivenessConfig
-from appliance.engine.planner import PlannerConfig, plan_once
 from appliance.engine.restarts import report_restart
 from appliance.store.claims import Completion, claim_runs, complete_run
 from appliance.store.database import Database
@@ -35,6 +34,7 @@ from appliance.store.incarnations import (
     previous_incarnation,
     register_incarnation,
 )
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.restarts import last_restart
 from tests.engine.conftest import Endpoint, running_engine

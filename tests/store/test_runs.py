@@ -8,7 +8,7 @@ import pytest
 from appliance.core.events import EventType
 from appliance.core.ids import idempotency_key, run_id
 from appliance.core.instants import format_scheduled_for
-from appliance.core.retry import RESTART_LIMIT
+from appliance.core.retry import RESTART_LIMIT, RetryPolicy
 from appliance.core.runs import AttemptOutcome, RunState, Transition, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy, PayloadKind, Schedule, ScheduleSpec
 from appliance.errors import Conflict, NotFound
@@ -53,7 +53,7 @@ def schedule_value(schedule_id: str, tenant_id: str, row: ScheduleRow | None = N
         jitter_seconds=row.jitter_seconds,
         catchup_policy=CatchupPolicy(row.catchup_policy),
         catchup_window_seconds=row.catchup_window_seconds,
-        max_attempts=row.max_attempts,
+        retry=RetryPolicy(max_attempts=row.max_attempts),
         timeout_seconds=row.timeout_seconds,
         paused=row.paused,
     )
