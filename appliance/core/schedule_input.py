@@ -142,6 +142,8 @@ def parse_schedule(
         start_at=timing.start_at,
         end_at=timing.end_at,
         overlap=overlap,
+        dst_gap=timing.dst_gap,
+        dst_fold=timing.dst_fold,
     )
 
 
@@ -290,7 +292,7 @@ def merge_patch(
 ) -> ScheduleSpec:
     """``current`` with the JSON merge patch ``obj`` applied, validated as a whole.
 
-    Top-level fields are replaced; ``catchup`` and ``retry`` are merged key by key; a
+    Top-level fields are replaced; ``catchup``, ``retry`` and ``dst`` are merged key by key; a
     patch naming a kind (``cron``, ``at``, ``every``) replaces the stored kind;
     ``payload`` is replaced whole (it is the tenant's opaque value, not ours to merge);
     ``null`` removes a field so it takes its default. Giving ``payload`` drops a stored
@@ -302,7 +304,7 @@ def merge_patch(
     _switch_body_kind(document, obj)
     switch_kind(document, obj)
     for key, value in obj.items():
-        if key in ("catchup", "retry") and isinstance(value, dict):
+        if key in ("catchup", "retry", "dst") and isinstance(value, dict):
             document[key] = _merge_object(document.get(key), value)
         elif value is None:
             document.pop(key, None)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from appliance.core.dst import Fold, Gap
+
 DEFAULT_CATCHUP_WINDOW_SECONDS = 3600
 DEFAULT_MAX_ATTEMPTS = 8
 DEFAULT_TIMEOUT_SECONDS = 30
@@ -56,6 +58,9 @@ class ScheduleSpec:
     start_at: int | None = None  # nothing is planned before it (inclusive)
     end_at: int | None = None  # nothing is planned after it (inclusive)
     overlap: Overlap = Overlap.ALLOW
+    # A cron schedule's DST policy (core.dst, ADR 0043); None: ADR 0037's rule.
+    dst_gap: Gap | None = None
+    dst_fold: Fold | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -55,6 +55,8 @@ class DueSchedule(NamedTuple):
     start_at: int | None
     end_at: int | None
     overlap: str  # an Overlap value, left as text: read once per schedule per pass
+    dst_gap: str | None  # the DST policy (core.dst); None: ADR 0037's rule
+    dst_fold: str | None
 
 
 _DUE_COLUMNS = rows.Columns(

@@ -122,7 +122,7 @@ async def test_a_created_schedule_has_every_required_field_of_the_schema(
     full = (await api.call("GET", f"/v1/runs/{run['id']}")).body
     assert set(spec["components"]["schemas"]["Run"]["properties"]) | {"attempts"} == set(full)
     fields = spec["components"]["schemas"]["ScheduleFields"]["properties"]
-    response_only = {"id", "version", "created_at", "updated_at", "next_runs", "status"}
+    response_only = {"id", "version", "created_at", "updated_at", "next_runs", "status", "warnings"}
     assert set(created) - response_only <= set(fields)
 
 

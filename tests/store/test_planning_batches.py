@@ -75,6 +75,8 @@ def test_due_cursors_read_what_the_schedule_holds(
             full.spec.start_at,
             full.spec.end_at,
             full.spec.overlap.value,
+            full.spec.dst_gap,
+            full.spec.dst_fold,
         )
 
 

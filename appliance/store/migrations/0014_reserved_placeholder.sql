@@ -1,0 +1,3 @@
+-- Placeholder on branch warn12 only: migration 0014 belongs to another branch. Delete this
+-- file when merging (the real 0014 takes its place; warn12's migration is 0018).
+SELECT 1;
