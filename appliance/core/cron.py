@@ -80,6 +80,9 @@ class CronSpec:
     expression: str
     timezone: str
     dst: DstPolicy  # in force: the schedule's, or ADR 0037's rule for the spec's class
+    # What decides the occurrences, as plain strings (their hashes are cached): the key of
+    # the occurrence cache, looked up once per occurrence.
+    identity: tuple[str, str, str, str] = field(repr=False, compare=False)
     _fields: str = field(repr=False, compare=False)  # what croniter iterates (macros expanded)
     _wildcard: bool = field(repr=False, compare=False)
     _zone: ZoneInfo = field(repr=False, compare=False)
@@ -128,10 +131,12 @@ def parse_cron(
         raise ValidationError(errors)
     clock_fields = fields.split()[-5:-3]  # minute and hour, wherever the seconds went
     wildcard = any("*" in token for token in clock_fields)
+    policy = resolve_policy(dst_gap, dst_fold, wildcard=wildcard)
     return CronSpec(
         expression=expression,
         timezone=timezone,
-        dst=resolve_policy(dst_gap, dst_fold, wildcard=wildcard),
+        dst=policy,
+        identity=(expression, timezone, policy.gap.value, policy.fold.value),
         _fields=fields,
         _wildcard=wildcard,
         _zone=zone,

@@ -31,7 +31,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from appliance.core.cron import CronSpec, occurrences_after, parse_cron
-from appliance.core.dst import DstPolicy
 from appliance.core.instants import format_scheduled_for
 
 MAX_SPECS = 4096  # ~3 KB each (a CronSpec carries its croniter)
@@ -68,7 +67,7 @@ class OccurrenceCache:
         self._max_texts = max_texts
         self._specs: OrderedDict[tuple[str, str, str | None, str | None], CronSpec] = OrderedDict()
         # By expression, zone and the DST policy in force: what decides the occurrences.
-        self._entries: OrderedDict[tuple[str, str, DstPolicy], _Entry] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str, str, str], _Entry] = OrderedDict()
         self._held = 0  # values in all entries
         self._texts: OrderedDict[int, str] = OrderedDict()
 
@@ -135,7 +134,7 @@ class OccurrenceCache:
         return entry.values[index]
 
     def _entry(self, spec: CronSpec, position: int) -> _Entry:
-        key = (spec.expression, spec.timezone, spec.dst)
+        key = spec.identity
         entry = self._entries.get(key)
         if entry is None or position < entry.anchor:
             return self._restart(spec, position)
@@ -143,7 +142,7 @@ class OccurrenceCache:
         return entry
 
     def _restart(self, spec: CronSpec, position: int) -> _Entry:
-        key = (spec.expression, spec.timezone, spec.dst)
+        key = spec.identity
         old = self._entries.pop(key, None)
         if old is not None:
             self._held -= len(old.values)
