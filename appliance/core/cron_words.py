@@ -62,7 +62,7 @@ def describe_cron(expression: str) -> str:
     fields, problems = check_fields(expression)
     if problems:
         raise ValidationError([FieldError(field="cron", message=p) for p in problems])
-    tokens = fields.split()
+    tokens = ["*" if token == "*/1" else token for token in fields.split()]  # the same
     second = tokens[0] if len(tokens) == 6 else "0"
     minute, hour, days, months, weekdays = tokens[-5:]
     sentence = _time_of_day(second, minute, hour)
@@ -160,8 +160,8 @@ def _ordinal(number: int) -> str:
 
 def _days(days: str, weekdays: str) -> str:
     """The day clause, or '' when every day fires."""
-    month_days = "" if days in ("*", "*/1") else f"on {_field(days, 'day')} of the month"
-    if weekdays in ("*", "*/1"):
+    month_days = "" if days == "*" else f"on {_field(days, 'day')} of the month"
+    if weekdays == "*":
         return month_days
     # Monday first, so that 5-7 reads "Friday through Sunday".
     week = sorted((value - 1) % 7 for value in _values(weekdays, 0, 6, _SHORT_DAYS))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import assume, given, settings
 
+from appliance.core.cron import day_rule, parse_cron
 from appliance.core.cron_words import describe_cron
 from appliance.errors import ValidationError
 from tests.core.test_cron_properties import EXPRESSIONS
@@ -59,6 +60,8 @@ GOLDENS = [
     ("0 0 31 * *", "At 00:00 on day 31 of the month"),
     ("0 0 */2 * *", "At 00:00 on every 2nd day of the month"),
     ("0 0 */1 * 1", "At 00:00 on Monday"),
+    ("*/1 * * * *", "Every minute"),
+    ("0 0 * */1 */1", "At 00:00 every day"),
     # ADR 0037: both restricted is OR; a *-led field beside a restricted one is AND.
     ("0 0 1,15 * 5", "At 00:00 on day 1 and 15 of the month, or on Friday"),
     ("0 0 */2 * 1", "At 00:00 on every 2nd day of the month, if it is also Monday"),
@@ -99,3 +102,8 @@ def test_every_valid_expression_has_a_sentence(expression: str) -> None:
         assume(False)  # e.g. day 31 in February only: refused by the grammar
         raise
     assert words[:1].isupper() and "  " not in words and not words.endswith(" ")
+    # The day rule in words is the one core.cron applies (ADR 0037).
+    rule = day_rule(parse_cron(expression)) or ""
+    assert (", or on " in words) == rule.startswith("either")
+    if ", if it is also " in words:
+        assert rule.startswith("both")
