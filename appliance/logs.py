@@ -14,10 +14,10 @@ import json
 import logging
 import re
 import sys
-import time
 from collections.abc import Mapping
 from typing import TextIO
 
+from appliance.core.instants import to_datetime
 from appliance.settings import LogFormat, Settings
 
 SECRET = re.compile(r"\b(stk_|whsec_)[A-Za-z0-9+/=_-]{4,}")
@@ -58,8 +58,9 @@ class JournalFormatter(logging.Formatter):
 
 
 def _rfc3339(created: float) -> str:
-    whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))
-    return f"{whole}.{int(created * 1000) % 1000:03d}Z"
+    """The record's own time (read by logging, not here) in milliseconds, fixed width."""
+    ms = int(created * 1000)
+    return f"{to_datetime(ms - ms % 1000).strftime('%Y-%m-%dT%H:%M:%S')}.{ms % 1000:03d}Z"
 
 
 def chosen_format(settings: Settings, environ: Mapping[str, str]) -> LogFormat:

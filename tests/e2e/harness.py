@@ -74,6 +74,15 @@ def steeple(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )
 
 
+DATABASE_NOTICE = re.compile(r"^steeple: database |: steeple \S+: database ")
+
+
+def error_lines(stderr: str) -> list[str]:
+    """What a failing command printed besides the notice of the database it opened (every
+    command names it: ``steeple: database …``, or serve's start-up log line)."""
+    return [line for line in stderr.strip().splitlines() if not DATABASE_NOTICE.search(line)]
+
+
 def create_tenant(data_dir: Path, name: str = "acme") -> dict[str, str]:
     # Commands other than serve and init refuse a data directory that does not exist.
     data_dir.mkdir(parents=True, exist_ok=True)

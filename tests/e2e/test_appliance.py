@@ -24,6 +24,7 @@ from tests.e2e.harness import (
     Receiver,
     by_key,
     create_tenant,
+    error_lines,
     iter_pages,
     steeple,
 )
@@ -136,7 +137,7 @@ def test_a_second_appliance_on_the_same_data_dir_refuses_to_start(tmp_path: Path
         second = steeple("serve", "--data-dir", str(tmp_path), "--listen", "127.0.0.1:0")
         assert second.returncode != 0
         assert "another Steeple appliance is running" in second.stderr
-        assert len(second.stderr.strip().splitlines()) == 1
+        assert len(error_lines(second.stderr)) == 1, second.stderr
     finally:
         first.kill(signal.SIGTERM)
 
@@ -178,7 +179,7 @@ def test_cli_errors_are_one_clear_line(tmp_path: Path, args: list[str], message:
     done = steeple(*args, "--data-dir", str(tmp_path))
     assert done.returncode != 0
     assert message in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert len(error_lines(done.stderr)) == 1, done.stderr
 
 
 def test_version() -> None:

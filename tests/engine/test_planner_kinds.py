@@ -158,15 +158,17 @@ def test_each_occurrence_inside_the_bounds_is_materialised_once_under_jumps_and_
             assume(False)  # a timing that never fires after T0 is refused: nothing to plan
             raise
         assert created.next_fire_at is not None
-        now, latest, cache = T0, T0, OccurrenceCache()
+        now, cache = T0, OccurrenceCache()
+        latest = None  # the latest instant the planner ran at: it runs after each step only
         for action, seconds in case.steps:
             if action == "restart":
                 db.close()
                 db, cache = Database.open(path, threaded=False), OccurrenceCache()
             else:
                 now += seconds * SECOND
-                latest = max(latest, now)
             plan_until_done(db, now, cache)
+            latest = now if latest is None else max(latest, now)
+        assert latest is not None
         horizon = latest + CONFIG.lookahead_ms
         expected = []
         for ms in occurrences(created.spec, after_ms=created.next_fire_at - 1):

@@ -40,8 +40,8 @@ def test_schemathesis_finds_no_failure(tmp_path: Path) -> None:
                 "all",
                 "--seed",
                 SEED,
-                "--workers",
-                "2",
+                "--workers",  # one: Hypothesis' generation in two threads hit CPython 3.11's
+                "1",  # "AST constructor recursion depth mismatch" SystemError (a thread race)
                 "--no-color",
             ],
             capture_output=True,

@@ -14,6 +14,7 @@ from appliance.clock import SystemClock
 from appliance.core.passwords import verify_password
 from appliance.store.database import Database
 from appliance.store.users import setup_user, user_by_email
+from tests.e2e.harness import error_lines
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, object], str]:
@@ -24,7 +25,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, 
 
 def one_error_line(err: str) -> bool:
     """Besides the line naming the database every command prints, one line: the error."""
-    lines = [line for line in err.splitlines() if not line.startswith("steeple: database ")]
+    lines = error_lines(err)
     return len(lines) == 1 and lines[0].startswith("steeple: error:")
 
 
