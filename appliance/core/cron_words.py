@@ -164,9 +164,9 @@ def _days(days: str, weekdays: str) -> str:
     if weekdays == "*":
         return month_days
     # Monday first, so that 5-7 reads "Friday through Sunday".
-    week = sorted((value - 1) % 7 for value in _values(weekdays, 0, 6, _SHORT_DAYS))
+    week = sorted((value - 1) % 7 for value in _values(weekdays, 0, 7, _SHORT_DAYS))
     if not month_days:
-        return "on " + _named(week, _WEEK, 0)
+        return "" if len(week) == 7 else "on " + _named(week, _WEEK, 0)
     if days.startswith("*") or weekdays.startswith("*"):  # ADR 0037: both must match
         return f"{month_days}, if it is also {_named(week, _WEEK, 0, word='or')}"
     return f"{month_days}, or on {_named(week, _WEEK, 0)}"  # ADR 0037: either
