@@ -6,9 +6,12 @@ function a create uses (``core.timing_input``), and answers exactly what such a 
 would plan (``core.timing.occurrences``, with the DST rules of ADR 0037), with each
 instant's local wall time and UTC offset so a tenant can see what a DST transition does,
 and — when both day fields of a cron are given — in words whether a day must match both or
-either (ADR 0037). An interval without ``start_at`` is anchored at now's second, as a
-create would anchor it. No jitter: that depends on a schedule id. Needs a valid API key
-like every ``/v1`` route.
+either (ADR 0037). A cron's occurrences carry what a DST transition did to them (the
+schedule's ``dst`` policy, ADR 0043), and the answer carries the cron in words
+(``core.cron_words``) and the linter's warnings (``core.schedule_warnings``, for which the
+body may give ``jitter_seconds``). An interval without ``start_at`` is anchored at now's
+second, as a create would anchor it. No jitter in the instants: that depends on a
+schedule id. Needs a valid API key like every ``/v1`` route.
 
 Rules this module guards:
 
@@ -34,17 +37,20 @@ from quart_trio import QuartTrio
 from appliance.api.auth import authenticate
 from appliance.api.bodies import json_response, read_json
 from appliance.api.context import context
-from appliance.core.cron import END_MS, day_rule, parse_cron
+from appliance.core.cron import END_MS, day_rule
 from appliance.core.cron_preview import preview_occurrences
+from appliance.core.cron_words import describe_cron
 from appliance.core.instants import format_instant, format_scheduled_for, parse_instant
 from appliance.core.json_fields import FieldReader
-from appliance.core.timing import ScheduleKind, default_anchor, kind_of
+from appliance.core.schedule_input import MAX_JITTER_SECONDS
+from appliance.core.schedule_warnings import schedule_warnings, warning_documents
+from appliance.core.timing import ScheduleKind, cron_spec, default_anchor, kind_of
 from appliance.core.timing_input import TIMING_FIELDS, TimingInput, read_timing, timing_document
 from appliance.errors import ValidationError
 
 DEFAULT_COUNT = 5
 MAX_COUNT = 100
-_FIELDS = (*TIMING_FIELDS, "after", "count")
+_FIELDS = (*TIMING_FIELDS, "after", "count", "jitter_seconds")
 _AFTER_RANGE = f"from {format_instant(0)} to before {format_instant(END_MS)}"
 
 
@@ -66,26 +72,31 @@ async def preview() -> Response:
 def _preview(obj: object, now: int) -> dict[str, object]:
     """The preview of the request body ``obj``; raises ValidationError. Runs in a worker
     thread: parsing a 200-character spec costs up to ~6 ms, 100 sparse occurrences ~80."""
-    timing, after, count = _parse(obj, now=now)
+    timing, after, count, jitter = _parse(obj, now=now)
     items = [
         {
             "scheduled_for": format_scheduled_for(item.scheduled_for),
             "local_time": item.local_time,
             "utc_offset": item.utc_offset,
+            "dst": None if item.dst is None else item.dst.value,
+            "dst_note": item.dst_note,
         }
         for item in preview_occurrences(timing, after, count)
     ]
     kind = kind_of(timing)
-    rule = day_rule(parse_cron(timing.cron, timing.timezone)) if kind is ScheduleKind.CRON else None
+    is_cron = kind is ScheduleKind.CRON
+    warnings = schedule_warnings(timing, jitter_seconds=jitter, now=now)
     return {
         "kind": kind.value,
         **timing_document(timing),
-        "day_rule": rule,
+        "description": describe_cron(timing.cron) if is_cron else None,
+        "day_rule": day_rule(cron_spec(timing)) if is_cron else None,
+        "warnings": warning_documents(warnings),
         "occurrences": items,
     }
 
 
-def _parse(obj: object, *, now: int) -> tuple[TimingInput, int, int]:
+def _parse(obj: object, *, now: int) -> tuple[TimingInput, int, int, int]:
     if not isinstance(obj, dict):
         raise ValidationError.single("$", "the request body must be a JSON object")
     fields = FieldReader(obj)
@@ -95,11 +106,14 @@ def _parse(obj: object, *, now: int) -> tuple[TimingInput, int, int]:
     count = fields.integer(
         "count", default=DEFAULT_COUNT, low=1, high=MAX_COUNT, unit="occurrences"
     )
+    jitter = fields.integer(
+        "jitter_seconds", default=0, low=0, high=MAX_JITTER_SECONDS, unit="seconds"
+    )
     if fields.errors:
         raise ValidationError(fields.errors)
     if timing.every_seconds is not None and timing.start_at is None:
         timing = dataclasses.replace(timing, start_at=default_anchor(now))
-    return timing, after, count
+    return timing, after, count, jitter
 
 
 def _after(fields: FieldReader, now: int) -> int:

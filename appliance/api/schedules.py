@@ -14,15 +14,21 @@ Rules this module guards (docs/architecture.md, "The API"):
 - A tenant holds at most ``max_schedules`` live schedules (the ``max_schedules_per_tenant``
   setting): a create beyond it answers 409 ``schedule-limit`` naming the limit.
 - Every successful write calls ``nudge()`` so the planner and dispatcher see it at once.
+- The answer to a create or an update carries ``warnings``: the linter's findings about
+  the timing (``core.schedule_warnings``), never an error. They are worked out in a
+  worker thread under ``ApiContext.cpu`` (bounded, but up to tens of ms for a sparse
+  spec), before the write, so the writer is never held up by them.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from collections.abc import Callable
 
+import trio
 from quart import Response, request
 from quart_trio import QuartTrio
 
@@ -34,13 +40,14 @@ from appliance.api.pagination import encode_cursor, page_request
 from appliance.api.problems import Problem, bad_request
 from appliance.api.rendering import render_run, render_schedule
 from appliance.core.schedule_input import merge_patch, parse_schedule
+from appliance.core.schedule_warnings import schedule_warnings, warning_documents
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import NotFound, ValidationError
 from appliance.store import manual, pauses, request_keys
 from appliance.store import schedules as store
 from appliance.store.api_keys import Caller
 from appliance.store.request_keys import StoredResponse
-from appliance.store.schedules import VersionMismatch, check_version
+from appliance.store.schedules import VersionMismatch, anchored, check_version
 
 _PATCH_RETRIES = 3
 # One entity tag, strong or weak (RFC 9110): the OpenAPI file's If-Match pattern.
@@ -96,9 +103,12 @@ async def _create(
     ctx: ApiContext, caller: Caller, spec: ScheduleSpec, obj: object, request_key: str | None
 ) -> tuple[StoredResponse, bool]:
     now = ctx.clock.now_ms()
+    warnings = await _warnings(ctx, anchored(spec, now=now), now)
 
     def render(schedule: Schedule) -> StoredResponse:
-        return StoredResponse(status=201, body=json.dumps(render_schedule(schedule, now=now)))
+        document = render_schedule(schedule, now=now)
+        document["warnings"] = warnings
+        return StoredResponse(status=201, body=json.dumps(document))
 
     if request_key is None:
         schedule = await ctx.db.write(
@@ -186,8 +196,10 @@ async def patch_schedule(schedule_id: str) -> Response:
         spec = merge_patch(current.spec, patch, policy=ctx.policy)
         expected = _if_match()
         check_version(current, expected)
-        if spec == current.spec:
-            return _schedule_response(ctx, current)  # nothing changes: no new version
+        now = ctx.clock.now_ms()
+        warnings = await _warnings(ctx, anchored(spec, now=now), now)
+        if spec == current.spec:  # nothing changes: no new version
+            return _schedule_response(ctx, current, warnings=warnings)
         if spec.target_url != current.spec.target_url:
             await ctx.check_destination(spec.target_url)
         try:
@@ -197,7 +209,7 @@ async def patch_schedule(schedule_id: str) -> Response:
                 raise
             continue  # someone else changed it between our read and write: merge again
         ctx.nudge()
-        return _schedule_response(ctx, schedule)
+        return _schedule_response(ctx, schedule, warnings=warnings)
     raise Problem(
         status=409,
         kind="conflict",
@@ -286,9 +298,20 @@ async def _load(ctx: ApiContext, tenant_id: str, schedule_id: str) -> Schedule:
     return schedule
 
 
-def _schedule_response(ctx: ApiContext, schedule: Schedule) -> Response:
+def _schedule_response(
+    ctx: ApiContext, schedule: Schedule, *, warnings: list[dict[str, str]] | None = None
+) -> Response:
     document = render_schedule(schedule, now=ctx.clock.now_ms(), shared=ctx.upcoming)
+    if warnings is not None:
+        document["warnings"] = warnings
     return json_response(document, headers={"ETag": _etag(schedule.version)})
+
+
+async def _warnings(ctx: ApiContext, spec: ScheduleSpec, now: int) -> list[dict[str, str]]:
+    """The linter's warnings about ``spec``'s timing (its interval anchored), as JSON."""
+    lint = functools.partial(schedule_warnings, spec, jitter_seconds=spec.jitter_seconds, now=now)
+    found = await trio.to_thread.run_sync(lint, limiter=ctx.cpu, abandon_on_cancel=False)
+    return warning_documents(found)
 
 
 def _etag(version: object) -> str:

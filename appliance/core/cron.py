@@ -22,6 +22,9 @@ Occurrences and daylight saving time (ADR 0037):
   a wildcard spec skips it.
 - Fold (fall back), a wall time that happens twice: a fixed-time spec fires at the earlier
   instant only; a wildcard spec fires at both.
+- A schedule's ``dst`` policy (``core.dst``, ADR 0043) replaces either rule for its
+  spec: ``gap`` ``shift`` or ``skip``, ``fold`` ``first``, ``last`` or ``both``. Without
+  one (``parse_cron``'s default) the class decides, as above.
 - Output is strictly increasing epoch ms, whole seconds, every value > ``after_ms``; two
   wall times that land on the same instant (a gap time shifted onto the gap's end, which
   is itself an occurrence) fire once. Iteration ends before :data:`END_MS` (the start of
@@ -45,6 +48,7 @@ from zoneinfo import ZoneInfo, available_timezones
 from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 
 from appliance.core.cron_fields import check_fields
+from appliance.core.dst import DstMark, DstPolicy, Fold, Gap, resolve_policy
 from appliance.core.instants import to_datetime
 from appliance.errors import FieldError, ValidationError
 
@@ -75,6 +79,10 @@ class CronSpec:
 
     expression: str
     timezone: str
+    dst: DstPolicy  # in force: the schedule's, or ADR 0037's rule for the spec's class
+    # What decides the occurrences, as plain strings (their hashes are cached): the key of
+    # the occurrence cache, looked up once per occurrence.
+    identity: tuple[str, str, str, str] = field(repr=False, compare=False)
     _fields: str = field(repr=False, compare=False)  # what croniter iterates (macros expanded)
     _wildcard: bool = field(repr=False, compare=False)
     _zone: ZoneInfo = field(repr=False, compare=False)
@@ -84,11 +92,19 @@ class CronSpec:
     _walls: Any = field(repr=False, compare=False)
 
 
-def parse_cron(expression: str, timezone: str = "UTC") -> CronSpec:
+def parse_cron(
+    expression: str,
+    timezone: str = "UTC",
+    *,
+    dst_gap: str | None = None,
+    dst_fold: str | None = None,
+) -> CronSpec:
     """Validate ``expression`` and ``timezone``; raise ``ValidationError`` listing every
-    problem found (fields ``"cron"`` and ``"timezone"``). Costs 0.2-6 ms (the most for a
-    200-character spec of many ranges): callers that parse the same spec again and again
-    keep it in an :class:`~appliance.core.occurrence_cache.OccurrenceCache`."""
+    problem found (fields ``"cron"`` and ``"timezone"``). ``dst_gap``/``dst_fold``: the
+    schedule's DST policy (``core.dst``), None for ADR 0037's rule of the spec's class.
+    Costs 0.2-6 ms (the most for a 200-character spec of many ranges): callers that parse
+    the same spec again and again keep it in an
+    :class:`~appliance.core.occurrence_cache.OccurrenceCache`."""
     too_long = [
         FieldError(
             field=name, message=f"is {len(text)} characters long; at most {limit} are allowed"
@@ -114,14 +130,23 @@ def parse_cron(expression: str, timezone: str = "UTC") -> CronSpec:
     if errors or zone is None:
         raise ValidationError(errors)
     clock_fields = fields.split()[-5:-3]  # minute and hour, wherever the seconds went
+    wildcard = any("*" in token for token in clock_fields)
+    policy = resolve_policy(dst_gap, dst_fold, wildcard=wildcard)
     return CronSpec(
         expression=expression,
         timezone=timezone,
+        dst=policy,
+        identity=(expression, timezone, policy.gap.value, policy.fold.value),
         _fields=fields,
-        _wildcard=any("*" in token for token in clock_fields),
+        _wildcard=wildcard,
         _zone=zone,
         _walls=walls,
     )
+
+
+def is_fixed_time(spec: CronSpec) -> bool:
+    """Whether ``spec`` names explicit minutes and hours (ADR 0037's fixed-time class)."""
+    return not spec._wildcard
 
 
 def day_rule(spec: CronSpec) -> str | None:
@@ -178,7 +203,7 @@ def _occurrences_after(spec: CronSpec, after_ms: int) -> Iterator[int]:
             wall: datetime = walls.get_next(datetime)
         except (CroniterBadDateError, OverflowError, ValueError):
             break  # past datetime's year 9999 ("year 10000 is out of range")
-        instants = _instants(wall, zone, wildcard=spec._wildcard)
+        instants = _instants(wall, zone, spec.dst)
         if not instants:
             continue
         # Later wall times never map before this one's first instant, so every waiting
@@ -221,6 +246,40 @@ def _walls(fields: str, *, seconds_first: bool) -> tuple[Any, list[str]]:
     return walls, []
 
 
+def first_wall_from(spec: CronSpec, wall: datetime) -> datetime | None:
+    """The first naive wall-clock time at or after ``wall`` that ``spec``'s fields match
+    (whether or not it exists in the zone), None past year 9999. One croniter step."""
+    walls = copy.copy(spec._walls)
+    walls.set_current(wall - _SECOND, force=True)
+    try:
+        found: datetime = walls.get_next(datetime)
+    except (CroniterBadDateError, OverflowError, ValueError):
+        return None
+    return found
+
+
+def dst_mark(spec: CronSpec, ms: int) -> tuple[DstMark, datetime] | None:
+    """What a DST transition did to the occurrence ``ms`` of ``spec``, with the wall time
+    it stands for: a fold time's first or last instant, or a gap's end that a wall time
+    inside the gap was shifted to (``gap_shifted``, with the first such wall time). None
+    for an ordinary occurrence. Costs a few offset look-ups, one croniter step at a gap."""
+    zone = spec._zone
+    local = to_datetime(ms).astimezone(zone)
+    wall = local.replace(tzinfo=None, fold=0)
+    before = _seconds(wall.replace(tzinfo=zone).utcoffset())
+    after = _seconds(wall.replace(tzinfo=zone, fold=1).utcoffset())
+    if before > after:
+        return (DstMark.FOLD_LAST if local.fold else DstMark.FOLD_FIRST), wall
+    second = ms // 1000
+    jumped = _offset_at(second, zone) - _offset_at(second - 1, zone)
+    if spec.dst.gap is Gap.SKIP or jumped <= 0:
+        return None
+    matched = first_wall_from(spec, wall - timedelta(seconds=jumped))
+    if matched is None or matched >= wall:
+        return None
+    return DstMark.GAP_SHIFTED, matched
+
+
 @cache
 def _known_zones() -> frozenset[str]:
     # `localtime` and `posixrules` name whatever this machine is set to, not a place.
@@ -243,7 +302,7 @@ def _first_wall(after_ms: int, zone: ZoneInfo) -> datetime:
     return _NAIVE_EPOCH + timedelta(seconds=after_s + lowest - 1)
 
 
-def _instants(wall: datetime, zone: ZoneInfo, *, wildcard: bool) -> tuple[int, ...]:
+def _instants(wall: datetime, zone: ZoneInfo, policy: DstPolicy) -> tuple[int, ...]:
     """The epoch ms at which the wall time ``wall`` fires, ascending (0, 1 or 2 values)."""
     local = wall.replace(tzinfo=zone)
     before = _seconds(local.utcoffset())  # PEP 495: fold=0 uses the earlier offset
@@ -252,9 +311,11 @@ def _instants(wall: datetime, zone: ZoneInfo, *, wildcard: bool) -> tuple[int, .
     if before == after:
         return ((base - before) * 1000,)
     if before > after:  # a fold: the wall time happens twice
-        earlier, later = base - before, base - after
-        return (earlier * 1000, later * 1000) if wildcard else (earlier * 1000,)
-    if wildcard:  # a gap: the wall time never happens
+        earlier, later = (base - before) * 1000, (base - after) * 1000
+        if policy.fold is Fold.FIRST:
+            return (earlier,)
+        return (later,) if policy.fold is Fold.LAST else (earlier, later)
+    if policy.gap is Gap.SKIP:  # a gap: the wall time never happens
         return ()
     return (_transition(base - after, base - before, zone) * 1000,)
 

@@ -96,6 +96,18 @@ def check_fields(expression: str) -> tuple[str, list[str]]:
     return fields_text, problems
 
 
+def field_values(expression: str) -> tuple[set[int], ...]:
+    """The values each of the five standard fields (minute, hour, day of month, month, day
+    of week) of a valid expression allows; ValueError if it is not valid."""
+    fields, problems = check_fields(expression)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return tuple(
+        _check_field(text, spec)[0]
+        for text, spec in zip(fields.split()[-5:], _FIVE_FIELDS, strict=True)
+    )
+
+
 def _expand_macro(tokens: list[str]) -> tuple[str, list[str]]:
     macro = tokens[0]
     if len(tokens) > 1:

@@ -65,17 +65,27 @@ class OccurrenceCache:
         self._max_values = max_values
         self._max_values_per_spec = max_values_per_spec
         self._max_texts = max_texts
-        self._specs: OrderedDict[tuple[str, str], CronSpec] = OrderedDict()
-        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._specs: OrderedDict[tuple[str, str, str | None, str | None], CronSpec] = OrderedDict()
+        # By expression, zone and the DST policy in force: what decides the occurrences.
+        self._entries: OrderedDict[tuple[str, str, str, str], _Entry] = OrderedDict()
         self._held = 0  # values in all entries
         self._texts: OrderedDict[int, str] = OrderedDict()
 
-    def spec(self, expression: str, timezone: str) -> CronSpec:
-        """``parse_cron(expression, timezone)``, parsed once; raises ValidationError."""
-        key = (expression, timezone)
+    def spec(
+        self,
+        expression: str,
+        timezone: str,
+        dst_gap: str | None = None,
+        dst_fold: str | None = None,
+    ) -> CronSpec:
+        """``parse_cron(expression, timezone, dst_gap=…, dst_fold=…)``, parsed once;
+        raises ValidationError."""
+        key = (expression, timezone, dst_gap, dst_fold)
         spec = self._specs.get(key)
         if spec is None:
-            spec = self._specs[key] = parse_cron(expression, timezone)
+            spec = self._specs[key] = parse_cron(
+                expression, timezone, dst_gap=dst_gap, dst_fold=dst_fold
+            )
             if len(self._specs) > self._max_specs:
                 self._specs.popitem(last=False)
         else:
@@ -124,7 +134,7 @@ class OccurrenceCache:
         return entry.values[index]
 
     def _entry(self, spec: CronSpec, position: int) -> _Entry:
-        key = (spec.expression, spec.timezone)
+        key = spec.identity
         entry = self._entries.get(key)
         if entry is None or position < entry.anchor:
             return self._restart(spec, position)
@@ -132,7 +142,7 @@ class OccurrenceCache:
         return entry
 
     def _restart(self, spec: CronSpec, position: int) -> _Entry:
-        key = (spec.expression, spec.timezone)
+        key = spec.identity
         old = self._entries.pop(key, None)
         if old is not None:
             self._held -= len(old.values)

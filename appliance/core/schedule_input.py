@@ -146,6 +146,8 @@ def parse_schedule(
         end_at=timing.end_at,
         overlap=overlap,
         templated=templated,
+        dst_gap=timing.dst_gap,
+        dst_fold=timing.dst_fold,
     )
 
 
@@ -288,8 +290,8 @@ def merge_patch(
 ) -> ScheduleSpec:
     """``current`` with the JSON merge patch ``obj`` applied, validated as a whole.
 
-    Top-level fields are replaced; ``catchup`` and ``retry`` are merged key by key
-    (:func:`~appliance.core.retry_input.merge_retry`: one status list replaces the other); a
+    Top-level fields are replaced; ``catchup`` and ``dst`` are merged key by key, ``retry``
+    too (:func:`~appliance.core.retry_input.merge_retry`: one status list replaces the other); a
     patch naming a kind (``cron``, ``at``, ``every``) replaces the stored kind;
     ``payload`` is replaced whole (it is the tenant's opaque value, not ours to merge);
     ``null`` removes a field so it takes its default. Giving one of ``payload``, ``body``
@@ -304,7 +306,7 @@ def merge_patch(
     for key, value in obj.items():
         if key == "retry" and isinstance(value, dict):
             document[key] = merge_retry(document.get(key), value)
-        elif key == "catchup" and isinstance(value, dict):
+        elif key in ("catchup", "dst") and isinstance(value, dict):
             document[key] = _merge_object(document.get(key), value)
         elif value is None:
             document.pop(key, None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from appliance.core.dst import Fold, Gap
 from appliance.core.retry import DEFAULT_POLICY, RetryPolicy
 
 DEFAULT_CATCHUP_WINDOW_SECONDS = 3600
@@ -65,6 +66,10 @@ class ScheduleSpec:
     @property
     def max_attempts(self) -> int:
         return self.retry.max_attempts
+
+    # A cron schedule's DST policy (core.dst, ADR 0043); None: ADR 0037's rule.
+    dst_gap: Gap | None = None
+    dst_fold: Fold | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,9 +3,10 @@
 Rules this module guards (docs/schedules.md; identity and jitter are ADR 0037's):
 
 - A schedule has exactly one kind. ``cron``: an expression matched in an IANA timezone
-  (``core.cron``, with ADR 0037's DST rules). ``at``: a one-off, exactly one occurrence.
-  ``every``: an interval, occurrences ``anchor + k · period`` for k ≥ 0 counted in UTC, so
-  daylight saving time never moves them; the anchor is ``start_at``.
+  (``core.cron``, with ADR 0037's DST rules, or the schedule's ``dst`` policy of ADR
+  0043). ``at``: a one-off, exactly one occurrence. ``every``: an interval, occurrences
+  ``anchor + k · period`` for k ≥ 0 counted in UTC, so daylight saving time never moves
+  them (nor may they carry a ``dst`` policy); the anchor is ``start_at``.
 - ``start_at`` and ``end_at`` bound every kind, both inclusive: nothing before
   ``start_at`` or after ``end_at`` is ever planned.
 - Every kind keeps ``core.cron``'s promises, so the planner, jitter, the run identity and
@@ -24,7 +25,7 @@ import re
 from collections.abc import Iterator
 from typing import Final, Protocol
 
-from appliance.core.cron import END_MS, occurrences_after, parse_cron
+from appliance.core.cron import END_MS, CronSpec, occurrences_after, parse_cron
 from appliance.core.occurrence_cache import OccurrenceCache
 
 MAX_EVERY_SECONDS: Final = 366 * 24 * 3600
@@ -54,6 +55,10 @@ class Timing(Protocol):
     def start_at(self) -> int | None: ...
     @property
     def end_at(self) -> int | None: ...
+    @property
+    def dst_gap(self) -> str | None: ...  # a cron's DST policy (core.dst); None: ADR 0037
+    @property
+    def dst_fold(self) -> str | None: ...
 
 
 def kind_of(timing: Timing) -> ScheduleKind:
@@ -65,12 +70,15 @@ def kind_of(timing: Timing) -> ScheduleKind:
 
 
 def is_plain_cron(timing: Timing) -> bool:
-    """A cron schedule without bounds: what every schedule was before kinds existed."""
+    """A cron schedule without bounds or DST policy: what every schedule was before kinds
+    existed."""
     return (
         timing.at is None
         and timing.every_seconds is None
         and timing.start_at is None
         and timing.end_at is None
+        and timing.dst_gap is None
+        and timing.dst_fold is None
     )
 
 
@@ -113,13 +121,21 @@ def occurrences(
             raise ValueError("an interval needs its anchor (start_at)")
         stream = _every(timing.start_at, timing.every_seconds * 1000, start)
     elif shared is None:
-        stream = occurrences_after(parse_cron(timing.cron, timing.timezone), start)
+        stream = occurrences_after(cron_spec(timing), start)
     else:
-        stream = shared.after(shared.spec(timing.cron, timing.timezone), start)
+        spec = shared.spec(timing.cron, timing.timezone, timing.dst_gap, timing.dst_fold)
+        stream = shared.after(spec, start)
     if timing.end_at is not None:
         end_at = timing.end_at
         stream = itertools.takewhile(lambda ms: ms <= end_at, stream)
     return stream
+
+
+def cron_spec(timing: Timing) -> CronSpec:
+    """The parsed cron of a cron-kind timing, with its DST policy; ValidationError."""
+    return parse_cron(
+        timing.cron, timing.timezone, dst_gap=timing.dst_gap, dst_fold=timing.dst_fold
+    )
 
 
 def first_after(timing: Timing, now: int) -> int | None:

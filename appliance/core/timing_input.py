@@ -1,5 +1,6 @@
 """The timing fields of tenant JSON — ``cron``, ``at``, ``every``/``every_seconds``,
-``timezone``, ``start_at``, ``end_at`` — read for a schedule and for a preview alike.
+``timezone``, ``start_at``, ``end_at``, ``dst`` — read for a schedule and for a preview
+alike.
 
 Rules this module guards (docs/schedules.md):
 
@@ -8,6 +9,8 @@ Rules this module guards (docs/schedules.md):
 - Instants are RFC 3339 text with an explicit offset, whole seconds (an occurrence is a
   whole second, ADR 0037), from 1970 to before year 9999; ``end_at`` is after
   ``start_at``, and a one-off's ``at`` lies inside the bounds.
+- ``dst`` (``core.dst``, ADR 0043) is a cron schedule's: with ``at`` or ``every`` it is
+  refused (422), as those count in UTC, where clocks never jump.
 - An interval is at least 1 s and at most :data:`~appliance.core.timing.MAX_EVERY_SECONDS`.
 - The document form (:func:`timing_document`) always has every key, ``null`` when unset, so
   a merge patch re-reads it unchanged; :func:`switch_kind` makes a patch that names
@@ -21,12 +24,22 @@ from dataclasses import dataclass
 from typing import Final
 
 from appliance.core.cron import END_MS, MAX_EXPRESSION_CHARS, MAX_TIMEZONE_CHARS, parse_cron
+from appliance.core.dst import Fold, Gap, check_policy
 from appliance.core.instants import format_instant, parse_instant
 from appliance.core.json_fields import FieldReader
 from appliance.core.timing import MAX_EVERY_SECONDS, Timing, parse_every
 from appliance.errors import ValidationError
 
-TIMING_FIELDS: Final = ("cron", "at", "every", "every_seconds", "timezone", "start_at", "end_at")
+TIMING_FIELDS: Final = (
+    "cron",
+    "at",
+    "every",
+    "every_seconds",
+    "timezone",
+    "start_at",
+    "end_at",
+    "dst",
+)
 KIND_FIELDS: Final = ("cron", "at", "every", "every_seconds")
 _RANGE: Final = f"from {format_instant(0)} to before {format_instant(END_MS)}"
 
@@ -41,6 +54,8 @@ class TimingInput:
     every_seconds: int | None
     start_at: int | None
     end_at: int | None
+    dst_gap: Gap | None = None
+    dst_fold: Fold | None = None
 
 
 def read_timing(fields: FieldReader) -> TimingInput:
@@ -73,6 +88,7 @@ def read_timing(fields: FieldReader) -> TimingInput:
         (start_at is None or start_at <= at) and (end_at is None or at <= end_at)
     ):
         fields.fail("at", "lies outside start_at and end_at; nothing would ever fire")
+    gap, fold = _dst(fields, cron_kind=not (given and given[0] != "cron"))
     return TimingInput(
         cron=cron,
         timezone=timezone,
@@ -80,7 +96,21 @@ def read_timing(fields: FieldReader) -> TimingInput:
         every_seconds=every,
         start_at=start_at,
         end_at=end_at,
+        dst_gap=gap,
+        dst_fold=fold,
     )
+
+
+def _dst(fields: FieldReader, *, cron_kind: bool) -> tuple[Gap | None, Fold | None]:
+    gap, fold, problems = check_policy(fields.obj.get("dst"))
+    fields.errors.extend(problems)
+    if fields.given("dst") and not cron_kind:
+        fields.fail(
+            "dst",
+            "applies to cron schedules only: at and every count in UTC, where clocks never"
+            " jump; remove it",
+        )
+    return (None if gap is None else Gap(gap)), (None if fold is None else Fold(fold))
 
 
 def instant(fields: FieldReader, key: str) -> int | None:
@@ -155,7 +185,16 @@ def timing_document(timing: Timing) -> dict[str, object]:
         "timezone": timing.timezone,
         "start_at": text(timing.start_at),
         "end_at": text(timing.end_at),
+        "dst": dst_document(timing),
     }
+
+
+def dst_document(timing: Timing) -> dict[str, str | None] | None:
+    """The stored ``dst`` policy: null when none (ADR 0037's rule), else both keys, a key
+    left to ADR 0037's rule null."""
+    if timing.dst_gap is None and timing.dst_fold is None:
+        return None
+    return {"gap": timing.dst_gap, "fold": timing.dst_fold}
 
 
 def switch_kind(document: dict[str, object], patch: Mapping[str, object]) -> None:
@@ -165,3 +204,5 @@ def switch_kind(document: dict[str, object], patch: Mapping[str, object]) -> Non
         for key in KIND_FIELDS:
             if key not in patch:
                 document.pop(key, None)
+        if patch.get("cron") is None and "dst" not in patch:
+            document.pop("dst", None)  # a cron's DST policy leaves with the cron

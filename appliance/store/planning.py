@@ -56,6 +56,8 @@ class DueSchedule(NamedTuple):
     end_at: int | None
     overlap: str  # an Overlap value, left as text: read once per schedule per pass
     templated: int  # 1: ``body`` is a payload template, rendered per run
+    dst_gap: str | None  # the DST policy (core.dst); None: ADR 0037's rule
+    dst_fold: str | None
 
 
 _DUE_COLUMNS = rows.Columns(

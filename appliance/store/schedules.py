@@ -34,6 +34,7 @@ from typing import Any, Final
 
 import apsw
 
+from appliance.core.dst import Fold, Gap
 from appliance.core.events import Actor, EventType, JsonValue
 from appliance.core.ids import new_id
 from appliance.core.jitter import planned_timing
@@ -60,6 +61,8 @@ _REPLANNING_FIELDS: Final = (
     "start_at",
     "end_at",
     "templated",
+    "dst_gap",
+    "dst_fold",
 )
 
 # The spec's fields are the schedules columns of the same names, but for ``retry``: its
@@ -121,6 +124,8 @@ _COLUMNS: Final = rows.Columns(
         "start_at": rows.optional_integer,
         "end_at": rows.optional_integer,
         "overlap": rows.enum_of(Overlap),
+        "dst_gap": rows.optional_enum_of(Gap),
+        "dst_fold": rows.optional_enum_of(Fold),
         "next_fire_at": rows.optional_integer,
         "version": rows.integer,
         "created_at": rows.integer,

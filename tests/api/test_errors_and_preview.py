@@ -139,11 +139,12 @@ async def test_cron_preview_shows_local_time_and_offset_across_dst(api: Api) -> 
     assert reply.status == 200
     assert reply.body["occurrences"] == [
         {"scheduled_for": "2026-03-07T07:30:00Z", "local_time": "2026-03-07T02:30:00",
-         "utc_offset": "-05:00"},
+         "utc_offset": "-05:00", "dst": None, "dst_note": None},
         {"scheduled_for": "2026-03-08T07:00:00Z", "local_time": "2026-03-08T03:00:00",
-         "utc_offset": "-04:00"},
+         "utc_offset": "-04:00", "dst": "gap_shifted",
+         "dst_note": "02:30 does not exist on 2026-03-08: runs at 03:00"},
         {"scheduled_for": "2026-03-09T06:30:00Z", "local_time": "2026-03-09T02:30:00",
-         "utc_offset": "-04:00"},
+         "utc_offset": "-04:00", "dst": None, "dst_note": None},
     ]  # fmt: skip
     assert (reply.body["cron"], reply.body["timezone"]) == ("30 2 * * *", "America/New_York")
 

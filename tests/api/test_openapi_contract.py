@@ -122,7 +122,7 @@ async def test_a_created_schedule_has_every_required_field_of_the_schema(
     full = (await api.call("GET", f"/v1/runs/{run['id']}")).body
     assert set(spec["components"]["schemas"]["Run"]["properties"]) | {"attempts"} == set(full)
     fields = spec["components"]["schemas"]["ScheduleFields"]["properties"]
-    response_only = {"id", "version", "created_at", "updated_at", "next_runs", "status"}
+    response_only = {"id", "version", "created_at", "updated_at", "next_runs", "status", "warnings"}
     assert set(created) - response_only <= set(fields)
 
 
@@ -225,6 +225,17 @@ async def test_every_route_answers_what_the_spec_documents(
     filtered = {"filter": {"state": ["failed"]}, "as_of": format_instant(clock.now)}
     await call(api, "POST", replay, 200, json_body=filtered)
     await call(api, "POST", "/v1/cron/preview", 200, json_body={"cron": "0 3 * * *"})
+    folded = {
+        "cron": "30 2 * * *",
+        "timezone": "Europe/Berlin",
+        "dst": {"fold": "both"},
+        "after": "2026-10-24T00:00:00Z",
+        "jitter_seconds": 3600,
+        "count": 3,
+    }  # marks, a description and warnings, each documented
+    await call(api, "POST", "/v1/cron/preview", 200, json_body=folded)
+    linted = schedule_json(cron="0 0 31 * 5", timezone="Europe/Berlin", dst={"gap": "skip"})
+    await call(api, "POST", sch, 201, json_body=linted)
     await call(api, "POST", "/v1/cron/preview", 422, json_body={"cron": "0 3 * *"})
     await call(api, "GET", "/v1/events", 200, query={"type": "schedule.created"})
     await call(api, "GET", "/v1/events", 422, query={"after": "-1"})

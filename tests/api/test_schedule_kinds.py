@@ -196,6 +196,8 @@ async def test_the_preview_covers_every_kind(api: Api) -> None:
             "scheduled_for": "2026-12-24T17:00:00Z",
             "local_time": "2026-12-24T17:00:00",
             "utc_offset": "+00:00",
+            "dst": None,
+            "dst_note": None,
         }
     ]
     bounded = await api.call(

@@ -98,6 +98,7 @@ async def test_get_returns_the_schedule_with_its_etag(api: Api) -> None:
     reply = await api.call("GET", f"/v1/schedules/{created['id']}")
     assert reply.status == 200
     assert reply.headers["ETag"] == '"1"'
+    assert created.pop("warnings") == []  # only a create's or an update's answer has them
     assert reply.body == created
 
 
@@ -318,7 +319,7 @@ async def test_patch_is_revalidated_as_a_whole(api: Api) -> None:
     assert reply.status == 422
     assert set(reply.fields) >= {"cron", "headers.webhook-id", "version"}
     unchanged = await api.call("GET", f"/v1/schedules/{created['id']}")
-    assert unchanged.body == created
+    assert unchanged.body == {k: v for k, v in created.items() if k != "warnings"}
 
 
 async def test_patch_to_a_blocked_destination_is_refused(api: Api) -> None:

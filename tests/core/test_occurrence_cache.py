@@ -153,7 +153,10 @@ def test_a_spec_is_parsed_once_and_an_invalid_one_is_never_kept() -> None:
     for _ in range(2):
         with pytest.raises(ValidationError):
             cache.spec("0 3 * *", "UTC")
-    assert list(cache._specs) == [("0 3 * * *", "Europe/Berlin"), ("0 3 * * *", "UTC")]
+    assert list(cache._specs) == [
+        ("0 3 * * *", "Europe/Berlin", None, None),
+        ("0 3 * * *", "UTC", None, None),
+    ]
 
 
 def test_texts_are_the_canonical_form() -> None:

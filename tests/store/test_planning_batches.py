@@ -76,6 +76,8 @@ def test_due_cursors_read_what_the_schedule_holds(
             full.spec.end_at,
             full.spec.overlap.value,
             int(full.spec.templated),
+            full.spec.dst_gap,
+            full.spec.dst_fold,
         )
 
 

@@ -1,0 +1,153 @@
+"""A schedule's daylight-saving policy, and where a zone's clocks jump (ADR 0043).
+
+- ``dst: {"gap": "shift" | "skip", "fold": "first" | "last" | "both"}`` on a cron
+  schedule. A key left out (or no ``dst`` at all) takes ADR 0037's rule for the spec's
+  class: a **fixed-time** spec shifts a gap time to the gap's end and fires a fold time at
+  its first instant; a **wildcard** spec skips gap times and fires fold times at both
+  instants. So a schedule without ``dst`` plans exactly what it always planned.
+- ``gap``: a wall time that does not exist (spring forward) fires once at the first
+  instant after the gap (``shift``) or not at all (``skip``).
+- ``fold``: a wall time that happens twice (fall back) fires at its earlier instant
+  (``first``), its later one (``last``) or both (``both``).
+- Whatever the policy, occurrences stay strictly increasing: two wall times landing on one
+  instant (gap times shifted onto the gap's end) fire once (``core.cron``).
+- A preview marks each occurrence a transition touched (:class:`DstMark`).
+- :func:`gaps_between` finds a zone's spring-forward gaps in a bounded span by sampling
+  the offset every few hours and bisecting each change: CPU-bounded (≈ 1,500 offset
+  look-ups a year), for the schedule linter.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final
+from zoneinfo import ZoneInfo
+
+from appliance.errors import FieldError
+
+# No zone changes its offset twice within this many seconds (the shortest spell between
+# two transitions in tzdata is weeks), so sampling this often misses none.
+_SAMPLE_S: Final = 6 * 3600
+
+
+class Gap(enum.StrEnum):
+    SHIFT = "shift"  # a wall time in a gap fires at the gap's end
+    SKIP = "skip"  # a wall time in a gap does not fire
+
+
+class Fold(enum.StrEnum):
+    FIRST = "first"  # a wall time in a fold fires at its earlier instant
+    LAST = "last"  # ... at its later instant
+    BOTH = "both"  # ... at both
+
+
+class DstMark(enum.StrEnum):
+    """What a transition did to a previewed occurrence."""
+
+    GAP_SHIFTED = "gap_shifted"  # a wall time inside a gap, moved to the gap's end
+    FOLD_FIRST = "fold_first"  # the earlier instant of a wall time that happens twice
+    FOLD_LAST = "fold_last"  # the later instant of a wall time that happens twice
+
+
+@dataclass(frozen=True, slots=True)
+class DstPolicy:
+    gap: Gap
+    fold: Fold
+
+
+FIXED_TIME_DEFAULT: Final = DstPolicy(Gap.SHIFT, Fold.FIRST)
+WILDCARD_DEFAULT: Final = DstPolicy(Gap.SKIP, Fold.BOTH)
+
+
+def resolve_policy(gap: str | None, fold: str | None, *, wildcard: bool) -> DstPolicy:
+    """The policy in force: each key given, else ADR 0037's rule for the spec's class.
+    ValueError for a value that is not a policy (stored values were validated)."""
+    default = WILDCARD_DEFAULT if wildcard else FIXED_TIME_DEFAULT
+    return DstPolicy(
+        default.gap if gap is None else Gap(gap),
+        default.fold if fold is None else Fold(fold),
+    )
+
+
+def check_policy(value: object) -> tuple[str | None, str | None, list[FieldError]]:
+    """``(gap, fold, problems)`` of a tenant's ``dst`` object (None: absent)."""
+    if value is None:
+        return None, None, []
+    if not isinstance(value, dict):
+        return None, None, [FieldError(field="dst", message=_DST_EXAMPLE)]
+    problems = [
+        FieldError(field=f"dst.{key}", message="is not a known field; the fields are: gap, fold")
+        for key in value
+        if key not in ("gap", "fold")
+    ]
+    found: list[str | None] = []
+    for key, choices in (("gap", Gap), ("fold", Fold)):
+        given = value.get(key)
+        if given is None or (isinstance(given, str) and given in {c.value for c in choices}):
+            found.append(given)
+            continue
+        found.append(None)
+        names = " or ".join(f'"{c.value}"' for c in choices)
+        problems.append(FieldError(field=f"dst.{key}", message=f"must be {names}"))
+    return found[0], found[1], problems
+
+
+_DST_EXAMPLE: Final = (
+    'must be an object such as {"gap": "shift", "fold": "first"} (gap: shift or skip; '
+    "fold: first, last or both)"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ZoneGap:
+    """A spring-forward gap: wall times from ``wall_start`` (inclusive) to ``wall_end``
+    (exclusive) do not exist; ``end_ms`` is the instant the clocks jump."""
+
+    end_ms: int
+    wall_start: datetime  # naive local wall-clock time
+    wall_end: datetime
+
+
+def gaps_between(zone: ZoneInfo, start_ms: int, end_ms: int) -> list[ZoneGap]:
+    """Every gap of ``zone`` whose jump lies in ``(start_ms, end_ms]``, in order."""
+    found: list[ZoneGap] = []
+    low = start_ms // 1000
+    high_end = end_ms // 1000
+    low_offset = _offset_at(low, zone)
+    while low < high_end:
+        high = min(low + _SAMPLE_S, high_end)
+        high_offset = _offset_at(high, zone)
+        if high_offset > low_offset:
+            jump = _jump(low, high, zone, high_offset)
+            found.append(
+                ZoneGap(
+                    end_ms=jump * 1000,
+                    wall_start=_wall(jump + low_offset),
+                    wall_end=_wall(jump + high_offset),
+                )
+            )
+        low, low_offset = high, high_offset
+    return found
+
+
+def _jump(low: int, high: int, zone: ZoneInfo, target: int) -> int:
+    """The first epoch second in ``(low, high]`` with the offset ``target``."""
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _offset_at(middle, zone) == target:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _offset_at(epoch_s: int, zone: ZoneInfo) -> int:
+    offset = datetime.fromtimestamp(epoch_s, tz=UTC).astimezone(zone).utcoffset()
+    assert offset is not None  # ZoneInfo always knows its offset
+    return offset.days * 86_400 + offset.seconds
+
+
+def _wall(local_s: int) -> datetime:
+    return datetime(1970, 1, 1) + timedelta(seconds=local_s)  # noqa: DTZ001 - wall-clock time
