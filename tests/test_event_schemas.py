@@ -202,6 +202,19 @@ def missed_summary(**changes: JsonScalar) -> dict[str, JsonScalar]:
     return data | changes
 
 
+def resent(**changes: JsonScalar) -> dict[str, JsonScalar]:
+    copy_text = format_scheduled_for(SLOT - 1000)
+    data: dict[str, JsonScalar] = {
+        "scheduled_for": copy_text,
+        "idempotency_key": idempotency_key(SCH, copy_text),
+        "resend_of": RUN,
+        "original_scheduled_for": SLOT_TEXT,
+        "original_idempotency_key": KEY,
+    }
+    data.update(changes)
+    return data
+
+
 E = EventType
 VALID: list[tuple[str, dict[str, Any]]] = [
     ("succeeded", event(E.RUN_SUCCEEDED, run_data(status=204))),
@@ -219,6 +232,7 @@ VALID: list[tuple[str, dict[str, Any]]] = [
     ("failed: exhausted", event(E.RUN_FAILED, run_data(attempt=8, status=500, reason="exhausted"))),
     ("missed", event(E.RUN_MISSED, {"scheduled_for": SLOT_TEXT, "reason": "catchup_skip"})),
     ("missed summary", event(E.RUN_MISSED, missed_summary(), run=None)),
+    ("resent", event(E.RUN_RESENT, resent())),
     ("updated", event(E.SCHEDULE_UPDATED, {"version": 2, "changed": ["cron"]}, run=None)),
     *[
         (str(t), event(t, {"version": 2}, run=None))
@@ -268,6 +282,7 @@ FAILED = event(E.RUN_FAILED, run_data(status=410, reason="gone"))
 MISSED = event(E.RUN_MISSED, {"scheduled_for": SLOT_TEXT, "reason": "catchup_skip"})
 SUMMARY = event(E.RUN_MISSED, missed_summary(), run=None)
 UPDATED = event(E.SCHEDULE_UPDATED, {"version": 3, "changed": ["name", "cron"]}, run=None)
+RESENT = event(E.RUN_RESENT, resent(), run=run_id(SCH, format_scheduled_for(SLOT - 1000)))
 GONE = event(E.SCHEDULE_PAUSED_BY_RECEIVER, {"run_id": RUN, "status": 410})
 JUMP = VALID[-1][1]
 
@@ -293,6 +308,9 @@ INVALID: list[Invalid] = [
     bad("summary naming a run", SUMMARY, "run_id", RUN),
     bad("summary without last", SUMMARY, "data.last_scheduled_for", DELETE),
     bad("summary with scheduled_for", SUMMARY, "data.scheduled_for", SLOT_TEXT),
+    bad("resent without its copy", RESENT, "run_id", None),
+    bad("resent without the original", RESENT, "data.resend_of", DELETE),
+    bad("resent, original not a run id", RESENT, "data.resend_of", "sch_x"),
     bad("schedule event with a run", UPDATED, "run_id", RUN),
     bad("version 0", UPDATED, "data.version", 0),
     bad("no version", UPDATED, "data", {}),

@@ -17,6 +17,7 @@ class EventType(enum.StrEnum):
     RUN_RETRYING = "schedule.run.retrying"
     RUN_FAILED = "schedule.run.failed"
     RUN_MISSED = "schedule.run.missed"
+    RUN_RESENT = "schedule.run.resent"  # a copy of a run under a new key (store/resend.py)
     SCHEDULE_CREATED = "schedule.created"
     SCHEDULE_UPDATED = "schedule.updated"
     SCHEDULE_PAUSED = "schedule.paused"

@@ -50,7 +50,7 @@ from typing import Protocol
 import trio
 
 from appliance.clock import WallClock
-from appliance.core.delivery import build_request
+from appliance.core.delivery import RESEND_HEADER, build_request
 from appliance.core.retry import (
     RetryPolicy,
     TransportFailure,
@@ -250,7 +250,9 @@ class Dispatcher:
     async def _attempt(self, live: _Live) -> Completion:
         run = live.run
         started = trio.current_time()
+        signed_at: int | None = None
         try:
+            signed_at = self._clock.now_ms() // 1000
             request = build_request(
                 target_url=run.target_url,
                 body=run.body,
@@ -262,8 +264,9 @@ class Dispatcher:
                 scheduled_for_ms=run.scheduled_for,
                 idempotency_key=run.idempotency_key,
                 secrets=run.secrets,
-                signed_at_s=self._clock.now_ms() // 1000,
+                signed_at_s=signed_at,
                 user_agent=self._config.user_agent,
+                marks=() if run.resend_of is None else ((RESEND_HEADER, run.resend_of),),
             )
             with live.scope:
                 result = await send(self._client, request)
@@ -273,10 +276,9 @@ class Dispatcher:
             log.exception("run %s attempt %d failed inside Steeple", run.run_id, run.attempt)
             verdict = Verdict(outcome=AttemptOutcome.RETRYABLE)
             error = f"internal error: {type(exc).__name__}: {exc}"
-            return self._complete(
-                run, verdict, SendResult.failed(error, started=started, failure=None)
-            )
-        return self._complete(run, self._classify(result), result)
+            failed = SendResult.failed(error, started=started, failure=None)
+            return self._complete(run, verdict, failed, signed_at=None)
+        return self._complete(run, self._classify(result), result, signed_at=signed_at)
 
     def _cut_short(self, live: _Live, started: float) -> SendResult:
         if live.lapsed:
@@ -293,7 +295,9 @@ class Dispatcher:
             return classify_response(result.status, result.retry_after, now_ms=now)
         return classify_failure(result.failure or TransportFailure.PROTOCOL)
 
-    def _complete(self, run: ClaimedRun, verdict: Verdict, result: SendResult) -> Completion:
+    def _complete(
+        self, run: ClaimedRun, verdict: Verdict, result: SendResult, *, signed_at: int | None
+    ) -> Completion:
         decision = decide(
             RetryPolicy(max_attempts=run.max_attempts),
             attempt=run.budget.attempts_used(run.attempt),
@@ -315,6 +319,7 @@ class Dispatcher:
             response_excerpt=result.excerpt or None,
             failure_class=None if result.failure is None else result.failure.value,
             pause_schedule=verdict.pause_schedule,
+            signed_at=signed_at,
         )
 
     # --- heartbeat -------------------------------------------------------------------------

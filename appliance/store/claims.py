@@ -78,6 +78,7 @@ class ClaimedRun:
     timeout_seconds: int
     max_attempts: int
     secrets: tuple[str, ...]  # the tenant's active signing secrets, newest first
+    resend_of: str | None  # a resend copy: the run it copies (X-Steeple-Resend)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +175,7 @@ _DETAILS: Final = rows.Columns(
         "content_type",
         "timeout_seconds",
         "max_attempts",
+        "resend_of",
     ],
     table="r",
     sql={
@@ -280,6 +282,7 @@ class Completion:
     response_excerpt: str | None
     failure_class: str | None = None  # why no response came (connect, dns, timeout, ...)
     pause_schedule: bool = False  # 410 Gone: the receiver asked us to stop
+    signed_at: int | None = None  # unix seconds the request was signed at (None: not built)
 
 
 def complete_run(
@@ -337,7 +340,7 @@ def _finish_attempt(
 ) -> None:
     conn.execute(
         "UPDATE attempts SET finished_at = ?, outcome = ?, http_status = ?, error = ?,"
-        " latency_ms = ?, response_excerpt = ?"
+        " latency_ms = ?, response_excerpt = ?, signed_at = ?"
         " WHERE run_id = ? AND attempt = ? AND lease_token = ?",
         (
             now,
@@ -346,6 +349,7 @@ def _finish_attempt(
             completion.error,
             completion.latency_ms,
             completion.response_excerpt,
+            completion.signed_at,
             run.run_id,
             run.attempt,
             run.lease_token,

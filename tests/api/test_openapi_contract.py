@@ -210,6 +210,12 @@ async def test_every_route_answers_what_the_spec_documents(
     deliver_due(db, now=clock.now)
     await call(api, "GET", "/v1/runs/{run_id}", 200)
     await call(api, "POST", "/v1/runs/{run_id}/replay", 200)
+    resend = "/v1/runs/{run_id}/resend"
+    await call(api, "POST", resend, 409, json_body={"key": "same"})  # open again: replayed
+    await call(api, "POST", resend, 201, json_body={"key": "new"})
+    await call(api, "POST", resend, 200, json_body={"key": "new"})  # the same second
+    await call(api, "POST", resend, 422, json_body={"key": "again"})
+    await call(other, "POST", resend, 404, json_body={"key": "new"})
     await call(api, "GET", "/v1/runs", 200, query={"state": "pending", "limit": "1"})
     await call(api, "GET", "/v1/runs", 422, query={"state": "lost", "since": "yesterday"})
     replay = "/v1/runs/replay"

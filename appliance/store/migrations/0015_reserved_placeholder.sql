@@ -1,0 +1,3 @@
+-- Placeholder: migration number reserved for another branch (resend12 uses 0016 only).
+-- Delete this file when that branch's 0015 is merged.
+SELECT 1;
