@@ -17,6 +17,7 @@ from quart_trio import QuartTrio
 
 from appliance.api import (
     cron,
+    curl,
     events,
     keys,
     metrics,
@@ -74,6 +75,7 @@ def create_app(
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     schedules.register(app)
     runs.register(app)
+    curl.register(app)
     run_search.register(app)
     cron.register(app)
     keys.register(app)

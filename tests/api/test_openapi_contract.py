@@ -216,6 +216,11 @@ async def test_every_route_answers_what_the_spec_documents(
     await call(api, "POST", resend, 200, json_body={"key": "new"})  # the same second
     await call(api, "POST", resend, 422, json_body={"key": "again"})
     await call(other, "POST", resend, 404, json_body={"key": "new"})
+    curl = "/v1/runs/{run_id}/curl"
+    await call(api, "GET", curl, 200, query={"signed": "as_sent"})
+    await call(api, "GET", curl, 200)
+    await call(api, "GET", curl, 422, query={"signed": "later"})
+    await call(other, "GET", curl, 404)
     await call(api, "GET", "/v1/runs", 200, query={"state": "pending", "limit": "1"})
     await call(api, "GET", "/v1/runs", 422, query={"state": "lost", "since": "yesterday"})
     replay = "/v1/runs/replay"
