@@ -34,10 +34,12 @@ import trio
 from appliance import __version__
 from appliance.clock import SystemClock, WallClock
 from appliance.core.addresses import AddressPolicy
+from appliance.core.dedupe_test import ProbeAnswer
+from appliance.core.delivery import DeliveryRequest
 from appliance.engine.assembly import EngineConfig, build_engine
 from appliance.engine.backups import BackupConfig
 from appliance.engine.checkpointer import CheckpointerConfig
-from appliance.engine.delivery import DeliveryClient, check_destination
+from appliance.engine.delivery import DeliveryClient, check_destination, probe_answer, send
 from appliance.engine.delivery.audit import refused_destinations, report
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.notifier import NotifierConfig
@@ -169,6 +171,9 @@ async def _run(
         async def check(url: str) -> None:
             await check_destination(policy, url)
 
+        async def send_probe(request: DeliveryRequest) -> ProbeAnswer:
+            return probe_answer(await send(client, request))
+
         app = create_app(
             db=db,
             clock=clock,
@@ -179,6 +184,7 @@ async def _run(
             event_hub=(event_hub := EventHub(db)),
             max_schedules=settings.max_schedules_per_tenant,
             replay_rate_per_second=settings.replay_rate_per_second,
+            send_probe=send_probe,
             observability=Observability(
                 lifecycle=lifecycle,
                 metrics_allow=settings.metrics_allow,

@@ -215,6 +215,24 @@ def resent(**changes: JsonScalar) -> dict[str, JsonScalar]:
     return data
 
 
+def dedupe_tested(**changes: JsonScalar) -> dict[str, JsonScalar]:
+    text = "9999-03-04T05:06:07Z"
+    data: dict[str, JsonScalar] = {
+        "test": "dedupe",
+        "idempotency_key": idempotency_key(SCH, text),
+        "scheduled_for": text,
+        "verdict": "duplicate_refused",
+        "first_status": 200,
+        "first_excerpt": "done",
+        "first_error": None,
+        "second_status": 409,
+        "second_excerpt": "seen",
+        "second_error": None,
+    }
+    data.update(changes)
+    return data
+
+
 E = EventType
 VALID: list[tuple[str, dict[str, Any]]] = [
     ("succeeded", event(E.RUN_SUCCEEDED, run_data(status=204))),
@@ -243,6 +261,15 @@ VALID: list[tuple[str, dict[str, Any]]] = [
             E.SCHEDULE_DELETED,
         )
     ],
+    ("dedupe tested", event(E.SCHEDULE_DEDUPE_TESTED, dedupe_tested(), run=None)),
+    (
+        "dedupe tested, no answer",
+        event(
+            E.SCHEDULE_DEDUPE_TESTED,
+            dedupe_tested(verdict="first_failed", first_status=None, first_error="refused"),
+            run=None,
+        ),
+    ),
     ("paused by receiver", event(E.SCHEDULE_PAUSED_BY_RECEIVER, {"run_id": RUN, "status": 410})),
     (
         "clock jumped back",
@@ -283,6 +310,7 @@ MISSED = event(E.RUN_MISSED, {"scheduled_for": SLOT_TEXT, "reason": "catchup_ski
 SUMMARY = event(E.RUN_MISSED, missed_summary(), run=None)
 UPDATED = event(E.SCHEDULE_UPDATED, {"version": 3, "changed": ["name", "cron"]}, run=None)
 RESENT = event(E.RUN_RESENT, resent(), run=run_id(SCH, format_scheduled_for(SLOT - 1000)))
+DEDUPE = event(E.SCHEDULE_DEDUPE_TESTED, dedupe_tested(), run=None)
 GONE = event(E.SCHEDULE_PAUSED_BY_RECEIVER, {"run_id": RUN, "status": 410})
 JUMP = VALID[-1][1]
 
@@ -311,6 +339,10 @@ INVALID: list[Invalid] = [
     bad("resent without its copy", RESENT, "run_id", None),
     bad("resent without the original", RESENT, "data.resend_of", DELETE),
     bad("resent, original not a run id", RESENT, "data.resend_of", "sch_x"),
+    bad("dedupe test naming a run", DEDUPE, "run_id", RUN),
+    bad("dedupe test in this year", DEDUPE, "data.scheduled_for", SLOT_TEXT),
+    bad("dedupe test, unknown verdict", DEDUPE, "data.verdict", "fine"),
+    bad("dedupe test without the second", DEDUPE, "data.second_status", DELETE),
     bad("schedule event with a run", UPDATED, "run_id", RUN),
     bad("version 0", UPDATED, "data.version", 0),
     bad("no version", UPDATED, "data", {}),

@@ -24,6 +24,7 @@ class EventType(enum.StrEnum):
     SCHEDULE_RESUMED = "schedule.resumed"
     SCHEDULE_DELETED = "schedule.deleted"
     SCHEDULE_PAUSED_BY_RECEIVER = "schedule.paused_by_receiver"
+    SCHEDULE_DEDUPE_TESTED = "schedule.dedupe_tested"  # a dedupe test's two answers
     CLOCK_JUMP_DETECTED = "clock.jump_detected"
 
 

@@ -205,6 +205,8 @@ async def test_every_route_answers_what_the_spec_documents(
     await call(api, "POST", one + "/backfill", 200, json_body={**backfill, "dry_run": True})
     await call(api, "POST", one + "/backfill", 422, json_body={**backfill, "max": 3})
     await call(other, "POST", one + "/backfill", 404, json_body=backfill)
+    await call(other, "POST", one + "/dedupe-test", 404)
+    await call(api, "POST", one + "/dedupe-test", 422, json_body={"twice": True})
     await call(api, "GET", "/v1/runs/{run_id}", 200)
     await call(api, "POST", "/v1/runs/{run_id}/replay", 409)
     deliver_due(db, now=clock.now)
