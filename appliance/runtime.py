@@ -34,6 +34,7 @@ import trio
 from appliance import __version__
 from appliance.clock import SystemClock, WallClock
 from appliance.core.addresses import AddressPolicy
+from appliance.core.breaker import BreakerConfig
 from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
 from appliance.engine.assembly import EngineConfig, build_engine
@@ -145,7 +146,8 @@ async def _run(
     if reclaimed:
         log.warning("reclaimed %d runs left running by an earlier process", reclaimed)
     lifecycle = Lifecycle()
-    async with DeliveryClient(policy) as client, trio.open_nursery() as nursery:
+    client = DeliveryClient(policy, max_per_host=settings.max_in_flight_per_host)
+    async with client, trio.open_nursery() as nursery:
         engine = build_engine(
             db=db,
             clock=clock,
@@ -281,6 +283,9 @@ def engine_config(settings: Settings) -> EngineConfig:
             concurrency=settings.dispatch_concurrency,
             tenant_cap=settings.tenant_in_flight_cap,
             user_agent=USER_AGENT,
+            breaker=None
+            if settings.breaker_failures == 0
+            else BreakerConfig(threshold=settings.breaker_failures),
         ),
         pruner=PrunerConfig(retention_ms=settings.retention_days * 86_400_000),
         checkpointer=CheckpointerConfig(),

@@ -270,6 +270,23 @@ VALID: list[tuple[str, dict[str, Any]]] = [
             run=None,
         ),
     ),
+    (
+        "breaker opened",
+        event(
+            E.BREAKER_OPENED,
+            {
+                "origin": "https://hooks.example.com:443",
+                "failures": 10,
+                "probe_at": format_instant(NOW + 10_000),
+            },
+            schedule_id=None,
+            run=None,
+        ),
+    ),
+    (
+        "breaker closed",
+        event(E.BREAKER_CLOSED, {"origin": "http://[::1]:8080"}, schedule_id=None, run=None),
+    ),
     ("paused by receiver", event(E.SCHEDULE_PAUSED_BY_RECEIVER, {"run_id": RUN, "status": 410})),
     (
         "clock jumped back",

@@ -26,6 +26,8 @@ class EventType(enum.StrEnum):
     SCHEDULE_PAUSED_BY_RECEIVER = "schedule.paused_by_receiver"
     SCHEDULE_DEDUPE_TESTED = "schedule.dedupe_tested"  # a dedupe test's two answers
     CLOCK_JUMP_DETECTED = "clock.jump_detected"
+    BREAKER_OPENED = "target.breaker_opened"  # an origin failed too often: left alone
+    BREAKER_CLOSED = "target.breaker_closed"  # its probe succeeded: delivering again
 
 
 JsonScalar = str | int | float | bool | None

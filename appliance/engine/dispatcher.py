@@ -34,6 +34,10 @@ Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
   the attempt is recorded ``stale`` and the run is left to whoever holds it now.
 - A 410 Gone fails the run (reason ``gone``) and pauses the schedule; a blocked destination
   fails it without retry.
+- With a circuit breaker configured (:mod:`appliance.core.breaker`, one per origin, in this
+  process's memory), a run claimed while its origin's breaker is open is not sent: it is
+  put back uncharged until the next probe (:func:`appliance.store.breaker.defer_run`).
+  Each attempt's outcome feeds its origin's breaker; opening and closing are events.
 - One boundary per delivery catches ``Exception`` (a bug, or a tenant with no signing
   secret left): it is logged with its traceback and counts as a retryable attempt, so the
   run is never silently lost and the service goes on. A failed *store* write (claim or
@@ -50,6 +54,7 @@ from typing import Protocol
 import trio
 
 from appliance.clock import WallClock
+from appliance.core.breaker import BreakerConfig, origin_of
 from appliance.core.delivery import RESEND_HEADER, build_request
 from appliance.core.retry import (
     RetryPolicy,
@@ -60,9 +65,11 @@ from appliance.core.retry import (
     decide,
 )
 from appliance.core.runs import AttemptOutcome
+from appliance.engine.breakers import Breakers
 from appliance.engine.delivery import Exchange, SendResult, send
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
+from appliance.store.breaker import defer_run
 from appliance.store.claims import ClaimedRun, Completion, claim_runs, complete_run
 from appliance.store.claims import renew_leases as store_renew_leases
 from appliance.store.database import Connection, Database
@@ -80,6 +87,7 @@ class DispatchConfig:
     margin_ms: int = 2_000  # a delivery is cancelled this long before its lease could lapse
     max_sleep_s: float = 60.0  # never sleep longer: guards against wall-clock jumps
     user_agent: str = "Steeple"
+    breaker: BreakerConfig | None = None  # per-origin circuit breaker (None: off)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -161,6 +169,11 @@ class Dispatcher:
         # and the earliest due_at of anyone else's (None: nothing claimable).
         self._capped: frozenset[str] = frozenset()
         self._next_due_at: int | None = None
+        self._breakers = (
+            None
+            if config.breaker is None
+            else Breakers(config.breaker, db, clock, released=wakeup.nudge)
+        )
 
     @property
     def in_flight(self) -> int:
@@ -231,6 +244,14 @@ class Dispatcher:
 
     async def _deliver(self, live: _Live) -> None:
         try:
+            origin = origin_of(live.run.target_url)
+            wait_until = None if self._breakers is None else self._breakers.admit(origin)
+            if wait_until is not None:
+                await self._db.write(
+                    defer_run, run=live.run, due_at=wait_until, origin=origin,
+                    now=self._clock.now_ms(),
+                )  # fmt: skip
+                return
             completion = await self._attempt(live)
             applied = await self._db.write(
                 complete_run, run=live.run, completion=completion, now=self._clock.now_ms()
@@ -241,6 +262,8 @@ class Dispatcher:
                     live.run.run_id,
                     live.run.attempt,
                 )
+            if self._breakers is not None:
+                await self._breakers.record(origin, live.run, completion)
         finally:
             del self._live[live.run.lease_token]
             if not self._live:

@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 from quart_trio import QuartTrio
 
 from appliance.core.delivery import CONTRACT_HEADERS
+from appliance.core.events import EventType
 from appliance.core.instants import format_instant
 from tests.api.conftest import Api, deliver_due, schedule_json
 
@@ -280,3 +281,8 @@ async def test_every_route_answers_what_the_spec_documents(
     await call(api, "DELETE", one, 204)
     await call(api, "DELETE", one, 404)
     assert {(m, p) for m, p, _ in seen} == spec_routes(spec)
+
+
+def test_the_event_types_are_exactly_the_engines(spec: dict[str, Any]) -> None:
+    listed = spec["components"]["schemas"]["EventType"]["enum"]
+    assert sorted(listed) == sorted(str(t) for t in EventType)
