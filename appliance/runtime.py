@@ -146,8 +146,7 @@ async def _run(
     if reclaimed:
         log.warning("reclaimed %d runs left running by an earlier process", reclaimed)
     lifecycle = Lifecycle()
-    client = DeliveryClient(policy, max_per_host=settings.max_in_flight_per_host)
-    async with client, trio.open_nursery() as nursery:
+    async with delivery_client(settings, policy) as client, trio.open_nursery() as nursery:
         engine = build_engine(
             db=db,
             clock=clock,
@@ -274,6 +273,11 @@ async def _audit_destinations(
     then host names resolved off the critical path)."""
     task_status.started()
     report(await refused_destinations(await db.read(active_targets), policy))
+
+
+def delivery_client(settings: Settings, policy: AddressPolicy) -> DeliveryClient:
+    """The appliance's one delivery client (the engine's, and the dedupe test's)."""
+    return DeliveryClient(policy, max_per_host=settings.max_in_flight_per_host)
 
 
 def engine_config(settings: Settings) -> EngineConfig:
