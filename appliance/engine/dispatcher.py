@@ -244,7 +244,7 @@ class Dispatcher:
 
     async def _deliver(self, live: _Live) -> None:
         try:
-            origin = origin_of(live.run.target_url)
+            origin = "" if self._breakers is None else origin_of(live.run.target_url)
             wait_until = None if self._breakers is None else self._breakers.admit(origin)
             if wait_until is not None:
                 await self._db.write(
