@@ -37,10 +37,13 @@ import trio
 from appliance import __version__
 from appliance.clock import SystemClock, WallClock
 from appliance.core.addresses import AddressPolicy
+from appliance.core.breaker import BreakerConfig
+from appliance.core.dedupe_test import ProbeAnswer
+from appliance.core.delivery import DeliveryRequest
 from appliance.engine.assembly import EngineConfig, build_engine
 from appliance.engine.backups import BackupConfig
 from appliance.engine.checkpointer import CheckpointerConfig
-from appliance.engine.delivery import DeliveryClient, check_destination
+from appliance.engine.delivery import DeliveryClient, check_destination, probe_answer, send
 from appliance.engine.delivery.audit import refused_destinations, report
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.liveness import LivenessConfig
@@ -154,7 +157,7 @@ async def _run(
     if reclaimed:
         log.warning("reclaimed %d runs left running by an earlier process", reclaimed)
     lifecycle = Lifecycle()
-    async with DeliveryClient(policy) as client, trio.open_nursery() as nursery:
+    async with delivery_client(settings, policy) as client, trio.open_nursery() as nursery:
         engine = build_engine(
             db=db,
             clock=clock,
@@ -192,6 +195,9 @@ async def _run(
         async def check(url: str) -> None:
             await check_destination(policy, url)
 
+        async def send_probe(request: DeliveryRequest) -> ProbeAnswer:
+            return probe_answer(await send(client, request))
+
         app = create_app(
             db=db,
             clock=clock,
@@ -202,6 +208,7 @@ async def _run(
             event_hub=(event_hub := EventHub(db)),
             max_schedules=settings.max_schedules_per_tenant,
             replay_rate_per_second=settings.replay_rate_per_second,
+            send_probe=send_probe,
             observability=Observability(
                 lifecycle=lifecycle,
                 metrics_allow=settings.metrics_allow,
@@ -291,6 +298,11 @@ async def _audit_destinations(
     report(await refused_destinations(await db.read(active_targets), policy))
 
 
+def delivery_client(settings: Settings, policy: AddressPolicy) -> DeliveryClient:
+    """The appliance's one delivery client (the engine's, and the dedupe test's)."""
+    return DeliveryClient(policy, max_per_host=settings.max_in_flight_per_host)
+
+
 def engine_config(settings: Settings) -> EngineConfig:
     """The appliance's engine: every service, limits from the settings."""
     return EngineConfig(
@@ -298,6 +310,9 @@ def engine_config(settings: Settings) -> EngineConfig:
             concurrency=settings.dispatch_concurrency,
             tenant_cap=settings.tenant_in_flight_cap,
             user_agent=USER_AGENT,
+            breaker=None
+            if settings.breaker_failures == 0
+            else BreakerConfig(threshold=settings.breaker_failures),
         ),
         pruner=PrunerConfig(retention_ms=settings.retention_days * 86_400_000),
         checkpointer=CheckpointerConfig(),

@@ -60,6 +60,8 @@ class Settings:
     allow_targets: tuple[str, ...]
     dispatch_concurrency: int
     tenant_max_in_flight: int | None  # None: auto, half of dispatch_concurrency
+    max_in_flight_per_host: int = 8  # connections (so deliveries) at once to one origin
+    breaker_failures: int = 10  # consecutive failures that open an origin's breaker; 0: off
     max_schedules_per_tenant: int
     shutdown_grace_seconds: int
     retention_days: int
@@ -231,6 +233,23 @@ SETTINGS: tuple[SettingDef, ...] = (
         parse=_auto_or(_bounded_int(1, 1024)),
         help="Deliveries one tenant may have in flight at once, so one tenant's slow "
         "receivers cannot hold every slot. auto: half of dispatch_concurrency.",
+    ),
+    SettingDef(
+        name="max_in_flight_per_host",
+        env="STEEPLE_MAX_IN_FLIGHT_PER_HOST",
+        default=lambda: "8",
+        parse=_bounded_int(1, 1024),
+        help="Deliveries in flight at once to one origin (scheme, host, port); more wait "
+        "for a connection to it.",
+    ),
+    SettingDef(
+        name="breaker_failures",
+        env="STEEPLE_BREAKER_FAILURES",
+        default=lambda: "10",
+        parse=_bounded_int(0, 1_000_000),
+        help="Consecutive failed attempts (no answer, 429 or 5xx) to one origin that open "
+        "its circuit breaker: its runs then wait, uncharged, for probes with backoff. "
+        "0: no breaker.",
     ),
     SettingDef(
         name="max_schedules_per_tenant",

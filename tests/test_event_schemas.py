@@ -219,6 +219,37 @@ def restarted(**changes: JsonValue) -> dict[str, Any]:
     return event(E.APPLIANCE_RESTARTED, data, schedule_id=None, run=None, tenant_id=SYSTEM_TENANT)
 
 
+def resent(**changes: JsonScalar) -> dict[str, JsonScalar]:
+    copy_text = format_scheduled_for(SLOT - 1000)
+    data: dict[str, JsonScalar] = {
+        "scheduled_for": copy_text,
+        "idempotency_key": idempotency_key(SCH, copy_text),
+        "resend_of": RUN,
+        "original_scheduled_for": SLOT_TEXT,
+        "original_idempotency_key": KEY,
+    }
+    data.update(changes)
+    return data
+
+
+def dedupe_tested(**changes: JsonScalar) -> dict[str, JsonScalar]:
+    text = "9999-03-04T05:06:07Z"
+    data: dict[str, JsonScalar] = {
+        "test": "dedupe",
+        "idempotency_key": idempotency_key(SCH, text),
+        "scheduled_for": text,
+        "verdict": "duplicate_refused",
+        "first_status": 200,
+        "first_excerpt": "done",
+        "first_error": None,
+        "second_status": 409,
+        "second_excerpt": "seen",
+        "second_error": None,
+    }
+    data.update(changes)
+    return data
+
+
 E = EventType
 VALID: list[tuple[str, dict[str, Any]]] = [
     ("succeeded", event(E.RUN_SUCCEEDED, run_data(status=204))),
@@ -236,6 +267,7 @@ VALID: list[tuple[str, dict[str, Any]]] = [
     ("failed: exhausted", event(E.RUN_FAILED, run_data(attempt=8, status=500, reason="exhausted"))),
     ("missed", event(E.RUN_MISSED, {"scheduled_for": SLOT_TEXT, "reason": "catchup_skip"})),
     ("missed summary", event(E.RUN_MISSED, missed_summary(), run=None)),
+    ("resent", event(E.RUN_RESENT, resent())),
     ("updated", event(E.SCHEDULE_UPDATED, {"version": 2, "changed": ["cron"]}, run=None)),
     *[
         (str(t), event(t, {"version": 2}, run=None))
@@ -246,6 +278,32 @@ VALID: list[tuple[str, dict[str, Any]]] = [
             E.SCHEDULE_DELETED,
         )
     ],
+    ("dedupe tested", event(E.SCHEDULE_DEDUPE_TESTED, dedupe_tested(), run=None)),
+    (
+        "dedupe tested, no answer",
+        event(
+            E.SCHEDULE_DEDUPE_TESTED,
+            dedupe_tested(verdict="first_failed", first_status=None, first_error="refused"),
+            run=None,
+        ),
+    ),
+    (
+        "breaker opened",
+        event(
+            E.BREAKER_OPENED,
+            {
+                "origin": "https://hooks.example.com:443",
+                "failures": 10,
+                "probe_at": format_instant(NOW + 10_000),
+            },
+            schedule_id=None,
+            run=None,
+        ),
+    ),
+    (
+        "breaker closed",
+        event(E.BREAKER_CLOSED, {"origin": "http://[::1]:8080"}, schedule_id=None, run=None),
+    ),
     ("paused by receiver", event(E.SCHEDULE_PAUSED_BY_RECEIVER, {"run_id": RUN, "status": 410})),
     (
         "clock jumped back",
@@ -287,6 +345,8 @@ FAILED = event(E.RUN_FAILED, run_data(status=410, reason="gone"))
 MISSED = event(E.RUN_MISSED, {"scheduled_for": SLOT_TEXT, "reason": "catchup_skip"})
 SUMMARY = event(E.RUN_MISSED, missed_summary(), run=None)
 UPDATED = event(E.SCHEDULE_UPDATED, {"version": 3, "changed": ["name", "cron"]}, run=None)
+RESENT = event(E.RUN_RESENT, resent(), run=run_id(SCH, format_scheduled_for(SLOT - 1000)))
+DEDUPE = event(E.SCHEDULE_DEDUPE_TESTED, dedupe_tested(), run=None)
 GONE = event(E.SCHEDULE_PAUSED_BY_RECEIVER, {"run_id": RUN, "status": 410})
 JUMP = dict(VALID)["clock jumped back"]
 RESTARTED = restarted()
@@ -319,6 +379,13 @@ INVALID: list[Invalid] = [
     bad("restart without a policy's count", RESTARTED, "data.missed_latest", DELETE),
     bad("restart, unknown policy", RESTARTED, "data.late_sometimes", 1),
     bad("restart since an epoch number", RESTARTED, "data.down_since", NOW),
+    bad("resent without its copy", RESENT, "run_id", None),
+    bad("resent without the original", RESENT, "data.resend_of", DELETE),
+    bad("resent, original not a run id", RESENT, "data.resend_of", "sch_x"),
+    bad("dedupe test naming a run", DEDUPE, "run_id", RUN),
+    bad("dedupe test in this year", DEDUPE, "data.scheduled_for", SLOT_TEXT),
+    bad("dedupe test, unknown verdict", DEDUPE, "data.verdict", "fine"),
+    bad("dedupe test without the second", DEDUPE, "data.second_status", DELETE),
     bad("schedule event with a run", UPDATED, "run_id", RUN),
     bad("version 0", UPDATED, "data.version", 0),
     bad("no version", UPDATED, "data", {}),

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from appliance.core.addresses import AddressPolicy
+from appliance.core.breaker import BreakerConfig
 from appliance.errors import ConfigError
+from appliance.runtime import delivery_client, engine_config
 from appliance.settings import SETTINGS, LogLevel, load_settings
 
 DOC = Path(__file__).parent.parent / "docs" / "configuration.md"
@@ -74,3 +77,17 @@ def test_tenant_limits_default_to_half_the_slots_and_a_thousand_schedules() -> N
     assert load_settings(environ=env).tenant_in_flight_cap == 32  # never above the slots
     env["STEEPLE_TENANT_MAX_IN_FLIGHT"] = "5"
     assert load_settings(environ=env).tenant_in_flight_cap == 5
+
+
+def test_per_host_concurrency_and_the_breaker_reach_the_engine() -> None:
+    defaults = load_settings(environ={})
+    assert delivery_client(defaults, AddressPolicy()).pool.max_per_host == 8
+    assert engine_config(defaults).dispatch.breaker == BreakerConfig(threshold=10)
+    env = {"STEEPLE_MAX_IN_FLIGHT_PER_HOST": "3", "STEEPLE_BREAKER_FAILURES": "4"}
+    tuned = load_settings(environ=env)
+    assert delivery_client(tuned, AddressPolicy()).pool.max_per_host == 3
+    assert engine_config(tuned).dispatch.breaker == BreakerConfig(threshold=4)
+    off = load_settings(environ={"STEEPLE_BREAKER_FAILURES": "0"})
+    assert engine_config(off).dispatch.breaker is None
+    with pytest.raises(ConfigError, match="STEEPLE_MAX_IN_FLIGHT_PER_HOST"):
+        load_settings(environ={"STEEPLE_MAX_IN_FLIGHT_PER_HOST": "0"})

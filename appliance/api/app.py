@@ -17,6 +17,8 @@ from quart_trio import QuartTrio
 
 from appliance.api import (
     cron,
+    curl,
+    dedupe_test,
     events,
     keys,
     metrics,
@@ -33,6 +35,8 @@ from appliance.api.problems import register_problem_handlers
 from appliance.api.stream import EventHub
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
+from appliance.core.dedupe_test import ProbeAnswer
+from appliance.core.delivery import DeliveryRequest
 from appliance.store.database import Database
 
 # A 64 KiB body escaped inside a JSON string can double in size; anything beyond this is
@@ -52,6 +56,7 @@ def create_app(
     max_schedules: int | None = None,
     replay_rate_per_second: int,
     observability: metrics.Observability | None = None,
+    send_probe: Callable[[DeliveryRequest], Awaitable[ProbeAnswer]] | None = None,
 ) -> QuartTrio:
     app = QuartTrio(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
@@ -67,6 +72,7 @@ def create_app(
             event_hub=event_hub,
             max_schedules=max_schedules,
             replay_rate_per_second=replay_rate_per_second,
+            send_probe=send_probe,
         ),
     )
     register_problem_handlers(app)
@@ -74,6 +80,8 @@ def create_app(
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     schedules.register(app)
     runs.register(app)
+    curl.register(app)
+    dedupe_test.register(app)
     run_search.register(app)
     cron.register(app)
     keys.register(app)

@@ -1,7 +1,8 @@
 """What the views need from the composition root, injected by ``create_app``.
 
 The API owns no tasks and reads no wall time: the clock, the database, the planner's
-``nudge`` and the write-time destination check all come from the runtime (docs/architecture.md).
+``nudge``, the write-time destination check and the dedupe test's sender all come from the
+runtime (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from quart import current_app
 
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
+from appliance.core.dedupe_test import ProbeAnswer
+from appliance.core.delivery import DeliveryRequest
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.store.database import Database
 
@@ -35,6 +38,9 @@ class ApiContext:
     event_hub: EventHub  # the live event stream's fan-out, run by the runtime's nursery
     max_schedules: int | None = None  # live schedules per tenant (None: no limit)
     replay_rate_per_second: int  # how fast a bulk replay's runs become due (settings)
+    # Sends one request through the engine's delivery client (outbound policy checked at
+    # connect time), for the dedupe test; None: not wired (the test answers 503).
+    send_probe: Callable[[DeliveryRequest], Awaitable[ProbeAnswer]] | None = None
     # The app's own occurrence cache (next_runs of every schedule response): event-loop
     # only, never in write transactions (the planner owns another, on the writer thread)
     upcoming: OccurrenceCache = field(default_factory=OccurrenceCache)

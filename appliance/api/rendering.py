@@ -103,6 +103,7 @@ def render_run(run: RunRecord) -> dict[str, object]:
         "created_at": format_instant(run.created_at),
         "updated_at": format_instant(run.updated_at),
         "finished_at": _instant(run.finished_at),
+        "resend_of": run.resend_of,
     }
 
 

@@ -11,6 +11,10 @@ Rules this module guards:
   three values are also sent as ``webhook-id`` / ``webhook-timestamp`` /
   ``webhook-signature`` for off-the-shelf verifiers.
 - ``Accept-Encoding: identity``: the response excerpt is read raw, never decompressed.
+- A delivery Steeple makes on a tenant's request outside the schedule is marked by one
+  more header after the contract's (:data:`MARK_HEADERS`): ``X-Steeple-Resend: <run id>``
+  on every attempt of a copy made by a resend with a new key, ``X-Steeple-Test: dedupe``
+  on both requests of a dedupe test (docs/receiver.md).
 - Tenants may add their own headers, but never one Steeple sets or one that controls the
   connection (:data:`RESERVED_HEADERS`, :data:`RESERVED_PREFIXES`, compared
   case-insensitively). :func:`check_tenant_headers` refuses them when a schedule is
@@ -62,7 +66,11 @@ _CONNECTION_HEADERS = (
 RESERVED_HEADERS: frozenset[str] = frozenset(
     name.lower() for name in CONTRACT_HEADERS + _CONNECTION_HEADERS
 )
-RESERVED_PREFIXES: tuple[str, ...] = ("x-signature", "x-idempotency", "webhook-")
+RESERVED_PREFIXES: tuple[str, ...] = ("x-signature", "x-idempotency", "webhook-", "x-steeple-")
+
+RESEND_HEADER = "X-Steeple-Resend"  # the run a resend copy copies
+TEST_HEADER = "X-Steeple-Test"  # "dedupe": a dedupe test's request, no run behind it
+MARK_HEADERS = (RESEND_HEADER, TEST_HEADER)
 
 MAX_TENANT_HEADERS = 50
 MAX_TENANT_HEADER_BYTES = 8 * 1024  # sum of len(name) + len(value) over all tenant headers
@@ -214,9 +222,11 @@ def build_request(
     secrets: Sequence[str],
     signed_at_s: int,
     user_agent: str,
+    marks: Sequence[tuple[str, str]] = (),
 ) -> DeliveryRequest:
     """The request for attempt ``attempt`` (1-based) of a run, signed at ``signed_at_s``
-    (unix seconds) with every active secret, newest first.
+    (unix seconds) with every active secret, newest first. ``marks``: Steeple's marking
+    headers (:data:`MARK_HEADERS`), sent after the contract's.
 
     Raises ``ValueError`` for an attempt below 1 or a ``scheduled_for_ms`` that is not a
     whole second, and :class:`appliance.core.signing.SignatureError` without secrets."""
@@ -232,6 +242,7 @@ def build_request(
         ("User-Agent", user_agent),
         ("Content-Type", content_type),
         ("Accept-Encoding", "identity"),
+        *marks,
     )
     extra = tuple((name, value) for name, value in tenant_headers if not is_reserved(name))
     return DeliveryRequest(url=target_url, headers=contract + extra, body=body)

@@ -17,14 +17,18 @@ class EventType(enum.StrEnum):
     RUN_RETRYING = "schedule.run.retrying"
     RUN_FAILED = "schedule.run.failed"
     RUN_MISSED = "schedule.run.missed"
+    RUN_RESENT = "schedule.run.resent"  # a copy of a run under a new key (store/resend.py)
     SCHEDULE_CREATED = "schedule.created"
     SCHEDULE_UPDATED = "schedule.updated"
     SCHEDULE_PAUSED = "schedule.paused"
     SCHEDULE_RESUMED = "schedule.resumed"
     SCHEDULE_DELETED = "schedule.deleted"
     SCHEDULE_PAUSED_BY_RECEIVER = "schedule.paused_by_receiver"
+    SCHEDULE_DEDUPE_TESTED = "schedule.dedupe_tested"  # a dedupe test's two answers
     CLOCK_JUMP_DETECTED = "clock.jump_detected"
     APPLIANCE_RESTARTED = "appliance.restarted"  # the downtime report (core/downtime.py)
+    BREAKER_OPENED = "target.breaker_opened"  # an origin failed too often: left alone
+    BREAKER_CLOSED = "target.breaker_closed"  # its probe succeeded: delivering again
 
 
 JsonScalar = str | int | float | bool | None

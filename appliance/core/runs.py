@@ -3,6 +3,7 @@
     pending ──claim──▶ running ──succeed (2xx)─────────────────▶ succeeded
       │  ▲               │ ├──retry (retryable answer)─────────▶ retry_wait
       │  │               │ ├──reclaim (lease lost, restart)────▶ retry_wait
+      │  │               │ ├──defer (origin's breaker open: not sent)──▶ retry_wait
       │  │               │ └──fail (permanent, or exhausted)───▶ failed
       │  │   retry_wait ──claim──▶ running
       │  │   retry_wait ──fail (reclaimed, no attempts left)──▶ failed
@@ -21,6 +22,7 @@ The same table, one transition a line (tests/core/test_runs.py checks it against
     running     retry    retry_wait
     running     fail     failed
     running     reclaim  retry_wait
+    running     defer    retry_wait
     pending     cancel   cancelled
     pending     skip     missed
     retry_wait  cancel   cancelled
@@ -67,6 +69,7 @@ class Transition(enum.StrEnum):
     CANCEL = "cancel"  # schedule deleted, paused or edited before the run started
     REPLAY = "replay"  # tenant asked for a terminal run again
     SKIP = "skip"  # due while an earlier run of its schedule is open (overlap policy)
+    DEFER = "defer"  # claimed while its origin's breaker is open: not sent, not charged
 
 
 class AttemptOutcome(enum.StrEnum):
@@ -90,6 +93,7 @@ TRANSITIONS: dict[tuple[RunState, Transition], RunState] = {
     (_S.RUNNING, Transition.RETRY): _S.RETRY_WAIT,
     (_S.RUNNING, Transition.FAIL): _S.FAILED,
     (_S.RUNNING, Transition.RECLAIM): _S.RETRY_WAIT,
+    (_S.RUNNING, Transition.DEFER): _S.RETRY_WAIT,
     (_S.PENDING, Transition.CANCEL): _S.CANCELLED,
     (_S.PENDING, Transition.SKIP): _S.MISSED,
     (_S.RETRY_WAIT, Transition.CANCEL): _S.CANCELLED,

@@ -34,6 +34,10 @@ Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
   the attempt is recorded ``stale`` and the run is left to whoever holds it now.
 - A 410 Gone fails the run (reason ``gone``) and pauses the schedule; a blocked destination
   fails it without retry.
+- With a circuit breaker configured (:mod:`appliance.core.breaker`, one per origin, in this
+  process's memory), a run claimed while its origin's breaker is open is not sent: it is
+  put back uncharged until the next probe (:func:`appliance.store.breaker.defer_run`).
+  Each attempt's outcome feeds its origin's breaker; opening and closing are events.
 - One boundary per delivery catches ``Exception`` (a bug, or a tenant with no signing
   secret left): it is logged with its traceback and counts as a retryable attempt, so the
   run is never silently lost and the service goes on. A failed *store* write (claim or
@@ -50,7 +54,8 @@ from typing import Protocol
 import trio
 
 from appliance.clock import WallClock
-from appliance.core.delivery import build_request
+from appliance.core.breaker import BreakerConfig, origin_of
+from appliance.core.delivery import RESEND_HEADER, build_request
 from appliance.core.retry import (
     TransportFailure,
     Verdict,
@@ -59,9 +64,11 @@ from appliance.core.retry import (
     decide,
 )
 from appliance.core.runs import AttemptOutcome
+from appliance.engine.breakers import Breakers
 from appliance.engine.delivery import Exchange, SendResult, send
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
+from appliance.store.breaker import defer_run
 from appliance.store.claims import ClaimedRun, Completion, claim_runs, complete_run
 from appliance.store.claims import renew_leases as store_renew_leases
 from appliance.store.database import Connection, Database
@@ -79,6 +86,7 @@ class DispatchConfig:
     margin_ms: int = 2_000  # a delivery is cancelled this long before its lease could lapse
     max_sleep_s: float = 60.0  # never sleep longer: guards against wall-clock jumps
     user_agent: str = "Steeple"
+    breaker: BreakerConfig | None = None  # per-origin circuit breaker (None: off)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -160,6 +168,11 @@ class Dispatcher:
         # and the earliest due_at of anyone else's (None: nothing claimable).
         self._capped: frozenset[str] = frozenset()
         self._next_due_at: int | None = None
+        self._breakers = (
+            None
+            if config.breaker is None
+            else Breakers(config.breaker, db, clock, released=wakeup.nudge)
+        )
 
     @property
     def in_flight(self) -> int:
@@ -230,6 +243,14 @@ class Dispatcher:
 
     async def _deliver(self, live: _Live) -> None:
         try:
+            origin = "" if self._breakers is None else origin_of(live.run.target_url)
+            wait_until = None if self._breakers is None else self._breakers.admit(origin)
+            if wait_until is not None:
+                await self._db.write(
+                    defer_run, run=live.run, due_at=wait_until, origin=origin,
+                    now=self._clock.now_ms(),
+                )  # fmt: skip
+                return
             completion = await self._attempt(live)
             applied = await self._db.write(
                 complete_run, run=live.run, completion=completion, now=self._clock.now_ms()
@@ -240,6 +261,8 @@ class Dispatcher:
                     live.run.run_id,
                     live.run.attempt,
                 )
+            if self._breakers is not None:
+                await self._breakers.record(origin, live.run, completion)
         finally:
             del self._live[live.run.lease_token]
             if not self._live:
@@ -249,7 +272,9 @@ class Dispatcher:
     async def _attempt(self, live: _Live) -> Completion:
         run = live.run
         started = trio.current_time()
+        signed_at: int | None = None
         try:
+            signed_at = self._clock.now_ms() // 1000
             request = build_request(
                 target_url=run.target_url,
                 body=run.body,
@@ -261,8 +286,9 @@ class Dispatcher:
                 scheduled_for_ms=run.scheduled_for,
                 idempotency_key=run.idempotency_key,
                 secrets=run.secrets,
-                signed_at_s=self._clock.now_ms() // 1000,
+                signed_at_s=signed_at,
                 user_agent=self._config.user_agent,
+                marks=() if run.resend_of is None else ((RESEND_HEADER, run.resend_of),),
             )
             with live.scope:
                 result = await send(self._client, request)
@@ -272,10 +298,9 @@ class Dispatcher:
             log.exception("run %s attempt %d failed inside Steeple", run.run_id, run.attempt)
             verdict = Verdict(outcome=AttemptOutcome.RETRYABLE)
             error = f"internal error: {type(exc).__name__}: {exc}"
-            return self._complete(
-                run, verdict, SendResult.failed(error, started=started, failure=None)
-            )
-        return self._complete(run, self._classify(run, result), result)
+            failed = SendResult.failed(error, started=started, failure=None)
+            return self._complete(run, verdict, failed, signed_at=None)
+        return self._complete(run, self._classify(run, result), result, signed_at=signed_at)
 
     def _cut_short(self, live: _Live, started: float) -> SendResult:
         if live.lapsed:
@@ -294,7 +319,9 @@ class Dispatcher:
             )
         return classify_failure(result.failure or TransportFailure.PROTOCOL)
 
-    def _complete(self, run: ClaimedRun, verdict: Verdict, result: SendResult) -> Completion:
+    def _complete(
+        self, run: ClaimedRun, verdict: Verdict, result: SendResult, *, signed_at: int | None
+    ) -> Completion:
         decision = decide(
             run.retry,
             attempt=run.budget.attempts_used(run.attempt),
@@ -316,6 +343,7 @@ class Dispatcher:
             response_excerpt=result.excerpt or None,
             failure_class=None if result.failure is None else result.failure.value,
             pause_schedule=verdict.pause_schedule,
+            signed_at=signed_at,
         )
 
     # --- heartbeat -------------------------------------------------------------------------

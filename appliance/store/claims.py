@@ -79,6 +79,7 @@ class ClaimedRun:
     timeout_seconds: int
     retry: RetryPolicy  # the schedule's, read with the run (core.retry_input)
     secrets: tuple[str, ...]  # the tenant's active signing secrets, newest first
+    resend_of: str | None  # a resend copy: the run it copies (X-Steeple-Resend)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,6 +185,7 @@ _DETAILS: Final = rows.Columns(
         "timeout_seconds",
         "max_attempts",
         "retry_policy",
+        "resend_of",
     ],
     table="r",
     sql={
@@ -291,6 +293,7 @@ class Completion:
     response_excerpt: str | None
     failure_class: str | None = None  # why no response came (connect, dns, timeout, ...)
     pause_schedule: bool = False  # 410 Gone: the receiver asked us to stop
+    signed_at: int | None = None  # unix seconds the request was signed at (None: not built)
 
 
 def complete_run(
@@ -348,7 +351,7 @@ def _finish_attempt(
 ) -> None:
     conn.execute(
         "UPDATE attempts SET finished_at = ?, outcome = ?, http_status = ?, error = ?,"
-        " latency_ms = ?, response_excerpt = ?"
+        " latency_ms = ?, response_excerpt = ?, signed_at = ?"
         " WHERE run_id = ? AND attempt = ? AND lease_token = ?",
         (
             now,
@@ -357,6 +360,7 @@ def _finish_attempt(
             completion.error,
             completion.latency_ms,
             completion.response_excerpt,
+            completion.signed_at,
             run.run_id,
             run.attempt,
             run.lease_token,

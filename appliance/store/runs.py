@@ -76,6 +76,7 @@ class RunRecord:
     created_at: int
     updated_at: int
     finished_at: int | None
+    resend_of: str | None = None  # the run this one is a copy of (a resend with a new key)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +90,7 @@ class AttemptRecord:
     error: str | None
     latency_ms: int | None
     response_excerpt: str | None
+    signed_at: int | None = None  # unix seconds its request was signed at (X-Signature-Timestamp)
 
 
 RUN_COLUMNS: Final = rows.Columns(
@@ -110,6 +112,7 @@ RUN_COLUMNS: Final = rows.Columns(
         "created_at",
         "updated_at",
         "finished_at",
+        "resend_of",
     ],
     convert={"state": rows.enum_of(RunState), "trigger": rows.enum_of(Trigger)},
 )
@@ -125,6 +128,7 @@ _ATTEMPT_COLUMNS: Final = rows.Columns(
         "error",
         "latency_ms",
         "response_excerpt",
+        "signed_at",
     ],
     convert={"outcome": rows.optional_enum_of(AttemptOutcome)},
 )

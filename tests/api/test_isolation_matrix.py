@@ -31,6 +31,7 @@ ROUTE_BODIES = {
         "to": "2026-01-01T01:00:00Z",
         "dry_run": False,
     },
+    "/v1/runs/{run_id}/resend": {"key": "new"},
 }
 
 

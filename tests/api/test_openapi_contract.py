@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 from quart_trio import QuartTrio
 
 from appliance.core.delivery import CONTRACT_HEADERS
+from appliance.core.events import EventType
 from appliance.core.instants import format_instant
 from tests.api.conftest import Api, deliver_due, schedule_json
 
@@ -205,11 +206,24 @@ async def test_every_route_answers_what_the_spec_documents(
     await call(api, "POST", one + "/backfill", 200, json_body={**backfill, "dry_run": True})
     await call(api, "POST", one + "/backfill", 422, json_body={**backfill, "max": 3})
     await call(other, "POST", one + "/backfill", 404, json_body=backfill)
+    await call(other, "POST", one + "/dedupe-test", 404)
+    await call(api, "POST", one + "/dedupe-test", 422, json_body={"twice": True})
     await call(api, "GET", "/v1/runs/{run_id}", 200)
     await call(api, "POST", "/v1/runs/{run_id}/replay", 409)
     deliver_due(db, now=clock.now)
     await call(api, "GET", "/v1/runs/{run_id}", 200)
     await call(api, "POST", "/v1/runs/{run_id}/replay", 200)
+    resend = "/v1/runs/{run_id}/resend"
+    await call(api, "POST", resend, 409, json_body={"key": "same"})  # open again: replayed
+    await call(api, "POST", resend, 201, json_body={"key": "new"})
+    await call(api, "POST", resend, 200, json_body={"key": "new"})  # the same second
+    await call(api, "POST", resend, 422, json_body={"key": "again"})
+    await call(other, "POST", resend, 404, json_body={"key": "new"})
+    curl = "/v1/runs/{run_id}/curl"
+    await call(api, "GET", curl, 200, query={"signed": "as_sent"})
+    await call(api, "GET", curl, 200)
+    await call(api, "GET", curl, 422, query={"signed": "later"})
+    await call(other, "GET", curl, 404)
     await call(api, "GET", "/v1/runs", 200, query={"state": "pending", "limit": "1"})
     await call(api, "GET", "/v1/runs", 422, query={"state": "lost", "since": "yesterday"})
     replay = "/v1/runs/replay"
@@ -278,3 +292,8 @@ async def test_every_route_answers_what_the_spec_documents(
     await call(api, "DELETE", one, 204)
     await call(api, "DELETE", one, 404)
     assert {(m, p) for m, p, _ in seen} == spec_routes(spec)
+
+
+def test_the_event_types_are_exactly_the_engines(spec: dict[str, Any]) -> None:
+    listed = spec["components"]["schemas"]["EventType"]["enum"]
+    assert sorted(listed) == sorted(str(t) for t in EventType)

@@ -16,7 +16,7 @@ One error type (:class:`DeliveryFailed`), raised where the failure happens with 
 ``TransportFailure``; one timeout, the attempt's deadline, owned by the caller.
 """
 
-from appliance.engine.delivery.attempt import SendResult, send
+from appliance.engine.delivery.attempt import SendResult, probe_answer, send
 from appliance.engine.delivery.check import check_destination
 from appliance.engine.delivery.client import DeliveryClient
 from appliance.engine.delivery.exchange import EXCERPT_BYTES, Answer, DeliveryFailed, Exchange
@@ -29,5 +29,6 @@ __all__ = [
     "Exchange",
     "SendResult",
     "check_destination",
+    "probe_answer",
     "send",
 ]

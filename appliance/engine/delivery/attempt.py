@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import trio
 
+from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
 from appliance.core.retry import TransportFailure
 from appliance.engine.delivery.exchange import DeliveryFailed, Exchange
@@ -58,6 +59,16 @@ async def send(exchange: Exchange, request: DeliveryRequest) -> SendResult:
         failure=None,
         error=answer.error,
         latency_ms=_elapsed_ms(started),
+    )
+
+
+def probe_answer(result: SendResult) -> ProbeAnswer:
+    """What a dedupe test's request got (:mod:`appliance.core.dedupe_test`)."""
+    return ProbeAnswer(
+        status=result.status,
+        excerpt=result.excerpt,
+        error=result.error,
+        latency_ms=result.latency_ms,
     )
 
 

@@ -75,6 +75,11 @@ class ConnectionPool:
         self._idle: OrderedDict[Connection, Origin] = OrderedDict()  # oldest first
         self._closed = False
 
+    @property
+    def max_per_host(self) -> int:
+        """Exchanges in flight at once per origin."""
+        return self._max_per_host
+
     def open_connections(self) -> int:
         return self._max_connections - self._permits.value
 

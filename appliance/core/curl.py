@@ -1,0 +1,74 @@
+"""A delivery request as a ready ``curl`` command line (docs/receiver.md, "Resend, curl and
+the dedupe test").
+
+Rules this module guards:
+
+- The command sends what Steeple sends: method, URL, every header in Steeple's order and
+  the exact body bytes (``--data-raw``: no ``@file`` reading, no newline stripping). curl's
+  own ``Expect: 100-continue`` is switched off; an empty header value is written
+  ``Name;`` (curl drops ``Name:``). ``--max-time`` is the schedule's timeout.
+- Every argument is shell-quoted (:func:`shlex.join`), so the line pastes into a POSIX
+  shell as is and :func:`shlex.split` gives back exactly :attr:`CurlCommand.argv`.
+- **Secrets are masked**, except the signature: the value of a header the tenant set whose
+  name looks like a credential (:func:`looks_secret`: ``Authorization``, ``Cookie``, or a
+  name containing ``token``, ``key``, ``secret``, ``password``, ``session`` or
+  ``credential``) becomes :data:`MASK`. Steeple's own headers are never masked: the
+  signature is what the command is for, and the key is no secret.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Final
+
+from appliance.core.delivery import DeliveryRequest
+
+MASK: Final = "<masked>"
+_SECRET_NAMES: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
+_SECRET_PARTS: Final = ("token", "key", "secret", "password", "session", "credential")
+
+
+class BodyNotShellSafe(ValueError):
+    """The body holds a NUL byte or is not UTF-8: no command line can carry it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurlCommand:
+    argv: tuple[str, ...]
+    masked: tuple[str, ...]  # names of the headers whose values were masked
+
+    @property
+    def line(self) -> str:
+        """The command as one shell-quoted line."""
+        return shlex.join(self.argv)
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a header named ``name`` probably carries a credential."""
+    lowered = name.lower()
+    return lowered in _SECRET_NAMES or any(part in lowered for part in _SECRET_PARTS)
+
+
+def curl_command(
+    request: DeliveryRequest, *, tenant_headers: Collection[str], timeout_seconds: int
+) -> CurlCommand:
+    """``request`` as a curl command; values of ``tenant_headers`` (names, any case) that
+    :func:`looks_secret` are masked. Raises :class:`BodyNotShellSafe`."""
+    try:
+        body = request.body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BodyNotShellSafe("the body is not UTF-8 text") from None
+    if "\x00" in body:
+        raise BodyNotShellSafe("the body holds a NUL byte")
+    tenant = {name.lower() for name in tenant_headers}
+    argv = ["curl", "--request", "POST", "--url", request.url, "--max-time", str(timeout_seconds)]
+    masked = []
+    for name, value in request.headers:
+        if name.lower() in tenant and looks_secret(name):
+            value = MASK
+            masked.append(name)
+        argv += ["--header", f"{name}: {value}" if value else f"{name};"]
+    argv += ["--header", "Expect:", "--data-raw", body]
+    return CurlCommand(argv=tuple(argv), masked=tuple(masked))

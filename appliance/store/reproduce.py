@@ -1,0 +1,111 @@
+"""What it takes to rebuild a run's request outside the engine, for ``GET
+/v1/runs/{id}/curl`` (docs/receiver.md, "Resend, curl and the dedupe test").
+
+Rules this module guards:
+
+- The body is the run's own (fixed when it was materialised); the URL and the tenant's
+  headers are the schedule's current ones, which is what the run's next attempt sends
+  (Steeple keeps no copy of them per attempt).
+- **Signed now**: the tenant's secrets active now. **As sent**: the last attempt's
+  signing second (``attempts.signed_at``; for an attempt that never finished, the second
+  it started, when it was signed) and the secrets that were active during that second,
+  as far as Steeple still holds them: so ``X-Signature`` comes out as it went out (a
+  rotation within that very second may add one entry, which verifies all the same).
+- A run of a deleted schedule is not reproduced (Conflict), nor a run never attempted
+  or whose secrets are all gone "as sent".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import apsw
+
+from appliance.errors import Conflict, NotFound, StoreError
+from appliance.store import rows
+from appliance.store.runs import RunRecord, get_run, list_attempts
+from appliance.store.schedules import get_schedule
+from appliance.store.tenants import MAX_ACTIVE_SECRETS, active_secrets
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRequest:
+    """A run's request parts, and the secrets and second to sign it with."""
+
+    run: RunRecord
+    target_url: str
+    headers: tuple[tuple[str, str], ...]  # the tenant's
+    body: bytes
+    content_type: str
+    timeout_seconds: int
+    attempt: int  # the last attempt's number; 1 for a run never attempted
+    signed_at_s: int
+    secrets: tuple[str, ...]
+
+
+# Active at some moment of one second (the signature names only the second).
+_SECRETS_AT: Final = (
+    "SELECT secret FROM signing_secrets WHERE tenant_id = :tenant AND created_at < :end"
+    " AND (revoked_at IS NULL OR revoked_at > :start)"
+    " AND (expires_at IS NULL OR expires_at > :start)"
+    " ORDER BY created_at DESC, rowid DESC LIMIT :most"
+)
+
+
+def run_request(
+    conn: apsw.Connection, *, tenant_id: str, run_id: str, as_sent: bool, now: int
+) -> RunRequest:
+    """The tenant's run ``run_id`` ready to rebuild, signed now or as its last attempt
+    was. NotFound; Conflict (see the module rules)."""
+    run = get_run(conn, tenant_id=tenant_id, run_id=run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=run.schedule_id)
+    if schedule is None:
+        raise Conflict(f"run {run_id} belongs to a deleted schedule; its request is gone")
+    attempts = list_attempts(conn, run_id=run_id)
+    last = attempts[-1] if attempts else None
+    if not as_sent:
+        signed_at_s = now // 1000
+        secrets = tuple(active_secrets(conn, tenant_id=tenant_id, now=now))
+    elif last is None:
+        raise Conflict(f"run {run_id} has no attempt yet: nothing was sent; ask for signed=now")
+    else:
+        signed_at_s = last.signed_at if last.signed_at is not None else last.started_at // 1000
+        secrets = _secrets_at(conn, tenant_id, signed_at_s)
+        if not secrets:
+            raise Conflict(
+                f"the signing secrets of run {run_id}'s last attempt are gone; ask for signed=now"
+            )
+    body, content_type = _body(conn, run_id)
+    spec = schedule.spec
+    return RunRequest(
+        run=run,
+        target_url=spec.target_url,
+        headers=spec.headers,
+        body=body,
+        content_type=content_type,
+        timeout_seconds=spec.timeout_seconds,
+        attempt=1 if last is None else last.attempt,
+        signed_at_s=signed_at_s,
+        secrets=secrets,
+    )
+
+
+def _secrets_at(conn: apsw.Connection, tenant_id: str, second: int) -> tuple[str, ...]:
+    """The tenant's secrets active during unix second ``second``, newest first."""
+    span = {"tenant": tenant_id, "start": second * 1000, "end": second * 1000 + 1000}
+    found = conn.execute(_SECRETS_AT, {**span, "most": MAX_ACTIVE_SECRETS})
+    return tuple(rows.text(secret) for (secret,) in found)
+
+
+def _body(conn: apsw.Connection, run_id: str) -> tuple[bytes, str]:
+    row = conn.execute(
+        "SELECT b.body, b.content_type FROM job_runs r JOIN bodies b ON b.digest = r.body_digest"
+        " WHERE r.id = ?",
+        (run_id,),
+    ).fetchone()
+    if row is None:
+        raise StoreError(f"run {run_id} has no body")
+    return rows.blob(row[0]), rows.text(row[1])
