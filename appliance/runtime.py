@@ -48,7 +48,7 @@ from appliance.sdnotify import notify, watchdog_interval_s
 from appliance.settings import Settings
 from appliance.store.database import Database
 from appliance.store.datadir import DIR_MODE, tighten_modes
-from appliance.store.incarnations import end_incarnation, register_incarnation
+from appliance.store.incarnations import end_incarnation, record_check, register_incarnation
 from appliance.store.lockfile import LockFile
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.stats import active_targets
@@ -153,7 +153,7 @@ async def _run(
         )
         await nursery.start(engine.run)
         lifecycle.engine_running = True
-        await nursery.start(_check, db)
+        await nursery.start(_check, db, incarnation, clock)
         await nursery.start(_audit_destinations, db, policy)
 
         # The web stack (quart, hypercorn: most of the import time) loads in a worker
@@ -196,6 +196,7 @@ async def _run(
                 max_schedules=settings.max_schedules_per_tenant,
                 replay_rate_per_second=settings.replay_rate_per_second,
                 trust_proxy=settings.trust_proxy,
+                version=__version__,
             ),
         )
         await nursery.start(event_hub.run)
@@ -348,9 +349,13 @@ def _bind_failure(settings: Settings, exc: OSError) -> str:
     return f"cannot listen on {settings.listen}: {why}; choose another with --listen HOST:PORT"
 
 
-async def _check(db: Database, *, task_status: trio.TaskStatus[None]) -> None:
-    """The database check, beside the services (it reads the whole file)."""
+async def _check(
+    db: Database, incarnation: str, clock: WallClock, *, task_status: trio.TaskStatus[None]
+) -> None:
+    """The database check, beside the services (it reads the whole file); recorded on the
+    incarnation when it passes (the operator's "last integrity check")."""
     task_status.started()
     started = trio.current_time()
     await db.check()
+    await db.write(record_check, incarnation_id=incarnation, now=clock.now_ms())
     log.info("database check passed in %.1f s", trio.current_time() - started)

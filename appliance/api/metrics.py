@@ -3,8 +3,9 @@
 
 ``/metrics`` answers only clients in ``metrics_allow`` (loopback by default) and, when
 ``metrics_token`` is set, with ``Authorization: Bearer <token>``. Each scrape reads the
-database once, off the event loop: gauges from :func:`appliance.store.stats.health`
-(partial indexes only: the cost does not grow with history), counters from the events
+database once, off the event loop: gauges from
+:func:`appliance.store.figures.operator_figures` (the figures ``/admin/health`` and
+``steeple status`` show; the cost does not grow with history), counters from the events
 recorded since the previous scrape (:mod:`appliance.store.observed`), so the engine
 carries no instrumentation. Counters count from this process's start, as
 Prometheus expects. No label carries a tenant, schedule or run: outcome and reason sets
@@ -21,7 +22,6 @@ import ipaddress
 import platform
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import trio
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
@@ -39,10 +39,10 @@ from appliance.api.context import context
 from appliance.api.problems import Problem
 from appliance.lifecycle import Lifecycle
 from appliance.store.database import Database
+from appliance.store.figures import Figures
 from appliance.store.migrate import current_version, migrations
 from appliance.store.observed import Reading, SeenEvent, read_since
-from appliance.store.snapshot import last_backup
-from appliance.store.stats import Health, sqlite_version
+from appliance.store.stats import sqlite_version
 
 _EXTENSION = "steeple.observability"
 OUTCOMES = ("succeeded", "retrying", "failed")
@@ -119,21 +119,17 @@ class Collector:
     event loop), :meth:`collect` only renders what was read."""
 
     counts: Counts = field(default_factory=Counts)
-    figures: Health | None = None
-    file_bytes: tuple[int, int] = (0, 0)  # the database, its WAL
-    backup_at_ms: int | None = None
+    figures: Figures | None = None
     version: str = ""
     lock: trio.Lock = field(default_factory=trio.Lock)
 
     async def refresh(self, db: Database, now: int, version: str) -> None:
         async with self.lock:  # two scrapes at once must not count a row twice
-            reading = await db.read(read_since, events_from=self.counts.events_cursor, now=now)
+            reading = await db.read(
+                read_since, events_from=self.counts.events_cursor, db_path=db.path, now=now
+            )
             self.counts.apply(reading)
             self.figures, self.version = reading.figures, version
-            wal = db.path.with_name(db.path.name + "-wal")
-            self.file_bytes = (_size(db.path), _size(wal))
-            recorded = last_backup(db.path.parent)
-            self.backup_at_ms = None if recorded is None else recorded.at_ms
 
     def collect(self) -> Iterator[Metric]:
         c, h = self.counts, self.figures
@@ -160,7 +156,8 @@ class Collector:
             sum_value=c.lateness_sum_s,
         )
         if h is not None:
-            yield from _gauges(h, self.file_bytes, self.backup_at_ms)
+            yield from _gauges(h)
+            yield from _recent(h)
 
 
 def _info(version: str) -> Metric:
@@ -182,7 +179,8 @@ def _by_reason(name: str, documentation: str, counts: dict[str, int]) -> Metric:
     return family
 
 
-def _gauges(h: Health, file_bytes: tuple[int, int], backup_at_ms: int | None) -> Iterator[Metric]:
+def _gauges(f: Figures) -> Iterator[Metric]:
+    h = f.health
     queue = GaugeMetricFamily(
         "steeple_runs_open", "Open runs: waiting (not due yet), due, running.", labels=["state"]
     )
@@ -204,27 +202,65 @@ def _gauges(h: Health, file_bytes: tuple[int, int], backup_at_ms: int | None) ->
         "steeple_active_schedules", "Live, unpaused schedules.", value=h.active_schedules
     )
     yield GaugeMetricFamily("steeple_tenants", "Tenants.", value=h.tenants)
-    yield GaugeMetricFamily("steeple_db_bytes", "The database file's size.", value=file_bytes[0])
-    yield GaugeMetricFamily("steeple_db_wal_bytes", "The WAL file's size.", value=file_bytes[1])
+    yield GaugeMetricFamily("steeple_db_bytes", "The database file's size.", value=f.db_bytes)
+    yield GaugeMetricFamily("steeple_db_wal_bytes", "The WAL file's size.", value=f.wal_bytes)
+    yield GaugeMetricFamily(
+        "steeple_disk_free_bytes",
+        "Free space on the data directory's file system.",
+        value=f.free_disk_bytes,
+    )
     yield GaugeMetricFamily(
         "steeple_db_freelist_pages", "Free pages in the database file.", value=h.freelist_count
     )
     yield GaugeMetricFamily(
         "steeple_schema_version", "The database's schema version.", value=h.schema_version
     )
-    if backup_at_ms is not None:
+    if f.last_backup_ms is not None:
         yield GaugeMetricFamily(
             "steeple_backup_last_success_timestamp_seconds",
             "When `steeple backup` last wrote a checked copy.",
-            value=backup_at_ms / 1000,
+            value=f.last_backup_ms / 1000,
+        )
+    if f.last_check_ms is not None:
+        yield GaugeMetricFamily(
+            "steeple_db_check_last_success_timestamp_seconds",
+            "When the database check (quick_check at start) last passed.",
+            value=f.last_check_ms / 1000,
+        )
+    if h.last_start_ms is not None:
+        yield GaugeMetricFamily(
+            "steeple_start_timestamp_seconds",
+            "When the appliance process started.",
+            value=h.last_start_ms / 1000,
         )
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
+def _recent(f: Figures) -> Iterator[Metric]:
+    """The recent rates ``/admin/health`` and ``steeple status`` show (the last
+    five minutes), beside the counters above for whoever has no PromQL at hand."""
+    yield GaugeMetricFamily(
+        "steeple_recent_delivered_per_minute",
+        "Runs that succeeded per minute over the last five minutes.",
+        value=f.delivered_per_minute,
+    )
+    yield GaugeMetricFamily(
+        "steeple_recent_failed_per_minute",
+        "Runs that failed per minute over the last five minutes.",
+        value=f.failed_per_minute,
+    )
+    for name, value in (("p50", f.lateness_p50_ms), ("p99", f.lateness_p99_ms)):
+        if value is not None:
+            yield GaugeMetricFamily(
+                f"steeple_recent_dispatch_lateness_{name}_seconds",
+                f"The {name} dispatch lateness of runs finished at their first attempt"
+                " in the last five minutes.",
+                value=value / 1000,
+            )
+    yield GaugeMetricFamily(
+        "steeple_recent_clock_jumps",
+        "Wall-clock jumps the planner detected in the last 24 hours.",
+        value=f.clock_jumps_24h,
+    )
 
 
 def register(app: QuartTrio, observability: Observability) -> None:

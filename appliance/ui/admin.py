@@ -1,4 +1,6 @@
-"""Operator pages: ``/admin/tenants`` — every tenant with its counts (never a secret),
+"""Operator pages: ``/admin/health`` — the figures ``/metrics`` and ``steeple status``
+show, from the same function (:func:`appliance.store.figures.operator_figures`);
+``/admin/tenants`` — every tenant with its counts (never a secret),
 create a tenant (its first API key and signing secret shown once, as ``steeple tenant
 create`` prints them), and add a user to a tenant (a one-hour setup link, as ``steeple
 user create`` prints it). Only operators reach them; to anyone else they do not exist
@@ -11,6 +13,7 @@ from quart import Blueprint, Response, request
 
 from appliance.errors import NotFound, ValidationError
 from appliance.store.database import Connection
+from appliance.store.figures import WINDOW_MS, operator_figures
 from appliance.store.overview import tenant_summaries
 from appliance.store.tenants import NewTenant, check_tenant_name, create_tenant
 from appliance.store.users import Role, create_user, find_tenant_id, issue_setup_token
@@ -20,6 +23,7 @@ from appliance.ui.security import SignInRequired, current_session
 
 
 def register(bp: Blueprint) -> None:
+    bp.add_url_rule("/admin/health", view_func=health, methods=["GET"])
     bp.add_url_rule("/admin/tenants", view_func=tenant_list, methods=["GET"])
     bp.add_url_rule("/admin/tenants", view_func=add_tenant, methods=["POST"])
     bp.add_url_rule("/admin/users", view_func=add_tenant_user, methods=["POST"])
@@ -31,6 +35,16 @@ def require_operator() -> None:
         raise SignInRequired
     if not session.user.operator:
         raise NotFound("no such page")
+
+
+async def health() -> Response:
+    require_operator()
+    ctx = ui()
+    now = ctx.clock.now_ms()
+    figures = await ctx.db.read(operator_figures, db_path=ctx.db.path, now=now)
+    return await page(
+        "admin_health.html", f=figures, version=ctx.version, window_min=WINDOW_MS // 60_000
+    )
 
 
 async def tenant_list(

@@ -31,6 +31,7 @@ class UiContext:
     replay_rate_per_second: int
     # Behind a TLS-terminating proxy: trust X-Forwarded-Proto / X-Forwarded-For.
     trust_proxy: bool = False
+    version: str = ""  # shown on the operator's health page
     # Password hashing and previews run in worker threads, one at a time.
     cpu: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
 

@@ -74,7 +74,30 @@ def relative(ms: int | None, now: int) -> str:
     return f"in {text}" if delta >= 0 else f"{text} ago"
 
 
+def duration(ms: int | None) -> str:
+    """``0 s``, ``1.25 s``, ``3 min 5 s``; ``—`` when there is no figure."""
+    if ms is None:
+        return "—"
+    if ms < 60_000:
+        return f"{ms / 1000:g} s"
+    minutes, seconds = divmod(ms // 1000, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {seconds} s"
+
+
+def size(n: int) -> str:
+    """Bytes in binary units: ``512 B``, ``3.4 MiB``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
 def register_filters(blueprint: Blueprint) -> None:
+    blueprint.add_app_template_filter(duration, "duration")
+    blueprint.add_app_template_filter(size, "size")
     blueprint.add_app_template_filter(local, "local")
     blueprint.add_app_template_filter(relative, "relative")
     blueprint.add_app_template_filter(lambda ms: "—" if ms is None else format_instant(ms), "utc")
