@@ -150,13 +150,14 @@ class TenantSummary:
     schedules: int
     users: int
     failed_24h: int
+    suspended_at: int | None  # None: active
 
 
 def tenant_summaries(conn: apsw.Connection, *, now: int) -> list[TenantSummary]:
     """Every tenant (the ``system`` one excluded) by name, with its live schedules, users
     and runs failed in the last 24 h."""
     rows = conn.execute(
-        "SELECT t.id, t.name, t.created_at,"
+        "SELECT t.id, t.name, t.created_at, t.suspended_at,"
         " (SELECT count(*) FROM schedules s WHERE s.tenant_id = t.id AND s.deleted_at IS NULL),"
         " (SELECT count(*) FROM users u WHERE u.tenant_id = t.id),"
         " (SELECT count(*) FROM job_runs r WHERE r.tenant_id = t.id AND r.state = 'failed'"
@@ -172,6 +173,7 @@ def tenant_summaries(conn: apsw.Connection, *, now: int) -> list[TenantSummary]:
             schedules=int(schedules),
             users=int(users),
             failed_24h=int(failed),
+            suspended_at=None if suspended is None else int(suspended),
         )
-        for tenant_id, name, created_at, schedules, users, failed in rows
+        for tenant_id, name, created_at, suspended, schedules, users, failed in rows
     ]

@@ -30,6 +30,8 @@ NOTICES: Final = {
     "revoked": "Key revoked.",
     "ready": "Your password is set. Sign in.",
     "signed-out": "You are signed out.",
+    "suspended": "Tenant suspended: its keys and users are refused, its schedules stopped.",
+    "resumed-tenant": "Tenant resumed: its schedules catch up per their catch-up policy.",
 }
 
 
