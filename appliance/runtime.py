@@ -162,7 +162,7 @@ async def _run(
         await trio.to_thread.run_sync(_import_web_stack)
         from appliance.api.app import create_app
         from appliance.api.metrics import Observability
-        from appliance.api.stream import EventHub
+        from appliance.store.event_hub import EventHub
         from appliance.ui.app import register_ui
         from appliance.ui.context import UiContext
 
@@ -197,6 +197,7 @@ async def _run(
                 replay_rate_per_second=settings.replay_rate_per_second,
                 trust_proxy=settings.trust_proxy,
                 version=__version__,
+                event_hub=event_hub,
             ),
         )
         await nursery.start(event_hub.run)

@@ -141,6 +141,11 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
         feed = context.new_page()  # a second tab on the feed, open while the user works
         feed.goto(f"{app.base_url}/events")
         expect(feed.get_by_role("heading", name="Events")).to_be_visible()
+        # it follows the SSE stream; a further feed tab polls (one stream per browser)
+        expect(feed.locator("#new-events")).to_have_attribute("data-mode", "stream")
+        extra = context.new_page()
+        extra.goto(f"{app.base_url}/events")
+        expect(extra.locator("#new-events")).to_have_attribute("data-mode", "poll")
 
         page.goto(f"{app.base_url}/schedules/new")
         page.get_by_label("Name").fill("<img src=x onerror=alert(1)>")
@@ -180,7 +185,9 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
         )
         receiver.wait_for(lambda ds: len([d for d in ds if d.key == key]) > before)
 
-        # the feed tab polls: a "N new events" link appears without a reload
+        # both feed tabs offer a "N new events" link without a reload, live or polled
+        expect(extra.get_by_role("link", name=re.compile(r"new events?: show"))).to_be_visible()
+        extra.close()
         expect(feed.get_by_role("link", name=re.compile(r"new events?: show"))).to_be_visible()
         feed.get_by_role("link", name=re.compile(r"new events?: show")).click()
         expect(feed.get_by_role("cell", name="schedule.created")).to_be_visible()
