@@ -189,6 +189,11 @@ def _gauges(f: Figures) -> Iterator[Metric]:
     queue.add_metric(["running"], h.runs_running)
     yield queue
     yield GaugeMetricFamily(
+        "steeple_runs_retrying",
+        "Open runs waiting for a retry (a part of waiting and due above).",
+        value=h.runs_retrying,
+    )
+    yield GaugeMetricFamily(
         "steeple_oldest_due_age_seconds",
         "How long the oldest due run has waited for a slot (0: none waits).",
         value=h.oldest_due_age_ms / 1000,

@@ -31,6 +31,7 @@ class Health:
     active_schedules: int  # live, unpaused, with a next occurrence, of an active tenant
     runs_pending: int  # pending or retry_wait, due or not
     runs_due: int  # of those, due now: waiting for a free slot
+    runs_retrying: int  # of those, waiting for a retry (retry_wait), due or not
     runs_running: int
     oldest_due_age_ms: int  # now − the earliest due_at among due runs; 0 when none
     planner_lag_ms: int  # now − the earliest plannable occurrence not yet planned; 0: none
@@ -60,6 +61,10 @@ def health(conn: apsw.Connection, *, now: int) -> Health:
             "SELECT count(*) FROM job_runs WHERE state IN ('pending', 'retry_wait')"
             " AND due_at <= ?",
             now,
+        ),
+        runs_retrying=one(  # one seek of job_runs_tenant_state_time per tenant
+            "SELECT count(*) FROM job_runs WHERE tenant_id IN (SELECT id FROM tenants)"
+            " AND state = 'retry_wait'"
         ),
         runs_running=one("SELECT count(*) FROM job_runs WHERE state = 'running'"),
         oldest_due_age_ms=max(0, now - oldest_due) if oldest_due else 0,

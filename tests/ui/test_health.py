@@ -10,6 +10,8 @@ from quart_trio import QuartTrio
 
 from appliance.core.events import EventType
 from appliance.core.instants import format_instant
+from appliance.core.runs import AttemptOutcome, Transition
+from appliance.store.claims import Completion, claim_runs, complete_run
 from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, append_event
 from appliance.store.figures import operator_figures, percentile
@@ -35,6 +37,23 @@ def add_operator(db: Database) -> str:
     return "ops@example.com"
 
 
+def retry_one(db: Database, *, now: int) -> None:
+    """Claim the one due run and answer its attempt 503: it waits for a retry."""
+    owner = db.write_now(register_incarnation, pid=2, now=now)
+    (run,) = db.write_now(claim_runs, owner=owner, now=now, lease_ms=60_000, limit=10).runs
+    retry = Completion(
+        outcome=AttemptOutcome.RETRYABLE,
+        transition=Transition.RETRY,
+        due_at=now + 60_000,
+        failure_reason=None,
+        http_status=503,
+        error="HTTP 503",
+        latency_ms=5,
+        response_excerpt="busy",
+    )
+    assert db.write_now(complete_run, run=run, completion=retry, now=now + 5)
+
+
 def cell(text: str, cell_id: str) -> str:
     found = re.search(rf'<td id="{cell_id}">([^<]*)</td>', text)
     assert found, cell_id
@@ -54,6 +73,9 @@ async def test_health_shows_the_same_figures_as_metrics(
     clock.advance(5000)
     assert len(deliver_due(db, now=clock.now)) == 4
     late = sorted(clock.now - at for at in due)
+    plan_runs(db, schedule, after=clock.now, count=1)
+    clock.advance(1000)
+    retry_one(db, now=clock.now)
     incarnation = db.write_now(register_incarnation, pid=1, now=clock.now)
     db.write_now(record_check, incarnation_id=incarnation, now=clock.now)
     db.write_now(
@@ -75,6 +97,7 @@ async def test_health_shows_the_same_figures_as_metrics(
     assert cell(page.text, "h-jumps") == "1"
     assert cell(page.text, "h-check") == format_instant(clock.now - 1000)
     assert cell(page.text, "h-running") == "0"
+    assert cell(page.text, "h-retrying") == "1" and figures.health.runs_retrying == 1
 
     scraped = await app.test_client().get("/metrics", scope_base=LOOPBACK)
     samples = {
@@ -88,6 +111,7 @@ async def test_health_shows_the_same_figures_as_metrics(
     assert samples["steeple_recent_clock_jumps"] == 1
     assert samples["steeple_db_check_last_success_timestamp_seconds"] == (clock.now - 1000) / 1000
     assert samples["steeple_disk_free_bytes"] > 0
+    assert samples["steeple_runs_retrying"] == 1
 
 
 async def test_the_health_page_does_not_exist_for_tenant_users(
