@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 from quart import Blueprint, Response, make_response, render_template, request
 
 from appliance.core.instants import format_instant, to_datetime
+from appliance.store.overview import COUNT_CAP
 from appliance.ui.context import ui
 from appliance.ui.security import CSRF_FIELD, current_session
 
@@ -97,7 +98,13 @@ def size(n: int) -> str:
     return f"{value:.1f} TiB"
 
 
+def capped(n: int) -> str:
+    """A count that stops at ``COUNT_CAP``: ``10000+`` past it."""
+    return f"{COUNT_CAP}+" if n > COUNT_CAP else str(n)
+
+
 def register_filters(blueprint: Blueprint) -> None:
+    blueprint.add_app_template_filter(capped, "capped")
     blueprint.add_app_template_filter(duration, "duration")
     blueprint.add_app_template_filter(size, "size")
     blueprint.add_app_template_filter(local, "local")
