@@ -273,6 +273,24 @@ def test_viewer_cannot_change_anything_other_tenants_get_404_and_pages_pass_axe(
         ]
         violations = axe_on(page, app.base_url, owner_pages)
         assert violations == {}, json.dumps(violations, indent=1)
+        page.get_by_role("button", name="Sign out").click()
+        password_file = data_dir.parent / "ops.password"
+        password_file.write_text(PASSWORD + "\n")
+        made = steeple("admin", "create", "ops@example.com", "--password-file",
+                       str(password_file), "--data-dir", str(data_dir))  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        page.goto(f"{app.base_url}/login")
+        page.get_by_label("Email").fill("ops@example.com")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("heading", name="Tenants")).to_be_visible()
+        page.get_by_role("link", name="Health (operator)").click()
+        expect(page.get_by_role("heading", name="Health")).to_be_visible()
+        shoot(page, "admin-health")
+        page.goto(f"{app.base_url}/admin/tenants")
+        shoot(page, "admin-tenants")
+        violations = axe_on(page, app.base_url, ["/admin/health", "/admin/tenants"])
+        assert violations == {}, json.dumps(violations, indent=1)
     finally:
         context.close()
         app.kill()
