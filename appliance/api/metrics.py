@@ -204,7 +204,9 @@ def _gauges(f: Figures) -> Iterator[Metric]:
         value=h.planner_lag_ms / 1000,
     )
     yield GaugeMetricFamily(
-        "steeple_active_schedules", "Live, unpaused schedules.", value=h.active_schedules
+        "steeple_active_schedules",
+        "Live, unpaused schedules of active (not suspended) tenants.",
+        value=h.active_schedules,
     )
     yield GaugeMetricFamily("steeple_tenants", "Tenants.", value=h.tenants)
     yield GaugeMetricFamily("steeple_db_bytes", "The database file's size.", value=f.db_bytes)
