@@ -18,6 +18,7 @@ from appliance.settings import Settings
 from appliance.store.api_keys import ApiKey, IssuedKey, Scope, issue_api_key, list_api_keys
 from appliance.store.api_keys import revoke_api_key as store_revoke_api_key
 from appliance.store.database import Connection, Database
+from appliance.store.suspension import resume_tenant, suspend_tenant
 from appliance.store.tenants import (
     NewTenant,
     SigningSecret,
@@ -29,6 +30,7 @@ from appliance.store.tenants import (
     tenant_exists,
 )
 from appliance.store.tenants import create_tenant as store_create_tenant
+from appliance.store.users import find_tenant_id
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -67,6 +69,28 @@ def rename(settings: Settings, *, tenant_id: str, name: str) -> None:
         db.write_now(rename_tenant, tenant_id=tenant_id, name=check_tenant_name(name))
     finally:
         db.close()
+
+
+def suspend(settings: Settings, *, id_or_name: str) -> tuple[str, int | None]:
+    """Suspend a tenant by id or name: its id and the open runs cancelled (None: it was
+    already suspended). A running appliance sees it at its next query."""
+
+    def write(conn: Connection) -> tuple[str, int | None]:
+        tenant_id = find_tenant_id(conn, id_or_name=id_or_name)
+        return tenant_id, suspend_tenant(conn, tenant_id=tenant_id, now=_now())
+
+    return _write(settings, write)
+
+
+def resume(settings: Settings, *, id_or_name: str) -> tuple[str, bool]:
+    """Resume a tenant by id or name: its id and whether it was suspended. A running
+    appliance's planner catches its schedules up within its longest sleep (a minute)."""
+
+    def write(conn: Connection) -> tuple[str, bool]:
+        tenant_id = find_tenant_id(conn, id_or_name=id_or_name)
+        return tenant_id, resume_tenant(conn, tenant_id=tenant_id)
+
+    return _write(settings, write)
 
 
 def create_key(settings: Settings, *, tenant_id: str, name: str, scope: Scope) -> IssuedKey:

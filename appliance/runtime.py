@@ -59,6 +59,7 @@ from appliance.store.datadir import DIR_MODE, tighten_modes
 from appliance.store.incarnations import (
     end_incarnation,
     previous_incarnation,
+    record_check,
     register_incarnation,
 )
 from appliance.store.lockfile import LockFile
@@ -179,7 +180,7 @@ async def _run(
                     caught_up=None if engine.planner is None else engine.planner.caught_up,
                 )
             )
-        await nursery.start(_check, db)
+        await nursery.start(_check, db, incarnation, clock)
         await nursery.start(_audit_destinations, db, policy)
 
         # The web stack (quart, hypercorn: most of the import time) loads in a worker
@@ -188,7 +189,7 @@ async def _run(
         await trio.to_thread.run_sync(_import_web_stack)
         from appliance.api.app import create_app
         from appliance.api.metrics import Observability
-        from appliance.api.stream import EventHub
+        from appliance.store.event_hub import EventHub
         from appliance.ui.app import register_ui
         from appliance.ui.context import UiContext
 
@@ -226,6 +227,8 @@ async def _run(
                 max_schedules=settings.max_schedules_per_tenant,
                 replay_rate_per_second=settings.replay_rate_per_second,
                 trust_proxy=settings.trust_proxy,
+                version=__version__,
+                event_hub=event_hub,
             ),
         )
         await nursery.start(event_hub.run)
@@ -387,9 +390,13 @@ def _bind_failure(settings: Settings, exc: OSError) -> str:
     return f"cannot listen on {settings.listen}: {why}; choose another with --listen HOST:PORT"
 
 
-async def _check(db: Database, *, task_status: trio.TaskStatus[None]) -> None:
-    """The database check, beside the services (it reads the whole file)."""
+async def _check(
+    db: Database, incarnation: str, clock: WallClock, *, task_status: trio.TaskStatus[None]
+) -> None:
+    """The database check, beside the services (it reads the whole file); recorded on the
+    incarnation when it passes (the operator's "last integrity check")."""
     task_status.started()
     started = trio.current_time()
     await db.check()
+    await db.write(record_check, incarnation_id=incarnation, now=clock.now_ms())
     log.info("database check passed in %.1f s", trio.current_time() - started)

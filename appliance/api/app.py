@@ -32,12 +32,12 @@ from appliance.api import (
 from appliance.api.bodies import drain_request_body, json_response
 from appliance.api.context import ApiContext, context, install
 from appliance.api.problems import register_problem_handlers
-from appliance.api.stream import EventHub
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
 from appliance.store.database import Database
+from appliance.store.event_hub import EventHub
 
 # A 64 KiB body escaped inside a JSON string can double in size; anything beyond this is
 # not a schedule (413 before parsing).

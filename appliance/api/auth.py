@@ -8,7 +8,9 @@ beyond the RFC's ``error="invalid_token"`` for a key that was presented.
 Scopes are secure by default: a request whose method can change something (anything but
 GET and HEAD) needs a ``write`` key unless its view declares itself a read
 (``authenticate(write=False)``, e.g. the cron preview). A ``read`` key on a write answers
-403 and changes nothing. A key's ``last_used_at`` is refreshed at most once a minute.
+403 and changes nothing. A key of a suspended tenant answers 403 ``tenant-suspended``
+on every route (docs/operations.md, "Suspending a tenant"). A key's ``last_used_at`` is
+refreshed at most once a minute.
 
 A read-only view authenticates and reads in one database read (:func:`read_as_tenant`):
 one hop to a reader thread and one snapshot instead of two. Its request inputs are
@@ -52,6 +54,7 @@ async def authenticate_caller(*, write: bool | None = None) -> Caller:
     caller = await context().db.read(caller_for_api_key, api_key=_token())
     if caller is None:
         raise _unknown_key()
+    _refuse_suspended(caller)
     _require_scope(caller, write)
     await _note_use(caller)
     return caller
@@ -62,17 +65,33 @@ async def read_as_tenant(fn: Callable[[Connection, str], T]) -> T:
     read transaction as the key's lookup; raises a 401 Problem (``fn`` does not run)."""
     token = _token()
 
-    def read(conn: Connection) -> tuple[Caller, T] | _UnknownKey:
+    def read(conn: Connection) -> tuple[Caller, T] | Caller | _UnknownKey:
         caller = caller_for_api_key(conn, api_key=token)
-        return _UnknownKey() if caller is None else (caller, fn(conn, caller.tenant_id))
+        if caller is None:
+            return _UnknownKey()
+        return caller if caller.suspended else (caller, fn(conn, caller.tenant_id))
 
     value = await context().db.read(read)
     if isinstance(value, _UnknownKey):
         raise _unknown_key()
+    if isinstance(value, Caller):
+        _refuse_suspended(value)
+    assert isinstance(value, tuple)
     caller, result = value
     _require_scope(caller, None)
     await _note_use(caller)
     return result
+
+
+def _refuse_suspended(caller: Caller) -> None:
+    if caller.suspended:
+        raise Problem(
+            status=403,
+            kind="tenant-suspended",
+            title="The tenant is suspended",
+            detail=f"the tenant {caller.tenant_id} is suspended by the operator: its keys are"
+            " refused and its schedules deliver nothing until it is resumed",
+        )
 
 
 def _require_scope(caller: Caller, write: bool | None) -> None:

@@ -22,7 +22,7 @@ from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.store.database import Database
 
 if TYPE_CHECKING:
-    from appliance.api.stream import EventHub
+    from appliance.store.event_hub import EventHub
 
 _EXTENSION = "steeple"
 

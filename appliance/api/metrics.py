@@ -3,8 +3,9 @@
 
 ``/metrics`` answers only clients in ``metrics_allow`` (loopback by default) and, when
 ``metrics_token`` is set, with ``Authorization: Bearer <token>``. Each scrape reads the
-database once, off the event loop: gauges from :func:`appliance.store.stats.health`
-(partial indexes only: the cost does not grow with history), counters from the events
+database once, off the event loop: gauges from
+:func:`appliance.store.figures.operator_figures` (the figures ``/admin/health`` and
+``steeple status`` show; the cost does not grow with history), counters from the events
 recorded since the previous scrape (:mod:`appliance.store.observed`), so the engine
 carries no instrumentation. Counters count from this process's start, as
 Prometheus expects. No label carries a tenant, schedule or run: outcome and reason sets
@@ -21,7 +22,6 @@ import ipaddress
 import platform
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import trio
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
@@ -39,11 +39,11 @@ from appliance.api.context import context
 from appliance.api.problems import Problem
 from appliance.lifecycle import Lifecycle
 from appliance.store.database import Database, WalCheckpoint
+from appliance.store.figures import Figures
 from appliance.store.migrate import current_version, migrations
 from appliance.store.observed import Reading, SeenEvent, read_since
 from appliance.store.restarts import LastRestart
-from appliance.store.snapshot import last_backup
-from appliance.store.stats import Health, sqlite_version
+from appliance.store.stats import sqlite_version
 
 _EXTENSION = "steeple.observability"
 OUTCOMES = ("succeeded", "retrying", "failed")
@@ -120,22 +120,18 @@ class Collector:
     event loop), :meth:`collect` only renders what was read."""
 
     counts: Counts = field(default_factory=Counts)
-    figures: Health | None = None
-    file_bytes: tuple[int, int] = (0, 0)  # the database, its WAL
-    backup_at_ms: int | None = None
+    figures: Figures | None = None
     checkpoint: WalCheckpoint | None = None  # this process's last passive checkpoint
     version: str = ""
     lock: trio.Lock = field(default_factory=trio.Lock)
 
     async def refresh(self, db: Database, now: int, version: str) -> None:
         async with self.lock:  # two scrapes at once must not count a row twice
-            reading = await db.read(read_since, events_from=self.counts.events_cursor, now=now)
+            reading = await db.read(
+                read_since, events_from=self.counts.events_cursor, db_path=db.path, now=now
+            )
             self.counts.apply(reading)
             self.figures, self.version = reading.figures, version
-            wal = db.path.with_name(db.path.name + "-wal")
-            self.file_bytes = (_size(db.path), _size(wal))
-            recorded = last_backup(db.path.parent)
-            self.backup_at_ms = None if recorded is None else recorded.at_ms
             self.checkpoint = db.last_checkpoint
 
     def collect(self) -> Iterator[Metric]:
@@ -163,7 +159,8 @@ class Collector:
             sum_value=c.lateness_sum_s,
         )
         if h is not None:
-            yield from _gauges(h, self.file_bytes, self.backup_at_ms)
+            yield from _gauges(h)
+            yield from _recent(h)
         if self.checkpoint is not None:
             yield from _checkpoint(self.checkpoint)
 
@@ -187,7 +184,8 @@ def _by_reason(name: str, documentation: str, counts: dict[str, int]) -> Metric:
     return family
 
 
-def _gauges(h: Health, file_bytes: tuple[int, int], backup_at_ms: int | None) -> Iterator[Metric]:
+def _gauges(f: Figures) -> Iterator[Metric]:
+    h = f.health
     queue = GaugeMetricFamily(
         "steeple_runs_open", "Open runs: waiting (not due yet), due, running.", labels=["state"]
     )
@@ -195,6 +193,11 @@ def _gauges(h: Health, file_bytes: tuple[int, int], backup_at_ms: int | None) ->
     queue.add_metric(["due"], h.runs_due)
     queue.add_metric(["running"], h.runs_running)
     yield queue
+    yield GaugeMetricFamily(
+        "steeple_runs_retrying",
+        "Open runs waiting for a retry (a part of waiting and due above).",
+        value=h.runs_retrying,
+    )
     yield GaugeMetricFamily(
         "steeple_oldest_due_age_seconds",
         "How long the oldest due run has waited for a slot (0: none waits).",
@@ -206,11 +209,18 @@ def _gauges(h: Health, file_bytes: tuple[int, int], backup_at_ms: int | None) ->
         value=h.planner_lag_ms / 1000,
     )
     yield GaugeMetricFamily(
-        "steeple_active_schedules", "Live, unpaused schedules.", value=h.active_schedules
+        "steeple_active_schedules",
+        "Live, unpaused schedules of active (not suspended) tenants.",
+        value=h.active_schedules,
     )
     yield GaugeMetricFamily("steeple_tenants", "Tenants.", value=h.tenants)
-    yield GaugeMetricFamily("steeple_db_bytes", "The database file's size.", value=file_bytes[0])
-    yield GaugeMetricFamily("steeple_db_wal_bytes", "The WAL file's size.", value=file_bytes[1])
+    yield GaugeMetricFamily("steeple_db_bytes", "The database file's size.", value=f.db_bytes)
+    yield GaugeMetricFamily("steeple_db_wal_bytes", "The WAL file's size.", value=f.wal_bytes)
+    yield GaugeMetricFamily(
+        "steeple_disk_free_bytes",
+        "Free space on the data directory's file system.",
+        value=f.free_disk_bytes,
+    )
     yield GaugeMetricFamily(
         "steeple_db_freelist_pages", "Free pages in the database file.", value=h.freelist_count
     )
@@ -219,11 +229,23 @@ def _gauges(h: Health, file_bytes: tuple[int, int], backup_at_ms: int | None) ->
     )
     if h.last_restart is not None:
         yield from _restart(h.last_restart)
-    if backup_at_ms is not None:
+    if f.last_backup_ms is not None:
         yield GaugeMetricFamily(
             "steeple_backup_last_success_timestamp_seconds",
             "When `steeple backup` last wrote a checked copy.",
-            value=backup_at_ms / 1000,
+            value=f.last_backup_ms / 1000,
+        )
+    if f.last_check_ms is not None:
+        yield GaugeMetricFamily(
+            "steeple_db_check_last_success_timestamp_seconds",
+            "When the database check (quick_check at start) last passed.",
+            value=f.last_check_ms / 1000,
+        )
+    if h.last_start_ms is not None:
+        yield GaugeMetricFamily(
+            "steeple_start_timestamp_seconds",
+            "When the appliance process started.",
+            value=h.last_start_ms / 1000,
         )
 
 
@@ -255,11 +277,32 @@ def _checkpoint(done: WalCheckpoint) -> Iterator[Metric]:
     )
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
+def _recent(f: Figures) -> Iterator[Metric]:
+    """The recent rates ``/admin/health`` and ``steeple status`` show (the last
+    five minutes), beside the counters above for whoever has no PromQL at hand."""
+    yield GaugeMetricFamily(
+        "steeple_recent_delivered_per_minute",
+        "Runs that succeeded per minute over the last five minutes.",
+        value=f.delivered_per_minute,
+    )
+    yield GaugeMetricFamily(
+        "steeple_recent_failed_per_minute",
+        "Runs that failed per minute over the last five minutes.",
+        value=f.failed_per_minute,
+    )
+    for name, value in (("p50", f.lateness_p50_ms), ("p99", f.lateness_p99_ms)):
+        if value is not None:
+            yield GaugeMetricFamily(
+                f"steeple_recent_dispatch_lateness_{name}_seconds",
+                f"The {name} dispatch lateness of runs finished at their first attempt"
+                " in the last five minutes.",
+                value=value / 1000,
+            )
+    yield GaugeMetricFamily(
+        "steeple_recent_clock_jumps",
+        "Wall-clock jumps the planner detected in the last 24 hours.",
+        value=f.clock_jumps_24h,
+    )
 
 
 def register(app: QuartTrio, observability: Observability) -> None:

@@ -36,7 +36,13 @@ def add_tenant_commands(actions: Commands, add_common: AddCommon) -> None:
     rename = actions.add_parser("rename", help="give a tenant another (unique) name")
     rename.add_argument("tenant_id", metavar="TENANT_ID")
     rename.add_argument("name")
-    for parser in (listing, rename):
+    suspend = actions.add_parser(
+        "suspend", help="refuse a tenant's keys and users and stop its schedules"
+    )
+    resume = actions.add_parser("resume", help="undo `tenant suspend`")
+    for parser in (suspend, resume):
+        parser.add_argument("tenant", metavar="ID_OR_NAME")
+    for parser in (listing, rename, suspend, resume):
         add_common(parser)
 
 
@@ -183,7 +189,7 @@ def guard(settings: Settings, command: str) -> None:
 
 
 def run_tenant(settings: Settings, args: argparse.Namespace) -> bool:
-    """Run ``tenant list`` or ``tenant rename``; False for another tenant action."""
+    """Run ``tenant list|rename|suspend|resume``; False for another tenant action."""
     if args.tenant_command == "list":
         for tenant in admin.list_all_tenants(settings):
             print_json(
@@ -198,6 +204,15 @@ def run_tenant(settings: Settings, args: argparse.Namespace) -> bool:
     if args.tenant_command == "rename":
         admin.rename(settings, tenant_id=args.tenant_id, name=args.name)
         print_json({"id": args.tenant_id, "name": args.name.strip()})
+        return True
+    if args.tenant_command == "suspend":
+        tenant_id, cancelled = admin.suspend(settings, id_or_name=args.tenant)
+        state = "already suspended" if cancelled is None else "suspended"
+        print_json({"id": tenant_id, "state": state, "runs_cancelled": cancelled or 0})
+        return True
+    if args.tenant_command == "resume":
+        tenant_id, was = admin.resume(settings, id_or_name=args.tenant)
+        print_json({"id": tenant_id, "state": "resumed" if was else "already active"})
         return True
     return False
 

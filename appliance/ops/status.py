@@ -1,11 +1,11 @@
 """``steeple status``: the health figures of this data directory, read from the database
 (no running appliance needed): whether an appliance holds it, the queue, the planner's
-lag, sizes, the last backup, the last restart's downtime report. ``/metrics`` exports the
-same health figures (:func:`appliance.store.stats.health`)."""
+lag, recent rates and lateness, sizes, free disk, the last check and backup, the last
+restart's downtime report. ``/metrics`` and the operator page ``/admin/health`` show the
+same figures, computed by the same function
+(:func:`appliance.store.figures.operator_figures`)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from appliance import __version__
 from appliance.clock import SystemClock
@@ -13,10 +13,9 @@ from appliance.core.instants import format_instant
 from appliance.errors import StoreError
 from appliance.settings import Settings
 from appliance.store.database import Database
+from appliance.store.figures import operator_figures
 from appliance.store.lockfile import holder
 from appliance.store.restarts import LastRestart
-from appliance.store.snapshot import last_backup
-from appliance.store.stats import health
 
 
 def figures(settings: Settings) -> dict[str, object]:
@@ -26,29 +25,42 @@ def figures(settings: Settings) -> dict[str, object]:
     now = SystemClock().now_ms()
     db = Database.open(settings.db_path, readers=1, migrate_schema=False, check=False)
     try:
-        h = db.read_now(health, now=now)
+        f = db.read_now(operator_figures, db_path=settings.db_path, now=now)
     finally:
         db.close()
+    h = f.health
     pid = holder(settings.lock_path)
-    backup = last_backup(settings.data_dir)
     return {
         "version": __version__,
         "database": str(settings.db_path),
         "appliance": "not running" if pid is None else f"running (pid {pid or '?'})",
-        "started_at": None if h.last_start_ms is None else format_instant(h.last_start_ms),
+        "started_at": _instant(h.last_start_ms),
+        "uptime_seconds": None
+        if pid is None or h.last_start_ms is None
+        else _age(now, h.last_start_ms),
         "schema_version": h.schema_version,
         "tenants": h.tenants,
         "active_schedules": h.active_schedules,
         "runs_running": h.runs_running,
         "runs_waiting": h.runs_pending,
         "runs_due": h.runs_due,
+        "runs_retrying": h.runs_retrying,
         "oldest_due_age_seconds": h.oldest_due_age_ms / 1000,
         "planner_lag_seconds": h.planner_lag_ms / 1000,
-        "db_bytes": _size(settings.db_path),
-        "wal_bytes": _size(settings.db_path.with_name(settings.db_path.name + "-wal")),
+        "delivered_per_minute": f.delivered_per_minute,
+        "failed_per_minute": f.failed_per_minute,
+        "lateness_p50_seconds": _seconds(f.lateness_p50_ms),
+        "lateness_p99_seconds": _seconds(f.lateness_p99_ms),
+        "clock_jumps_24h": f.clock_jumps_24h,
+        "db_bytes": f.db_bytes,
+        "wal_bytes": f.wal_bytes,
+        "free_disk_bytes": f.free_disk_bytes,
         "free_pages": h.freelist_count,
-        "last_backup": None if backup is None else format_instant(backup.at_ms),
-        "last_backup_age_seconds": None if backup is None else (now - backup.at_ms) // 1000,
+        "last_check": _instant(f.last_check_ms),
+        "last_backup": _instant(f.last_backup_ms),
+        "last_backup_age_seconds": None
+        if f.last_backup_ms is None
+        else _age(now, f.last_backup_ms),
         **_restart(h.last_restart),
     }
 
@@ -68,5 +80,13 @@ def _restart(restart: LastRestart | None) -> dict[str, object]:
     }
 
 
-def _size(path: Path) -> int:
-    return path.stat().st_size if path.exists() else 0
+def _instant(ms: int | None) -> str | None:
+    return None if ms is None else format_instant(ms)
+
+
+def _seconds(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000
+
+
+def _age(now: int, ms: int) -> int:
+    return (now - ms) // 1000

@@ -73,6 +73,7 @@ class Caller:
     key_id: str
     scope: Scope
     last_used_at: int | None
+    suspended: bool = False  # its tenant is suspended: the API answers 403
 
     @property
     def actor(self) -> Actor:
@@ -121,20 +122,23 @@ def get_api_key(conn: apsw.Connection, *, key_id: str) -> ApiKey | None:
 
 
 def caller_for_api_key(conn: apsw.Connection, *, api_key: str) -> Caller | None:
-    """Who ``api_key`` authorises, or None when it is unknown or revoked."""
+    """Who ``api_key`` authorises, or None when it is unknown or revoked (a key of a
+    suspended tenant is known: the caller refuses it, saying why)."""
     row = conn.execute(
-        "SELECT tenant_id, id, scope, last_used_at FROM api_keys"
-        " WHERE key_hash = ? AND revoked_at IS NULL",
+        "SELECT k.tenant_id, k.id, k.scope, k.last_used_at, t.suspended_at FROM api_keys k"
+        " LEFT JOIN tenants t ON t.id = k.tenant_id"
+        " WHERE k.key_hash = ? AND k.revoked_at IS NULL",
         (hash_api_key(api_key),),
     ).fetchone()
     if row is None:
         return None
-    tenant_id, key_id, scope, last_used_at = row
+    tenant_id, key_id, scope, last_used_at, suspended_at = row
     return Caller(
         tenant_id=str(tenant_id),
         key_id=str(key_id),
         scope=Scope(str(scope)),
         last_used_at=None if last_used_at is None else int(last_used_at),
+        suspended=suspended_at is not None,
     )
 
 

@@ -90,3 +90,14 @@ def end_incarnation(conn: apsw.Connection, *, incarnation_id: str, now: int) -> 
         "UPDATE incarnations SET ended_at = ? WHERE id = ? AND ended_at IS NULL",
         (now, incarnation_id),
     )
+
+
+def record_check(conn: apsw.Connection, *, incarnation_id: str, now: int) -> None:
+    """The database check of this process start passed at ``now``."""
+    conn.execute("UPDATE incarnations SET checked_at = ? WHERE id = ?", (now, incarnation_id))
+
+
+def last_check(conn: apsw.Connection) -> int | None:
+    """When a database check last passed, or None (never recorded)."""
+    row = conn.execute("SELECT max(checked_at) FROM incarnations").fetchone()
+    return None if row is None or row[0] is None else int(row[0])

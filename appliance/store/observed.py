@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import apsw
 
-from appliance.store.stats import Health, health
+from appliance.store.figures import Figures, operator_figures
 
 BATCH = 50_000  # events read per scrape at most; the rest at the next one
 COUNTED_EVENTS = (
@@ -40,20 +41,24 @@ class SeenEvent:
 class Reading:
     """One scrape's read, in one snapshot: the gauges and what happened since."""
 
-    figures: Health
+    figures: Figures
     events_to: int  # the last event seq looked at
     events: list[SeenEvent]
 
 
-def read_since(conn: apsw.Connection, *, events_from: int | None, now: int) -> Reading:
-    """Figures plus the counted events after ``events_from``; with None (the first
-    scrape) the cursor starts at the current end: counters count from now on."""
+def read_since(
+    conn: apsw.Connection, *, events_from: int | None, db_path: Path, now: int
+) -> Reading:
+    """The operator's figures (:func:`appliance.store.figures.operator_figures`) plus the
+    counted events after ``events_from``; with None (the first scrape) the cursor starts
+    at the current end: counters count from now on."""
+    figures = operator_figures(conn, db_path=db_path, now=now)
     if events_from is None:
         row = conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
         end = int(row[0]) if row else 0
-        return Reading(figures=health(conn, now=now), events_to=end, events=[])
+        return Reading(figures=figures, events_to=end, events=[])
     events_to, events = _events_after(conn, events_from)
-    return Reading(figures=health(conn, now=now), events_to=events_to, events=events)
+    return Reading(figures=figures, events_to=events_to, events=events)
 
 
 def _events_after(conn: apsw.Connection, seq: int) -> tuple[int, list[SeenEvent]]:

@@ -3,7 +3,8 @@ tenant's runs and schedules, the schedules due next, a filtered page of schedule
 each schedule's last outcome (docs/ui.md, "Pages").
 
 Every query is scoped by tenant and bounded: counts use the run indexes
-(``job_runs_tenant_state_time``, ``job_runs_finished``) and lists are keyset-paged by id.
+(``job_runs_tenant_state_time``, ``job_runs_tenant_finished``; counts of finished runs stop
+at ``COUNT_CAP``) and lists are keyset-paged by id.
 Records are read through the store's own functions (``get_schedule``, ``list_events``),
 so the UI shows the same values the API renders.
 """
@@ -25,13 +26,27 @@ from appliance.store.schedules import get_schedule
 
 DAY_MS: Final = 86_400_000
 FINISHED: Final = (RunState.SUCCEEDED, RunState.FAILED, RunState.MISSED, RunState.CANCELLED)
+# Counts of finished runs stop here (shown as "10000+"): each is then at most this many
+# entries of ``job_runs_tenant_finished``, whatever the rate.
+COUNT_CAP: Final = 10_000
+# A tenant's runs finished in a state since a time: a range of ``job_runs_tenant_finished``
+# (its condition and expression literally). Parameters: tenant_id, state, since.
+# Named: with statistics, the planner may otherwise prefer the time-only index
+# ``job_runs_finished`` and read a table row per run of every tenant in the range.
+_BY_TENANT_FINISHED: Final = "INDEXED BY job_runs_tenant_finished"
+_FINISHED_STATES: Final = "state IN ('cancelled', 'failed', 'missed', 'succeeded')"
+_ENDED: Final = "COALESCE(finished_at, updated_at)"
+FINISHED_SINCE_SQL: Final = (
+    f"SELECT 1 FROM job_runs {_BY_TENANT_FINISHED} WHERE {_FINISHED_STATES}"
+    f" AND tenant_id = ? AND state = ? AND {_ENDED} >= ?"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Counts:
     due_24h: int  # live, unpaused schedules whose next occurrence is within 24 h
-    delivered_24h: int  # runs that succeeded in the last 24 h
-    failed_24h: int  # runs that failed in the last 24 h
+    delivered_24h: int  # runs that succeeded in the last 24 h (at most COUNT_CAP + 1)
+    failed_24h: int  # runs that failed in the last 24 h (at most COUNT_CAP + 1)
     retrying: int  # runs waiting for their next attempt now
     paused: int  # paused schedules
 
@@ -48,10 +63,7 @@ def counts(conn: apsw.Connection, *, tenant_id: str, now: int) -> Counts:
         return int(row[0]) if row else 0
 
     live = "FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL"
-    finished = (
-        "SELECT count(*) FROM job_runs WHERE tenant_id = ? AND state = ?"
-        " AND COALESCE(finished_at, updated_at) >= ?"
-    )
+    finished = f"SELECT count(*) FROM ({FINISHED_SINCE_SQL} LIMIT {COUNT_CAP + 1})"
     return Counts(
         due_24h=one(
             f"SELECT count(*) {live} AND paused = 0 AND next_fire_at < ?", tenant_id, now + DAY_MS
@@ -114,11 +126,13 @@ def last_outcome(conn: apsw.Connection, *, schedule_id: str) -> RunRecord | None
 
 
 def attention(conn: apsw.Connection, *, tenant_id: str, now: int, limit: int) -> list[RunRecord]:
-    """Runs of the last 24 h that failed or were missed, newest first."""
+    """Runs of the last 24 h that failed or were missed, newest (by when they ended)
+    first. The pick reads index entries only; just the ``limit`` rows shown are read."""
     rows = conn.execute(
-        f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE tenant_id = ? AND state IN"
-        f" {state_list((RunState.FAILED, RunState.MISSED))}"
-        " AND COALESCE(finished_at, updated_at) >= ? ORDER BY updated_at DESC LIMIT ?",
+        f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE rowid IN"
+        f" (SELECT rowid FROM job_runs {_BY_TENANT_FINISHED} WHERE {_FINISHED_STATES}"
+        f" AND tenant_id = ? AND state IN {state_list((RunState.FAILED, RunState.MISSED))}"
+        f" AND {_ENDED} >= ? ORDER BY {_ENDED} DESC LIMIT ?) ORDER BY {_ENDED} DESC",
         (tenant_id, now - DAY_MS, limit),
     )
     return RUN_COLUMNS.all(rows)
@@ -149,18 +163,22 @@ class TenantSummary:
     created_at: int
     schedules: int
     users: int
-    failed_24h: int
+    failed_24h: int  # at most COUNT_CAP + 1
+    suspended_at: int | None  # None: active
 
 
 def tenant_summaries(conn: apsw.Connection, *, now: int) -> list[TenantSummary]:
     """Every tenant (the ``system`` one excluded) by name, with its live schedules, users
     and runs failed in the last 24 h."""
     rows = conn.execute(
-        "SELECT t.id, t.name, t.created_at,"
+        "SELECT t.id, t.name, t.created_at, t.suspended_at,"
         " (SELECT count(*) FROM schedules s WHERE s.tenant_id = t.id AND s.deleted_at IS NULL),"
         " (SELECT count(*) FROM users u WHERE u.tenant_id = t.id),"
-        " (SELECT count(*) FROM job_runs r WHERE r.tenant_id = t.id AND r.state = 'failed'"
-        "  AND COALESCE(r.finished_at, r.updated_at) >= ?)"
+        " (SELECT count(*) FROM (SELECT 1 FROM job_runs r INDEXED BY job_runs_tenant_finished"
+        "  WHERE r.state IN"
+        "  ('cancelled', 'failed', 'missed', 'succeeded') AND r.tenant_id = t.id"
+        "  AND r.state = 'failed' AND COALESCE(r.finished_at, r.updated_at) >= ?"
+        f"  LIMIT {COUNT_CAP + 1}))"
         " FROM tenants t WHERE t.id != ? ORDER BY t.name, t.id",
         (now - DAY_MS, SYSTEM_TENANT),
     )
@@ -172,6 +190,7 @@ def tenant_summaries(conn: apsw.Connection, *, now: int) -> list[TenantSummary]:
             schedules=int(schedules),
             users=int(users),
             failed_24h=int(failed),
+            suspended_at=None if suspended is None else int(suspended),
         )
-        for tenant_id, name, created_at, schedules, users, failed in rows
+        for tenant_id, name, created_at, suspended, schedules, users, failed in rows
     ]

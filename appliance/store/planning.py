@@ -9,7 +9,8 @@ Rules this module guards (ADR 0033 "Planning"):
   Together with the unique index on ``job_runs`` this makes a backwards clock jump or a
   racing planner a no-op.
 - Paused and deleted schedules are never planned (resuming moves the cursor to now, so
-  paused time is not a misfire).
+  paused time is not a misfire), nor are a suspended tenant's (its cursors stay put:
+  resuming the tenant catches up per policy, :mod:`appliance.store.suspension`).
 - A pass works in batches: :func:`appliance.store.materialise.insert_runs` inserts all
   its rows with one prepared statement (each row still ``ON CONFLICT (schedule_id,
   scheduled_for) DO NOTHING``, and only the rows actually inserted come back), and
@@ -28,9 +29,12 @@ import apsw
 from appliance.core.schedules import CatchupPolicy
 from appliance.errors import StoreError
 from appliance.store import rows
+from appliance.store.suspension import SUSPENDED_TENANTS_SQL
 
 # Literal conditions matching the ``schedules_due`` partial index.
 PLANNABLE_SQL = "paused = 0 AND deleted_at IS NULL AND next_fire_at IS NOT NULL"
+# ... and not a suspended tenant's (the subquery runs once per statement: few rows).
+PLAN_SQL = f"{PLANNABLE_SQL} AND tenant_id NOT IN ({SUSPENDED_TENANTS_SQL})"
 
 
 class DueSchedule(NamedTuple):
@@ -69,11 +73,12 @@ _DUE_COLUMNS = rows.Columns(
 
 
 def due_cursors(conn: apsw.Connection, *, horizon: int, limit: int) -> list[DueSchedule]:
-    """Unpaused, undeleted schedules whose cursor is at or before ``horizon`` (epoch ms),
-    earliest cursor first, at most ``limit`` — only the columns planning needs."""
+    """Unpaused, undeleted schedules of active tenants whose cursor is at or before
+    ``horizon`` (epoch ms), earliest cursor first, at most ``limit`` — only the columns
+    planning needs."""
     return _DUE_COLUMNS.all(
         conn.execute(
-            f"SELECT {_DUE_COLUMNS.select} FROM schedules WHERE {PLANNABLE_SQL}"
+            f"SELECT {_DUE_COLUMNS.select} FROM schedules WHERE {PLAN_SQL}"
             " AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?",
             (horizon, limit),
         )
@@ -129,5 +134,5 @@ def advance_cursors(conn: apsw.Connection, moves: Sequence[CursorMove]) -> None:
 
 def earliest_cursor(conn: apsw.Connection) -> int | None:
     """The earliest cursor of any plannable schedule (served by ``schedules_due``)."""
-    row = conn.execute(f"SELECT MIN(next_fire_at) FROM schedules WHERE {PLANNABLE_SQL}").fetchone()
+    row = conn.execute(f"SELECT MIN(next_fire_at) FROM schedules WHERE {PLAN_SQL}").fetchone()
     return None if row is None or row[0] is None else int(row[0])

@@ -215,15 +215,18 @@ def cancel_if_withdrawn(conn: apsw.Connection, *, run_id: str, attempt: int, now
     """A run just sent to ``retry_wait`` whose schedule was paused or deleted while this
     attempt was in flight gets no retry behind the tenant's back: it is cancelled, as the
     pause cancelled the schedule's other open runs. (A run replayed on an already paused
-    schedule keeps its retries: the tenant asked for it.) True if it was cancelled."""
+    schedule keeps its retries: the tenant asked for it.) So does a run of a suspended
+    tenant (:mod:`appliance.store.suspension`). True if it was cancelled."""
     target = check_transition(RunState.RETRY_WAIT, Transition.CANCEL)
     conn.execute(
         "UPDATE job_runs SET state = ?, finished_at = ?, updated_at = ?"
-        f" WHERE id = ? AND state = '{RunState.RETRY_WAIT.value}' AND EXISTS"
+        f" WHERE id = ? AND state = '{RunState.RETRY_WAIT.value}' AND (EXISTS"
         " (SELECT 1 FROM schedules s WHERE s.id = job_runs.schedule_id"
         " AND (s.paused = 1 OR s.deleted_at IS NOT NULL)"
         " AND MAX(s.updated_at, COALESCE(s.deleted_at, 0))"
-        " >= (SELECT started_at FROM attempts WHERE run_id = ? AND attempt = ?))",
+        " >= (SELECT started_at FROM attempts WHERE run_id = ? AND attempt = ?))"
+        " OR EXISTS (SELECT 1 FROM tenants t WHERE t.id = job_runs.tenant_id"
+        " AND t.suspended_at IS NOT NULL))",
         (target.value, now, now, run_id, run_id, attempt),
     )
     return conn.changes() == 1

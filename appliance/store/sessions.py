@@ -22,7 +22,8 @@ from typing import Final
 
 import apsw
 
-from appliance.store.users import User, get_user
+from appliance.store.suspension import is_suspended
+from appliance.store.users import User, get_user, user_by_email
 
 IDLE_MS: Final = 12 * 3_600_000
 LIFETIME_MS: Final = 7 * 86_400_000
@@ -52,8 +53,8 @@ def start_session(conn: apsw.Connection, *, user_id: str, address: str, now: int
 
 
 def find_session(conn: apsw.Connection, *, token: str, now: int) -> Session | None:
-    """The live session of a cookie value, or None (unknown, revoked, idle, too old, or
-    its user disabled)."""
+    """The live session of a cookie value, or None (unknown, revoked, idle, too old, its
+    user disabled or its tenant suspended)."""
     row = conn.execute(
         "SELECT id_hash, user_id, csrf_token, created_at, last_seen_at FROM sessions"
         " WHERE id_hash = ? AND revoked_at IS NULL AND last_seen_at > ? AND created_at > ?",
@@ -63,7 +64,7 @@ def find_session(conn: apsw.Connection, *, token: str, now: int) -> Session | No
         return None
     id_hash, user_id, csrf_token, created_at, last_seen_at = row
     user = get_user(conn, user_id=str(user_id))
-    if user is None or user.disabled_at is not None:
+    if user is None or not may_sign_in(conn, user):
         return None
     return Session(
         id_hash=str(id_hash),
@@ -72,6 +73,20 @@ def find_session(conn: apsw.Connection, *, token: str, now: int) -> Session | No
         created_at=int(created_at),
         last_seen_at=int(last_seen_at),
     )
+
+
+def may_sign_in(conn: apsw.Connection, user: User) -> bool:
+    """A disabled user, or a user of a suspended tenant (operators excepted: they resume
+    it), may not sign in, and their sessions stop working."""
+    if user.disabled_at is not None:
+        return False
+    return user.operator or not is_suspended(conn, tenant_id=user.tenant_id)
+
+
+def sign_in_user(conn: apsw.Connection, *, email: str) -> User | None:
+    """The user ``email`` names if that user may sign in now, else None."""
+    user = user_by_email(conn, email=email)
+    return user if user is not None and may_sign_in(conn, user) else None
 
 
 def needs_touch(session: Session, *, now: int) -> bool:

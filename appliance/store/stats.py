@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from appliance.store.planning import PLAN_SQL
 from appliance.store.restarts import LastRestart, last_restart
 
 
@@ -28,12 +29,13 @@ class Health:
 
     schema_version: int
     tenants: int
-    active_schedules: int
+    active_schedules: int  # live, unpaused, with a next occurrence, of an active tenant
     runs_pending: int  # pending or retry_wait, due or not
     runs_due: int  # of those, due now: waiting for a free slot
+    runs_retrying: int  # of those, waiting for a retry (retry_wait), due or not
     runs_running: int
     oldest_due_age_ms: int  # now − the earliest due_at among due runs; 0 when none
-    planner_lag_ms: int  # now − the earliest next occurrence not yet planned; 0 when none
+    planner_lag_ms: int  # now − the earliest plannable occurrence not yet planned; 0: none
     page_size: int
     page_count: int
     freelist_count: int
@@ -50,23 +52,21 @@ def health(conn: apsw.Connection, *, now: int) -> Health:
         "SELECT min(due_at) FROM job_runs WHERE state IN ('pending', 'retry_wait') AND due_at <= ?",
         now,
     )
-    next_fire = one(
-        "SELECT min(next_fire_at) FROM schedules WHERE paused = 0 AND deleted_at IS NULL"
-        " AND next_fire_at IS NOT NULL"
-    )
+    next_fire = one(f"SELECT min(next_fire_at) FROM schedules WHERE {PLAN_SQL}")
     started = conn.execute("SELECT max(started_at) FROM incarnations").fetchone()
     return Health(
         schema_version=one("PRAGMA user_version"),
         tenants=one("SELECT count(*) FROM tenants"),
-        active_schedules=one(
-            "SELECT count(*) FROM schedules WHERE paused = 0 AND deleted_at IS NULL"
-            " AND next_fire_at IS NOT NULL"
-        ),
+        active_schedules=one(f"SELECT count(*) FROM schedules WHERE {PLAN_SQL}"),
         runs_pending=one("SELECT count(*) FROM job_runs WHERE state IN ('pending', 'retry_wait')"),
         runs_due=one(
             "SELECT count(*) FROM job_runs WHERE state IN ('pending', 'retry_wait')"
             " AND due_at <= ?",
             now,
+        ),
+        runs_retrying=one(  # one seek of job_runs_tenant_state_time per tenant
+            "SELECT count(*) FROM job_runs WHERE tenant_id IN (SELECT id FROM tenants)"
+            " AND state = 'retry_wait'"
         ),
         runs_running=one("SELECT count(*) FROM job_runs WHERE state = 'running'"),
         oldest_due_age_ms=max(0, now - oldest_due) if oldest_due else 0,

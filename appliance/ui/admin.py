@@ -1,4 +1,7 @@
-"""Operator pages: ``/admin/tenants`` — every tenant with its counts (never a secret),
+"""Operator pages: ``/admin/health`` — the figures ``/metrics`` and ``steeple status``
+show, from the same function (:func:`appliance.store.figures.operator_figures`);
+``/admin/tenants`` — every tenant with its counts (never a secret), suspend and resume a
+tenant (the store functions ``steeple tenant suspend|resume`` use),
 create a tenant (its first API key and signing secret shown once, as ``steeple tenant
 create`` prints them), and add a user to a tenant (a one-hour setup link, as ``steeple
 user create`` prints it). Only operators reach them; to anyone else they do not exist
@@ -7,11 +10,13 @@ user create`` prints it). Only operators reach them; to anyone else they do not 
 
 from __future__ import annotations
 
-from quart import Blueprint, Response, request
+from quart import Blueprint, Response, redirect, request
 
 from appliance.errors import NotFound, ValidationError
 from appliance.store.database import Connection
+from appliance.store.figures import WINDOW_MS, operator_figures
 from appliance.store.overview import tenant_summaries
+from appliance.store.suspension import resume_tenant, suspend_tenant
 from appliance.store.tenants import NewTenant, check_tenant_name, create_tenant
 from appliance.store.users import Role, create_user, find_tenant_id, issue_setup_token
 from appliance.ui.context import ui
@@ -20,9 +25,16 @@ from appliance.ui.security import SignInRequired, current_session
 
 
 def register(bp: Blueprint) -> None:
+    bp.add_url_rule("/admin/health", view_func=health, methods=["GET"])
     bp.add_url_rule("/admin/tenants", view_func=tenant_list, methods=["GET"])
     bp.add_url_rule("/admin/tenants", view_func=add_tenant, methods=["POST"])
     bp.add_url_rule("/admin/users", view_func=add_tenant_user, methods=["POST"])
+    bp.add_url_rule(
+        "/admin/tenants/<tenant_id>/suspend", view_func=suspend_tenant_view, methods=["POST"]
+    )
+    bp.add_url_rule(
+        "/admin/tenants/<tenant_id>/resume", view_func=resume_tenant_view, methods=["POST"]
+    )
 
 
 def require_operator() -> None:
@@ -31,6 +43,16 @@ def require_operator() -> None:
         raise SignInRequired
     if not session.user.operator:
         raise NotFound("no such page")
+
+
+async def health() -> Response:
+    require_operator()
+    ctx = ui()
+    now = ctx.clock.now_ms()
+    figures = await ctx.db.read(operator_figures, db_path=ctx.db.path, now=now)
+    return await page(
+        "admin_health.html", f=figures, version=ctx.version, window_min=WINDOW_MS // 60_000
+    )
 
 
 async def tenant_list(
@@ -81,3 +103,18 @@ async def add_tenant_user() -> Response:
 
     token = await ctx.db.write(add)
     return await tenant_list(link=f"{request.host_url.rstrip('/')}/setup/{token}", status=201)
+
+
+async def suspend_tenant_view(tenant_id: str) -> Response:
+    require_operator()
+    ctx = ui()
+    await ctx.db.write(suspend_tenant, tenant_id=tenant_id, now=ctx.clock.now_ms())
+    return redirect("/admin/tenants?done=suspended")  # type: ignore[return-value]
+
+
+async def resume_tenant_view(tenant_id: str) -> Response:
+    require_operator()
+    ctx = ui()
+    await ctx.db.write(resume_tenant, tenant_id=tenant_id)
+    ctx.nudge()  # the planner catches the tenant's schedules up now, per their policies
+    return redirect("/admin/tenants?done=resumed-tenant")  # type: ignore[return-value]

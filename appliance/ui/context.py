@@ -16,6 +16,7 @@ from quart import current_app
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.store.database import Database
+from appliance.store.event_hub import EventHub
 
 _EXTENSION = "steeple-ui"
 
@@ -31,6 +32,10 @@ class UiContext:
     replay_rate_per_second: int
     # Behind a TLS-terminating proxy: trust X-Forwarded-Proto / X-Forwarded-For.
     trust_proxy: bool = False
+    version: str = ""  # shown on the operator's health page
+    # The API's live-feed hub (one reader for every stream, API's and UI's); None: no
+    # live feed, /events polls.
+    event_hub: EventHub | None = None
     # Password hashing and previews run in worker threads, one at a time.
     cpu: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
 

@@ -1,32 +1,42 @@
-"""``/`` (dashboard), ``/events`` (the feed, live by polling a small fragment) and
-``/guide`` (receiver snippets filled in with the tenant's own values).
+"""``/`` (dashboard), ``/events`` (the feed, live), ``/events/stream`` (its Server-Sent
+Events) and ``/guide`` (receiver snippets filled in with the tenant's own values).
 
-The feed page shows the newest events and, while it is open, asks every few seconds
-(htmx ``hx-trigger="every 5s"``, no inline script) how many arrived since the newest
-shown; it offers a "N new events" link instead of moving rows under the reader. Without
-JavaScript, reloading the page does the same.
+The feed page shows the newest events; while it is open it counts what arrives after the
+newest shown and offers a "N new events" link instead of moving rows under the reader.
+One tab per browser follows ``/events/stream`` — the API's stream function and hub
+(:mod:`appliance.store.event_hub`) behind the session instead of a key; the others ask
+``/events/new`` every five seconds (``web/static/steeple.js``: HTTP/1.1 allows six
+connections per host, and each stream holds one). Without JavaScript, reloading the page
+does the same.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Final
 
 import trio
 from quart import Blueprint, Response, redirect, request
 
+from appliance.clock import WallClock
 from appliance.core.cron_preview import soonest_occurrences
-from appliance.core.events import Event
+from appliance.core.events import Event, EventType
 from appliance.core.schedules import Schedule
+from appliance.errors import NotFound
 from appliance.store import overview
-from appliance.store.database import Connection
+from appliance.store.database import Connection, Database
+from appliance.store.event_hub import HEARTBEAT_S, StreamQuery, follow
 from appliance.store.events import list_events
 from appliance.store.runs import RunRecord
+from appliance.store.sessions import find_session
 from appliance.store.users import Role
 from appliance.ui.context import ui
 from appliance.ui.render import page
-from appliance.ui.security import current_session, require
+from appliance.ui.security import COOKIE, current_session, require
 
 FEED_SIZE: Final = 50
+RECHECK_MS: Final = HEARTBEAT_S * 1000  # an open stream's session is checked this often
 UPCOMING: Final = 10
 
 
@@ -34,6 +44,7 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/", view_func=dashboard, methods=["GET"])
     bp.add_url_rule("/events", view_func=events, methods=["GET"])
     bp.add_url_rule("/events/new", view_func=new_events, methods=["GET"])
+    bp.add_url_rule("/events/stream", view_func=event_stream, methods=["GET"])
     bp.add_url_rule("/guide", view_func=guide, methods=["GET"])
 
 
@@ -75,7 +86,13 @@ async def events() -> Response:
         lambda conn: overview.recent_events(conn, tenant_id=tenant_id, limit=FEED_SIZE)
     )
     newest = feed[-1].seq if feed else 0
-    return await page("events.html", events=list(reversed(feed)), newest=newest)
+    return await page(
+        "events.html",
+        events=list(reversed(feed)),
+        newest=newest,
+        live=ui().event_hub is not None,
+        types=" ".join(EventType),
+    )
 
 
 async def new_events() -> Response:
@@ -91,6 +108,42 @@ async def new_events() -> Response:
     return await page(
         "events_new.html", count=len(arrived), more=len(arrived) > FEED_SIZE, after=after
     )
+
+
+async def event_stream() -> Response:
+    """The tenant's feed after ``Last-Event-ID`` (or ``?after=``) as Server-Sent Events:
+    the very generator ``GET /v1/events/stream`` answers with."""
+    _, tenant_id = require(Role.VIEWER)
+    ctx = ui()
+    if ctx.event_hub is None:
+        raise NotFound("no live feed here: reload /events")
+    text = request.headers.get("Last-Event-ID") or request.args.get("after", "0")
+    after = int(text) if text.isdigit() else 0
+    chunks = follow(ctx.event_hub, ctx.db, tenant_id, StreamQuery(after=after))
+    response = Response(
+        while_signed_in(chunks, request.cookies.get(COOKIE, ""), ctx.db, ctx.clock),
+        mimetype="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+    response.timeout = None  # a stream lives until the tab leaves or the appliance stops
+    return response
+
+
+async def while_signed_in(
+    chunks: AsyncIterator[bytes], token: str, db: Database, clock: WallClock
+) -> AsyncIterator[bytes]:
+    """``chunks`` while the session of ``token`` lives: it is looked up again at the first
+    chunk (a heartbeat at least) after ``RECHECK_MS``, so a sign-out, an expiry or a
+    suspended tenant ends an open stream too."""
+    checked = clock.now_ms()
+    async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+        async for chunk in chunks:
+            now = clock.now_ms()
+            if now - checked >= RECHECK_MS:
+                if await db.read(find_session, token=token, now=now) is None:
+                    return
+                checked = now
+            yield chunk
 
 
 async def guide() -> Response:

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 from quart import Blueprint, Response, make_response, render_template, request
 
 from appliance.core.instants import format_instant, to_datetime
+from appliance.store.overview import COUNT_CAP
 from appliance.ui.context import ui
 from appliance.ui.security import CSRF_FIELD, current_session
 
@@ -30,6 +31,8 @@ NOTICES: Final = {
     "revoked": "Key revoked.",
     "ready": "Your password is set. Sign in.",
     "signed-out": "You are signed out.",
+    "suspended": "Tenant suspended: its keys and users are refused, its schedules stopped.",
+    "resumed-tenant": "Tenant resumed: its schedules catch up per their catch-up policy.",
 }
 
 
@@ -74,7 +77,36 @@ def relative(ms: int | None, now: int) -> str:
     return f"in {text}" if delta >= 0 else f"{text} ago"
 
 
+def duration(ms: int | None) -> str:
+    """``0 s``, ``1.25 s``, ``3 min 5 s``; ``—`` when there is no figure."""
+    if ms is None:
+        return "—"
+    if ms < 60_000:
+        return f"{ms / 1000:g} s"
+    minutes, seconds = divmod(ms // 1000, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {seconds} s"
+
+
+def size(n: int) -> str:
+    """Bytes in binary units: ``512 B``, ``3.4 MiB``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def capped(n: int) -> str:
+    """A count that stops at ``COUNT_CAP``: ``10000+`` past it."""
+    return f"{COUNT_CAP}+" if n > COUNT_CAP else str(n)
+
+
 def register_filters(blueprint: Blueprint) -> None:
+    blueprint.add_app_template_filter(capped, "capped")
+    blueprint.add_app_template_filter(duration, "duration")
+    blueprint.add_app_template_filter(size, "size")
     blueprint.add_app_template_filter(local, "local")
     blueprint.add_app_template_filter(relative, "relative")
     blueprint.add_app_template_filter(lambda ms: "—" if ms is None else format_instant(ms), "utc")

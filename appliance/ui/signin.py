@@ -1,9 +1,10 @@
 """``/login``, ``/logout`` and ``/setup/<token>`` (docs/ui.md, "People and sign-in").
 
-Sign-in answers one generic message for an unknown email, a wrong password and a user
-without a password yet, and spends the same argon2 time on each. Failures are counted per
-account and per address; at ``MAX_FAILURES`` in the window, sign-in is refused for that
-subject (429) without checking the password. A successful sign-in always starts a new
+Sign-in answers one generic message for an unknown email, a wrong password, a user
+without a password yet, a disabled user and a user of a suspended tenant, and spends the
+same argon2 time on each. Failures are counted per account and per address; at
+``MAX_FAILURES`` in the window, sign-in is refused for that subject (429) without checking
+the password. A successful sign-in always starts a new
 session row (no fixation); signing out revokes it.
 """
 
@@ -19,10 +20,11 @@ from appliance.store.sessions import (
     end_session,
     login_subjects,
     record_failure,
+    sign_in_user,
     start_session,
     throttled,
 )
-from appliance.store.users import complete_setup, setup_user, user_by_email
+from appliance.store.users import complete_setup, setup_user
 from appliance.ui.context import ui
 from appliance.ui.render import page
 from appliance.ui.security import (
@@ -58,8 +60,8 @@ async def login() -> Response:
     now = ctx.clock.now_ms()
     if await ctx.db.read(throttled, subjects=subjects, now=now):
         return await page("login.html", status=429, error=THROTTLED, next=_next(), email=email)
-    user = await ctx.db.read(user_by_email, email=email)
-    stored = None if user is None or user.disabled_at is not None else user.password_hash
+    user = await ctx.db.read(sign_in_user, email=email)  # None: unknown, disabled, suspended
+    stored = None if user is None else user.password_hash
     ok = await trio.to_thread.run_sync(verify_password, stored, password, limiter=ctx.cpu)
     if user is None or not ok:
         await ctx.db.write(record_failure, subjects=subjects, now=now)

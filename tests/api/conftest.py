@@ -16,7 +16,6 @@ from quart_trio import QuartTrio
 from werkzeug.datastructures import Headers
 
 from appliance.api.app import create_app
-from appliance.api.stream import EventHub
 from appliance.core.addresses import AddressPolicy, IPAddress
 from appliance.core.cron import parse_cron
 from appliance.core.instants import parse_instant
@@ -27,6 +26,7 @@ from appliance.engine.delivery import check_destination
 from appliance.engine.delivery.connect import name_not_resolved
 from appliance.store.claims import Completion, claim_runs, complete_run
 from appliance.store.database import Database
+from appliance.store.event_hub import EventHub
 from appliance.store.incarnations import register_incarnation
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.schedules import get_schedule

@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-import appliance.api.stream
+import appliance.store.event_hub
 from appliance.api.events import EventQuery
 from appliance.api.stream import HEARTBEAT_S, RETRY_MS, EventHub, Live, _messages
 from appliance.core.envelope import render_event
@@ -148,7 +148,7 @@ async def test_each_event_is_rendered_once_whatever_the_number_of_streams(
         rendered.append(event.seq)
         return render_event(event)
 
-    monkeypatch.setattr(appliance.api.stream, "render_event", counting)
+    monkeypatch.setattr(appliance.store.event_hub, "render_event", counting)
     hub = EventHub(db)
     streams: list[tuple[list[bytes], trio.Event]] = [([], trio.Event()) for _ in range(5)]
     async with trio.open_nursery() as nursery:

@@ -1,6 +1,6 @@
 """Isolation, route by route from the OpenAPI file (a new route is covered the day it is
-specified): tenant B's key on any of tenant A's ids answers 404 and changes nothing, and
-tenant A's read key changes nothing anywhere."""
+specified): tenant B's key on any of tenant A's ids answers 404 and changes nothing, tenant A's
+read key changes nothing anywhere, and a suspended tenant's key is refused everywhere."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from appliance.store.suspension import suspend_tenant
 from tests.api.conftest import Api, deliver_due
 
 SPEC = yaml.safe_load(
@@ -98,3 +99,18 @@ async def test_a_read_key_changes_nothing_on_any_write_route(
 def test_the_matrix_covers_every_id_kind_of_the_spec() -> None:
     kinds = {name for _, path in ROUTES for name in re.findall(r"\{(\w+)\}", path)}
     assert kinds == {"schedule_id", "run_id", "key_id", "secret_id"}
+
+
+@pytest.mark.parametrize(("method", "template"), ROUTES)
+async def test_a_suspended_tenants_key_is_refused_on_every_authenticated_route(
+    api: Api, anonymous: Api, db: Any, clock: Any, method: str, template: str
+) -> None:
+    ids = await tenant_a_ids(api, db, clock)
+    path = template.format(**ids)
+    body = ROUTE_BODIES.get(template, BODIES.get(method))
+    if (await anonymous.call(method, path, json_body=body)).status != 401:
+        return  # not an API-key route (/readyz, /metrics)
+    db.write_now(suspend_tenant, tenant_id=api.tenant_id, now=clock.now)
+    reply = await api.call(method, path, json_body=body)
+    assert reply.status == 403, (method, path, reply.body)
+    assert reply.body is not None and reply.body["type"] == "urn:steeple:problem:tenant-suspended"

@@ -72,6 +72,12 @@ def test_metrics_count_deliveries_and_readyz_turns_503_while_draining(
         }
         assert now["steeple_db_bytes"][()] > 0 and "process_cpu_seconds_total" in now
         assert now["steeple_runs_missed_total"][(("reason", "catchup_skip"),)] == 0
+        # The figures /admin/health and `steeple status` share (store.figures): the boot's
+        # database check of this tiny file passed long before two deliveries went out.
+        assert now["steeple_db_check_last_success_timestamp_seconds"][()] > 0
+        assert now["steeple_start_timestamp_seconds"][()] > 0
+        assert now["steeple_recent_delivered_per_minute"][()] >= 0.4  # ≥ 2 in five minutes
+        assert now["steeple_recent_dispatch_lateness_p99_seconds"][()] >= 0
 
         ready = httpx.get(app.base_url + "/readyz", timeout=10, trust_env=False)
         assert ready.status_code == 200 and ready.json()["status"] == "ready"

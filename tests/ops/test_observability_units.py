@@ -18,7 +18,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from appliance.api.app import create_app
 from appliance.api.metrics import Observability
-from appliance.api.stream import EventHub
 from appliance.clock import SystemClock
 from appliance.core.addresses import AddressPolicy
 from appliance.lifecycle import Lifecycle, pet_watchdog
@@ -26,6 +25,7 @@ from appliance.logs import configure
 from appliance.sdnotify import notify, watchdog_interval_s
 from appliance.settings import load_settings
 from appliance.store.database import Database
+from appliance.store.event_hub import EventHub
 from appliance.store.incarnations import PreviousIncarnation
 from appliance.store.restarts import downtime_report, record_restart
 

@@ -42,7 +42,7 @@ def _database_at(path: Path, version: int) -> None:
     for number, sql in migrations()[:version]:
         conn.execute(sql)
         conn.execute(f"PRAGMA user_version = {number}")
-    conn.execute("INSERT INTO tenants VALUES ('ten_old', 'old', 0)")
+    conn.execute("INSERT INTO tenants (id, name, created_at) VALUES ('ten_old', 'old', 0)")
     conn.close()
 
 
@@ -200,6 +200,10 @@ def test_status_prints_the_health_figures(data: Path, capsys: pytest.CaptureFixt
     assert shown["appliance"] == "not running" and shown["tenants"] == 1
     assert shown["schema_version"] == KNOWN and shown["db_bytes"] > 0
     assert shown["runs_due"] == 0 and shown["last_backup"] is None
+    # The same figures as /metrics and /admin/health (store.figures.operator_figures).
+    assert shown["free_disk_bytes"] > 0 and shown["clock_jumps_24h"] == 0
+    assert shown["delivered_per_minute"] == 0 and shown["lateness_p99_seconds"] is None
+    assert "last_check" in shown and shown["uptime_seconds"] is None
     with LockFile(data / "steeple.db.lock"):
         code, out, _ = run(capsys, "status", "--data-dir", str(data))
     assert "running (pid " in out and "oldest_due_age_seconds" in out

@@ -121,6 +121,7 @@ def make_app(
             policy=policy,
             replay_rate_per_second=REPLAY_RATE,
             trust_proxy=trust_proxy,
+            event_hub=app.extensions["steeple"].event_hub,  # the API's: one hub
         ),
     )
     return app

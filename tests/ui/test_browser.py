@@ -141,6 +141,11 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
         feed = context.new_page()  # a second tab on the feed, open while the user works
         feed.goto(f"{app.base_url}/events")
         expect(feed.get_by_role("heading", name="Events")).to_be_visible()
+        # it follows the SSE stream; a further feed tab polls (one stream per browser)
+        expect(feed.locator("#new-events")).to_have_attribute("data-mode", "stream")
+        extra = context.new_page()
+        extra.goto(f"{app.base_url}/events")
+        expect(extra.locator("#new-events")).to_have_attribute("data-mode", "poll")
 
         page.goto(f"{app.base_url}/schedules/new")
         page.get_by_label("Name").fill("<img src=x onerror=alert(1)>")
@@ -180,7 +185,9 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
         )
         receiver.wait_for(lambda ds: len([d for d in ds if d.key == key]) > before)
 
-        # the feed tab polls: a "N new events" link appears without a reload
+        # both feed tabs offer a "N new events" link without a reload, live or polled
+        expect(extra.get_by_role("link", name=re.compile(r"new events?: show"))).to_be_visible()
+        extra.close()
         expect(feed.get_by_role("link", name=re.compile(r"new events?: show"))).to_be_visible()
         feed.get_by_role("link", name=re.compile(r"new events?: show")).click()
         expect(feed.get_by_role("cell", name="schedule.created")).to_be_visible()
@@ -265,6 +272,24 @@ def test_viewer_cannot_change_anything_other_tenants_get_404_and_pages_pass_axe(
             "/settings/users",
         ]
         violations = axe_on(page, app.base_url, owner_pages)
+        assert violations == {}, json.dumps(violations, indent=1)
+        page.get_by_role("button", name="Sign out").click()
+        password_file = data_dir.parent / "ops.password"
+        password_file.write_text(PASSWORD + "\n")
+        made = steeple("admin", "create", "ops@example.com", "--password-file",
+                       str(password_file), "--data-dir", str(data_dir))  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        page.goto(f"{app.base_url}/login")
+        page.get_by_label("Email").fill("ops@example.com")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("heading", name="Tenants")).to_be_visible()
+        page.get_by_role("link", name="Health (operator)").click()
+        expect(page.get_by_role("heading", name="Health")).to_be_visible()
+        shoot(page, "admin-health")
+        page.goto(f"{app.base_url}/admin/tenants")
+        shoot(page, "admin-tenants")
+        violations = axe_on(page, app.base_url, ["/admin/health", "/admin/tenants"])
         assert violations == {}, json.dumps(violations, indent=1)
     finally:
         context.close()

@@ -1,0 +1,67 @@
+"""Suspending and resuming a tenant (docs/operations.md, "Suspending a tenant").
+
+Rules this module guards:
+
+- While a tenant is suspended (``tenants.suspended_at`` set) its API keys answer 403, its
+  users cannot sign in and their sessions stop working (:mod:`appliance.store.sessions`),
+  and its schedules plan nothing: the planner's queries skip them
+  (:data:`appliance.store.planning.PLAN_SQL`), so their cursors stay where they were.
+- Suspending cancels the tenant's open runs (pending or waiting for a retry, planned
+  ahead or due); runs in flight finish their attempt and get no retry
+  (:func:`appliance.store.runs.cancel_if_withdrawn`).
+- Resuming only clears the mark: the planner finds the cursors in the past and treats the
+  occurrences of the suspension as misfires under each schedule's catch-up policy (``all``
+  within the window, ``latest``, ``skip``; the rest recorded ``missed``) — exactly as
+  after the appliance was down for that long.
+- Suspending a suspended tenant, or resuming an active one, changes nothing.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from appliance.core.runs import RunState, Transition, check_transition
+from appliance.errors import NotFound
+from appliance.store.runs import OPEN_SQL
+
+# The tenants whose schedules plan nothing and whose callers are refused.
+SUSPENDED_TENANTS_SQL = "SELECT id FROM tenants WHERE suspended_at IS NOT NULL"
+
+
+def suspend_tenant(conn: apsw.Connection, *, tenant_id: str, now: int) -> int | None:
+    """Suspend ``tenant_id``; answers how many open runs were cancelled, or None when it
+    was already suspended. NotFound for an unknown tenant."""
+    if suspended_since(conn, tenant_id=tenant_id) is not None:
+        return None
+    conn.execute("UPDATE tenants SET suspended_at = ? WHERE id = ?", (now, tenant_id))
+    cancelled = check_transition(RunState.PENDING, Transition.CANCEL)
+    conn.execute(
+        "UPDATE job_runs SET state = ?, finished_at = ?, updated_at = ?"
+        f" WHERE tenant_id = ? AND state IN {OPEN_SQL}",
+        (cancelled.value, now, now, tenant_id),
+    )
+    return conn.changes()
+
+
+def resume_tenant(conn: apsw.Connection, *, tenant_id: str) -> bool:
+    """Resume ``tenant_id``; False when it was not suspended. NotFound for an unknown one."""
+    if suspended_since(conn, tenant_id=tenant_id) is None:
+        return False
+    conn.execute("UPDATE tenants SET suspended_at = NULL WHERE id = ?", (tenant_id,))
+    return True
+
+
+def suspended_since(conn: apsw.Connection, *, tenant_id: str) -> int | None:
+    """When ``tenant_id`` was suspended, or None when it is active; NotFound if unknown."""
+    row = conn.execute("SELECT suspended_at FROM tenants WHERE id = ?", (tenant_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no tenant {tenant_id}")
+    return None if row[0] is None else int(row[0])
+
+
+def is_suspended(conn: apsw.Connection, *, tenant_id: str | None) -> bool:
+    """True when ``tenant_id`` names a suspended tenant (None, unknown: False)."""
+    if tenant_id is None:
+        return False
+    row = conn.execute("SELECT suspended_at FROM tenants WHERE id = ?", (tenant_id,)).fetchone()
+    return row is not None and row[0] is not None

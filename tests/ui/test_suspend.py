@@ -1,0 +1,150 @@
+"""Suspending a tenant (operator page, CLI, store): its keys answer 403 problem+json
+naming the suspension, its users cannot sign in and their sessions stop working, its open
+runs are cancelled; resuming restores all of it. (The planner's side is in
+tests/engine/test_planner.py.)"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from quart_trio import QuartTrio
+
+from appliance.cli import main
+from appliance.core.runs import AttemptOutcome, RunState, Transition
+from appliance.store.claims import Completion, claim_runs, complete_run
+from appliance.store.database import Database
+from appliance.store.incarnations import register_incarnation
+from appliance.store.overview import tenant_summaries
+from appliance.store.runs import get_run
+from appliance.store.schedules import get_schedule
+from appliance.store.sessions import start_session
+from appliance.store.suspension import suspend_tenant, suspended_since
+from appliance.store.users import user_by_email
+from appliance.ui.pages import RECHECK_MS, while_signed_in
+from appliance.ui.signin import GENERIC_ERROR
+from tests.api.conftest import START, Api, FakeClock, plan_runs
+from tests.ui.conftest import Browser, Tenant, schedule_form
+from tests.ui.test_health import add_operator
+
+
+async def test_an_operator_suspends_and_resumes_a_tenant(
+    app: QuartTrio, alpha: Tenant, beta: Tenant, db: Database
+) -> None:
+    api = Api(app=app, key=alpha.tenant.api_key, tenant_id=alpha.id)
+    other = Api(app=app, key=beta.tenant.api_key, tenant_id=beta.id)
+    assert (await api.call("GET", "/v1/schedules")).status == 200
+    member = Browser(app)
+    await member.sign_in(alpha.viewer)
+    assert (await member.get("/schedules")).status == 200
+
+    operator = Browser(app)
+    await operator.sign_in(add_operator(db))
+    listing = await operator.get("/admin/tenants")
+    assert f'action="/admin/tenants/{alpha.id}/suspend"' in listing.text
+    assert (await operator.post(f"/admin/tenants/{alpha.id}/suspend", {}, csrf=False)).status == 403
+    done = await operator.post(f"/admin/tenants/{alpha.id}/suspend", {})
+    assert done.status == 302 and db.read_now(suspended_since, tenant_id=alpha.id) is not None
+
+    for method, path in (("GET", "/v1/schedules"), ("POST", "/v1/schedules")):
+        refused = await api.call(method, path, json_body={})
+        assert refused.status == 403 and refused.body is not None
+        assert refused.body["type"] == "urn:steeple:problem:tenant-suspended"
+        assert "suspended" in refused.body["detail"]
+    assert (await other.call("GET", "/v1/schedules")).status == 200  # only alpha
+    session_page = await member.get("/schedules")
+    assert session_page.status == 302 and session_page.headers["Location"].startswith("/login")
+    again = await Browser(app).sign_in(alpha.owner)
+    assert again.status == 401 and GENERIC_ERROR in again.text
+    listing = await operator.get("/admin/tenants")
+    assert "suspended</strong>" in listing.text
+    assert f'action="/admin/tenants/{alpha.id}/resume"' in listing.text
+
+    resumed = await operator.post(f"/admin/tenants/{alpha.id}/resume", {})
+    assert resumed.status == 302 and db.read_now(suspended_since, tenant_id=alpha.id) is None
+    assert (await api.call("GET", "/v1/schedules")).status == 200
+    assert (await Browser(app).sign_in(alpha.owner)).status == 302
+
+
+async def test_tenant_users_cannot_suspend(browser: Browser, alpha: Tenant, db: Database) -> None:
+    await browser.sign_in(alpha.owner)
+    assert (await browser.post(f"/admin/tenants/{alpha.id}/suspend", {})).status == 404
+    assert db.read_now(suspended_since, tenant_id=alpha.id) is None
+
+
+def test_the_cli_suspends_and_resumes_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ["--data-dir", str(tmp_path)]
+    assert main(["tenant", "create", "acme", *data]) == 0
+    tenant_id = json.loads(capsys.readouterr().out)["tenant_id"]
+    assert main(["tenant", "suspend", "acme", *data]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "id": tenant_id,
+        "state": "suspended",
+        "runs_cancelled": 0,
+    }
+    assert main(["tenant", "suspend", tenant_id, *data]) == 0
+    assert json.loads(capsys.readouterr().out)["state"] == "already suspended"
+    db = Database.open(tmp_path / "steeple.db")
+    try:
+        (summary,) = db.read_now(tenant_summaries, now=START)
+        assert summary.suspended_at is not None
+    finally:
+        db.close()
+    assert main(["tenant", "resume", "acme", *data]) == 0
+    assert json.loads(capsys.readouterr().out) == {"id": tenant_id, "state": "resumed"}
+    assert main(["tenant", "resume", "nobody", *data]) != 0
+
+
+async def test_a_delivery_in_flight_at_suspension_gets_no_retry(
+    browser: Browser, alpha: Tenant, db: Database, clock: FakeClock
+) -> None:
+    await browser.sign_in(alpha.editor)
+    created = await browser.post("/schedules/new", schedule_form(cron="* * * * * *"))
+    schedule = db.read_now(
+        get_schedule,
+        tenant_id=alpha.id,
+        schedule_id=created.headers["Location"].split("/")[2].split("?")[0],
+    )
+    assert schedule is not None
+    plan_runs(db, schedule, after=START, count=2)
+    clock.advance(1500)  # the first is due, the second planned ahead
+    owner = db.write_now(register_incarnation, pid=1, now=clock.now)
+    (claimed,) = db.write_now(
+        claim_runs, owner=owner, now=clock.now, lease_ms=60_000, limit=10
+    ).runs
+    assert db.write_now(suspend_tenant, tenant_id=alpha.id, now=clock.now + 1) == 1
+    retry = Completion(
+        outcome=AttemptOutcome.RETRYABLE,
+        transition=Transition.RETRY,
+        due_at=clock.now + 60_000,
+        failure_reason=None,
+        http_status=503,
+        error="HTTP 503",
+        latency_ms=5,
+        response_excerpt="busy",
+    )
+    assert db.write_now(complete_run, run=claimed, completion=retry, now=clock.now + 5)
+    run = db.read_now(get_run, tenant_id=alpha.id, run_id=claimed.run_id)
+    assert run is not None and run.state is RunState.CANCELLED
+
+
+async def test_an_open_event_stream_ends_once_its_session_stops_working(
+    alpha: Tenant, db: Database, clock: FakeClock
+) -> None:
+    user = db.read_now(user_by_email, email=alpha.viewer)
+    assert user is not None
+    token = db.write_now(start_session, user_id=user.id, address="127.0.0.1", now=clock.now)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for n in range(100):  # heartbeats, one per RECHECK_MS
+            clock.advance(RECHECK_MS)
+            if n == 3:
+                db.write_now(suspend_tenant, tenant_id=alpha.id, now=clock.now)
+            yield b": heartbeat\n\n"
+
+    sent = [chunk async for chunk in while_signed_in(chunks(), token, db, clock)]
+    assert len(sent) == 3  # the chunk after the suspension found no session
