@@ -5,7 +5,8 @@ expression it refuses raises the same ValidationError a create would.
 Rules this module guards:
 
 - One home for the wording: the API's preview answers it as ``description`` and the web
-  UI shows the same sentence (docs/schedules.md, "Cron in words").
+  UI shows the same sentence (docs/schedules.md, "Cron in words"); other kinds of
+  schedule are said by :func:`describe_timing`.
 - The time of day first: single values of second, minute and hour are a clock time
   (``At 09:30``), a few listed ones several (``At 09:00 and 17:00``); anything else is
   said field by field in crontab.guru's style (``At minute 0 past every 2nd hour``), and
@@ -25,6 +26,8 @@ from collections.abc import Sequence
 from typing import Final
 
 from appliance.core.cron_fields import check_fields
+from appliance.core.instants import format_instant
+from appliance.core.timing import ScheduleKind, Timing, kind_of
 from appliance.errors import FieldError, ValidationError
 
 _DAY_NAMES: Final = (
@@ -215,3 +218,36 @@ def _join(parts: Sequence[str], *, word: str = "and") -> str:
     if len(parts) <= 1:
         return "".join(parts)
     return f"{', '.join(parts[:-1])} {word} {parts[-1]}"
+
+
+# --- any timing ---------------------------------------------------------------------------
+
+_PERIODS: Final = ((86_400, "day"), (3_600, "hour"), (60, "minute"), (1, "second"))
+
+
+def describe_timing(timing: Timing) -> str:
+    """Any kind of schedule in words (core.timing): a cron expression as
+    :func:`describe_cron` says it, a one-off by its instant, an interval by its period;
+    bounds, when set, follow (instants in UTC, as the API writes them)."""
+    kind = kind_of(timing)
+    if kind is ScheduleKind.AT and timing.at is not None:
+        return f"Once, at {format_instant(timing.at)}"
+    if kind is ScheduleKind.EVERY and timing.every_seconds is not None:
+        sentence = "Every " + _period(timing.every_seconds)
+    else:
+        sentence = describe_cron(timing.cron)
+    if timing.start_at is not None:
+        sentence += f", from {format_instant(timing.start_at)}"
+    if timing.end_at is not None:
+        sentence += f", until {format_instant(timing.end_at)}"
+    return sentence
+
+
+def _period(seconds: int) -> str:
+    """``90`` is "90 seconds", ``900`` "15 minutes", ``86400`` "day": the largest unit
+    that divides it."""
+    for size, unit in _PERIODS:
+        if seconds % size == 0:
+            count = seconds // size
+            return unit if count == 1 else f"{count} {unit}s"
+    raise AssertionError("every period is a whole number of seconds")

@@ -13,7 +13,10 @@ from zoneinfo import ZoneInfo
 
 from quart import Blueprint, Response, make_response, render_template, request
 
+from appliance.core.cron_words import describe_timing
 from appliance.core.instants import format_instant, to_datetime
+from appliance.core.timing import Timing
+from appliance.errors import ValidationError
 from appliance.store.overview import COUNT_CAP
 from appliance.ui.context import ui
 from appliance.ui.security import CSRF_FIELD, current_session
@@ -103,8 +106,18 @@ def capped(n: int) -> str:
     return f"{COUNT_CAP}+" if n > COUNT_CAP else str(n)
 
 
+def in_words(timing: Timing) -> str:
+    """A schedule's timing in plain English (core.cron_words), beside its raw text; a
+    stored expression this version can no longer read is said so, never a 500."""
+    try:
+        return describe_timing(timing)
+    except ValidationError:
+        return "(no longer a valid expression)"
+
+
 def register_filters(blueprint: Blueprint) -> None:
     blueprint.add_app_template_filter(capped, "capped")
+    blueprint.add_app_template_filter(in_words, "in_words")
     blueprint.add_app_template_filter(duration, "duration")
     blueprint.add_app_template_filter(size, "size")
     blueprint.add_app_template_filter(local, "local")

@@ -4,11 +4,13 @@ expression gets a sentence."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from hypothesis import assume, given, settings
 
 from appliance.core.cron import day_rule, parse_cron
-from appliance.core.cron_words import describe_cron
+from appliance.core.cron_words import describe_cron, describe_timing
 from appliance.errors import ValidationError
 from tests.core.test_cron_properties import EXPRESSIONS
 
@@ -110,3 +112,27 @@ def test_every_valid_expression_has_a_sentence(expression: str) -> None:
     assert (", or on " in words) == rule.startswith("either")
     if ", if it is also " in words:
         assert rule.startswith("both")
+
+
+def _timing(**fields: object) -> SimpleNamespace:
+    base: dict[str, object] = {"cron": "", "timezone": "UTC", "at": None, "every_seconds": None}
+    return SimpleNamespace(**{**base, "start_at": None, "end_at": None, **fields})
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"cron": "0 3 * * *"}, "At 03:00 every day"),
+        ({"every_seconds": 90}, "Every 90 seconds"),
+        ({"every_seconds": 900}, "Every 15 minutes"),
+        ({"every_seconds": 7200}, "Every 2 hours"),
+        ({"every_seconds": 86_400}, "Every day"),
+        ({"at": 1_798_128_000_000}, "Once, at 2026-12-24T16:00:00Z"),
+        (
+            {"every_seconds": 60, "start_at": 1_798_128_000_000, "end_at": 1_798_214_400_000},
+            "Every minute, from 2026-12-24T16:00:00Z, until 2026-12-25T16:00:00Z",
+        ),
+    ],
+)
+def test_every_kind_of_timing_is_said_in_words(fields: dict[str, object], words: str) -> None:
+    assert describe_timing(_timing(**fields)) == words  # type: ignore[arg-type]

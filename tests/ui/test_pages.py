@@ -266,3 +266,15 @@ async def test_selected_schedules_pause_resume_and_run_together_or_not_at_all(
         assert "(manual)" in page.text
     bad = await browser.post("/schedules/selected", {"schedule": ids, "action": "explode"})
     assert bad.status == 422
+
+
+async def test_schedules_are_said_in_words_beside_their_expression(
+    browser: Browser, alpha: Tenant
+) -> None:
+    await browser.sign_in(alpha.editor)
+    created = await browser.post("/schedules/new", schedule_form(cron="30 9 * * 1-5"))
+    listing = await browser.get("/schedules")
+    assert "<code>30 9 * * 1-5</code>" in listing.text
+    assert "At 09:30 on Monday through Friday" in listing.text
+    detail = await browser.get(created.headers["Location"])
+    assert "At 09:30 on Monday through Friday" in detail.text
