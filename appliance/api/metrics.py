@@ -199,6 +199,11 @@ def _gauges(f: Figures) -> Iterator[Metric]:
         value=h.runs_retrying,
     )
     yield GaugeMetricFamily(
+        "steeple_runs_breaker_waiting",
+        "Retrying runs held by their target's open circuit breaker (a part of retrying).",
+        value=h.runs_breaker_waiting,
+    )
+    yield GaugeMetricFamily(
         "steeple_oldest_due_age_seconds",
         "How long the oldest due run has waited for a slot (0: none waits).",
         value=h.oldest_due_age_ms / 1000,

@@ -45,6 +45,7 @@ def figures(settings: Settings) -> dict[str, object]:
         "runs_waiting": h.runs_pending,
         "runs_due": h.runs_due,
         "runs_retrying": h.runs_retrying,
+        "runs_breaker_waiting": h.runs_breaker_waiting,
         "oldest_due_age_seconds": h.oldest_due_age_ms / 1000,
         "planner_lag_seconds": h.planner_lag_ms / 1000,
         "delivered_per_minute": f.delivered_per_minute,

@@ -33,6 +33,7 @@ class Health:
     runs_pending: int  # pending or retry_wait, due or not
     runs_due: int  # of those, due now: waiting for a free slot
     runs_retrying: int  # of those, waiting for a retry (retry_wait), due or not
+    runs_breaker_waiting: int  # of those, held by their target's open circuit breaker
     runs_running: int
     oldest_due_age_ms: int  # now − the earliest due_at among due runs; 0 when none
     planner_lag_ms: int  # now − the earliest plannable occurrence not yet planned; 0: none
@@ -67,6 +68,10 @@ def health(conn: apsw.Connection, *, now: int) -> Health:
         runs_retrying=one(  # one seek of job_runs_tenant_state_time per tenant
             "SELECT count(*) FROM job_runs WHERE tenant_id IN (SELECT id FROM tenants)"
             " AND state = 'retry_wait'"
+        ),
+        runs_breaker_waiting=one(  # the same seeks, then the few retrying rows
+            "SELECT count(*) FROM job_runs WHERE tenant_id IN (SELECT id FROM tenants)"
+            " AND state = 'retry_wait' AND failure_reason = 'breaker_open'"
         ),
         runs_running=one("SELECT count(*) FROM job_runs WHERE state = 'running'"),
         oldest_due_age_ms=max(0, now - oldest_due) if oldest_due else 0,

@@ -12,7 +12,7 @@ from appliance.core.events import EventType
 from appliance.core.instants import format_instant
 from appliance.core.runs import AttemptOutcome, Transition
 from appliance.store.claims import Completion, claim_runs, complete_run
-from appliance.store.database import Database
+from appliance.store.database import Connection, Database
 from appliance.store.events import SYSTEM_TENANT, append_event
 from appliance.store.figures import operator_figures, percentile
 from appliance.store.incarnations import record_check, register_incarnation
@@ -112,6 +112,21 @@ async def test_health_shows_the_same_figures_as_metrics(
     assert samples["steeple_db_check_last_success_timestamp_seconds"] == (clock.now - 1000) / 1000
     assert samples["steeple_disk_free_bytes"] > 0
     assert samples["steeple_runs_retrying"] == 1
+    assert samples["steeple_runs_breaker_waiting"] == 0 and cell(page.text, "h-breaker") == "0"
+
+    def hold_by_breaker(conn: Connection) -> None:  # as engine/breakers.py parks a run
+        conn.execute(
+            "UPDATE job_runs SET failure_reason = 'breaker_open' WHERE state = 'retry_wait'"
+        )
+
+    db.write_now(hold_by_breaker)
+    held = db.read_now(operator_figures, db_path=db.path, now=clock.now)
+    assert held.health.runs_breaker_waiting == 1
+    assert cell((await operator.get("/admin/health")).text, "h-breaker") == "1"
+    scraped = await app.test_client().get("/metrics", scope_base=LOOPBACK)
+    families = text_string_to_metric_families(await scraped.get_data(as_text=True))
+    held_samples = {s.name: s.value for family in families for s in family.samples}
+    assert held_samples["steeple_runs_breaker_waiting"] == 1
 
 
 async def test_the_health_page_does_not_exist_for_tenant_users(
