@@ -17,6 +17,7 @@ from collections.abc import Callable
 from quart import Blueprint, Response, redirect, request
 
 from appliance.core.events import Actor
+from appliance.core.payload_template import NAMES
 from appliance.core.schedule_input import merge_patch, parse_schedule
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import FieldError, NotFound, ValidationError
@@ -33,6 +34,7 @@ from appliance.ui.schedule_form import (
     ScheduleForm,
     blank_form,
     document_of,
+    form_error,
     form_of,
     with_errors,
 )
@@ -105,6 +107,7 @@ async def _form_page(
         schedule=schedule,
         form_key=secrets.token_urlsafe(32),
         zones=preview.ZONES,
+        template_names=NAMES,
     )
 
 
@@ -147,7 +150,10 @@ async def _validated(
     try:
         spec = parse()
     except ValidationError as error:
-        errors.extend(error.errors)
+        # A field the form already faulted (a payload that is not JSON, a blank "At")
+        # is absent or blank in the document: the API's word on it adds nothing.
+        faulted = {form_error(e)[0] for e in errors}
+        errors.extend(e for e in error.errors if form_error(e)[0] not in faulted)
         return None
     if errors:
         return None
@@ -190,9 +196,7 @@ async def save(schedule_id: str) -> Response:
     current = await _load(tenant_id, schedule_id)
     form = await request.form
     kind = current.spec.payload_kind
-    document, errors = document_of(form, kind)
-    if current.spec.templated and "payload" in document:  # the box holds the template
-        document["payload_template"] = document.pop("payload")
+    document, errors = document_of(form, kind, templated=current.spec.templated)
     spec = await _validated(
         ctx, errors, lambda: merge_patch(current.spec, document, policy=ctx.policy)
     )
