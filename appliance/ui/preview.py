@@ -59,17 +59,23 @@ class Preview:
 async def fragment() -> Response:
     require(Role.VIEWER)
     form = await request.form
+    found, errors = await compute(form)
+    return await page(
+        "preview.html", preview=found, errors=errors, target=verdict(form.get("target_url", ""))
+    )
+
+
+async def compute(form: Mapping[str, str]) -> tuple[Preview | None, list[str]]:
+    """The preview of the form's timing, or the problems that stop it (as the form names
+    its fields)."""
     now = ui().clock.now_ms()
     try:
-        found: Preview | None = await trio.to_thread.run_sync(
+        found = await trio.to_thread.run_sync(
             _compute, dict(form), now, limiter=ui().cpu, abandon_on_cancel=False
         )
-        errors: list[str] = []
     except ValidationError as error:
-        found, errors = None, [_said(e) for e in error.errors]
-    return await page(
-        "preview.html", preview=found, errors=errors, target=_verdict(form.get("target_url", ""))
-    )
+        return None, [_said(e) for e in error.errors]
+    return found, []
 
 
 def _said(error: FieldError) -> str:
@@ -115,7 +121,7 @@ def _compute(form: Mapping[str, str], now: int) -> Preview:
     )
 
 
-def _verdict(url: str) -> str | None:
+def verdict(url: str) -> str | None:
     """None when there is no URL to judge yet; else what the outbound policy says."""
     if not url.strip() or url.strip() in ("https://", "http://"):
         return None

@@ -48,7 +48,7 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/schedules", view_func=list_page, methods=["GET"])
     bp.add_url_rule("/schedules/new", view_func=new_form, methods=["GET"])
     bp.add_url_rule("/schedules/new", view_func=create, methods=["POST"])
-    bp.add_url_rule("/schedules/preview", view_func=preview.fragment, methods=["POST"])
+    bp.add_url_rule("/schedules/preview", view_func=preview_page, methods=["POST"])
     bp.add_url_rule("/schedules/<schedule_id>", view_func=schedule_page, methods=["GET"])
     bp.add_url_rule("/schedules/<schedule_id>/edit", view_func=edit_form, methods=["GET"])
     bp.add_url_rule("/schedules/<schedule_id>/edit", view_func=save, methods=["POST"])
@@ -98,16 +98,45 @@ async def new_form() -> Response:
 
 
 async def _form_page(
-    form: ScheduleForm, *, schedule: Schedule | None, status: int = 200
+    form: ScheduleForm,
+    *,
+    schedule: Schedule | None,
+    status: int = 200,
+    **shown: object,
 ) -> Response:
+    """The form page; ``shown``: a kept ``form_key`` and ``version``, a filled preview."""
     return await page(
         "schedule_form.html",
         status=status,
         form=form,
         schedule=schedule,
-        form_key=secrets.token_urlsafe(32),
         zones=preview.ZONES,
         template_names=NAMES,
+        **({"form_key": secrets.token_urlsafe(32)} | shown),
+    )
+
+
+async def preview_page() -> Response:
+    """The live preview's fragment (htmx) — or, from the form's Preview button (how a
+    browser without JavaScript previews), the form again as typed with the preview filled
+    in, keeping its one-time key and the version it edits."""
+    form = await request.form
+    if "full_preview" not in form:
+        return await preview.fragment()
+    _, tenant_id = require(Role.EDITOR)
+    schedule_id = form.get("schedule_id", "")
+    schedule = await _load(tenant_id, schedule_id) if schedule_id else None
+    kind = blank_form().payload_kind if schedule is None else schedule.spec.payload_kind
+    found, errors = await preview.compute(form)
+    version = form.get("version", "")
+    return await _form_page(
+        with_errors(form, [], kind),
+        schedule=schedule,
+        form_key=form.get("form_key", "")[:_FORM_KEY_CHARS],
+        version=int(version) if version.isdigit() else None,
+        preview=found,
+        preview_errors=errors,
+        target=preview.verdict(form.get("target_url", "")),
     )
 
 

@@ -325,3 +325,32 @@ async def test_the_preview_marks_a_dst_gap_and_warns_with_its_code(
         {"kind": "every", "every": "30s", "timezone": "UTC", "jitter_seconds": "60"},
     )
     assert "<code>jitter_exceeds_period</code>" in jitter.text
+
+
+async def test_the_preview_button_previews_without_javascript(
+    browser: Browser, alpha: Tenant, db: Database
+) -> None:
+    await browser.sign_in(alpha.editor)
+    new = submitted_fields((await browser.get("/schedules/new")).text)
+    shown = await browser.post(
+        "/schedules/preview",
+        new | {"kind": "every", "every": "90s", "jitter_seconds": "120", "full_preview": "1"},
+    )
+    assert shown.status == 200 and "<html" in shown.text  # the whole form, as typed
+    assert 'value="90s"' in shown.text and f'value="{new["form_key"]}"' in shown.text
+    assert shown.text.count("<time ") == 5 and "<code>jitter_exceeds_period</code>" in shown.text
+    assert 'action="/schedules/new"' in shown.text and nothing_stored(db, alpha)
+
+    created = db.write_now(
+        create_schedule, tenant_id=alpha.id, spec=_spec(cron="0 3 * * *"), now=START
+    )
+    fields = submitted_fields((await browser.get(f"/schedules/{created.id}/edit")).text)
+    again = await browser.post(
+        "/schedules/preview", fields | {"cron": "0 25 * * *", "full_preview": "1"}
+    )
+    assert f'action="/schedules/{created.id}/edit"' in again.text
+    assert 'name="version" value="1"' in again.text and 'value="0 25 * * *"' in again.text
+    assert "cron: " in again.text and "<table" not in again.text
+    viewer = Browser(browser.app)
+    await viewer.sign_in(alpha.viewer)
+    assert (await viewer.post("/schedules/preview", fields | {"full_preview": "1"})).status == 403
