@@ -354,3 +354,19 @@ async def test_the_preview_button_previews_without_javascript(
     viewer = Browser(browser.app)
     await viewer.sign_in(alpha.viewer)
     assert (await viewer.post("/schedules/preview", fields | {"full_preview": "1"})).status == 403
+
+
+async def test_unchecking_the_template_box_saves_a_plain_payload(
+    browser: Browser, alpha: Tenant, db: Database
+) -> None:
+    spec = _spec(cron="0 3 * * *", payload=None, payload_template={"for": "{{run_id}}"})
+    created = db.write_now(create_schedule, tenant_id=alpha.id, spec=spec, now=START)
+    await browser.sign_in(alpha.editor)
+    fields = submitted_fields((await browser.get(f"/schedules/{created.id}/edit")).text)
+    assert fields["templated"] == "1" and fields["templated_shown"] == "1"
+    del fields["templated"]  # the box unchecked: a browser sends nothing for it
+    saved = await browser.post(f"/schedules/{created.id}/edit", fields)
+    assert saved.status == 302, saved.text
+    after = db.read_now(get_schedule, tenant_id=alpha.id, schedule_id=created.id)
+    assert after is not None and not after.spec.templated
+    assert json.loads(after.spec.body) == {"for": "{{run_id}}"}  # sent literally now
