@@ -303,7 +303,11 @@ async def _audit_destinations(
 
 def delivery_client(settings: Settings, policy: AddressPolicy) -> DeliveryClient:
     """The appliance's one delivery client (the engine's, and the dedupe test's)."""
-    return DeliveryClient(policy, max_per_host=settings.max_in_flight_per_host)
+    return DeliveryClient(
+        policy,
+        max_per_host=settings.max_in_flight_per_host,
+        max_rate_per_host=settings.max_rate_per_host,
+    )
 
 
 def engine_config(settings: Settings) -> EngineConfig:

@@ -61,6 +61,7 @@ class Settings:
     dispatch_concurrency: int
     tenant_max_in_flight: int | None  # None: auto, half of dispatch_concurrency
     max_in_flight_per_host: int = 8  # connections (so deliveries) at once to one origin
+    max_rate_per_host: int = 0  # requests per second to one origin; 0: no limit
     breaker_failures: int = 10  # consecutive failures that open an origin's breaker; 0: off
     max_schedules_per_tenant: int
     shutdown_grace_seconds: int
@@ -241,6 +242,14 @@ SETTINGS: tuple[SettingDef, ...] = (
         parse=_bounded_int(1, 1024),
         help="Deliveries in flight at once to one origin (scheme, host, port); more wait "
         "for a connection to it.",
+    ),
+    SettingDef(
+        name="max_rate_per_host",
+        env="STEEPLE_MAX_RATE_PER_HOST",
+        default=lambda: "0",
+        parse=_bounded_int(0, 10_000),
+        help="Requests per second at most to one origin, started evenly spaced; more wait "
+        "their turn. 0: no limit.",
     ),
     SettingDef(
         name="breaker_failures",

@@ -188,3 +188,15 @@ async def test_a_cancelled_delivery_leaves_no_connection_behind(sent_before_hang
         assert (c.pool.open_connections(), c.pool.idle_connections()) == (0, 0)
         assert await delivered(c, server.url()) == 200
     assert server.on_connection == [1, 2]
+
+
+async def test_a_rate_per_host_spaces_the_starts_of_one_origin() -> None:
+    """20 per second: five deliveries start at least 4 × 50 ms apart in all, however fast
+    the receiver answers (a lower bound: the pool can never be quicker than its pace)."""
+    async with keep_alive_server() as server, client(max_rate_per_host=20) as c:
+        began = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            for _ in range(5):
+                nursery.start_soon(delivered, c, server.url())
+        assert trio.current_time() - began >= 4 * 0.05
+    assert len(server.bodies) == 5

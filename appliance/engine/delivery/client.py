@@ -42,6 +42,7 @@ class DeliveryClient:
         policy: AddressPolicy,
         *,
         max_per_host: int = 8,
+        max_rate_per_host: int = 0,
         max_connections: int = MAX_CONNECTIONS,
         max_idle: int = MAX_IDLE_CONNECTIONS,
         resolve: Resolver = resolve_host,
@@ -53,7 +54,7 @@ class DeliveryClient:
         connector = Connector(policy, ssl_context=ssl_context, resolve=resolve, connect=connect)
         self.pool = ConnectionPool(
             connector, max_per_host=max_per_host, max_connections=max_connections,
-            max_idle=max_idle,
+            max_idle=max_idle, max_rate_per_host=max_rate_per_host,
         )  # fmt: skip
 
     async def exchange(self, request: DeliveryRequest) -> Answer:

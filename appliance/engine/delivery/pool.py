@@ -4,6 +4,10 @@ Rules:
 - At most ``max_per_host`` exchanges in flight per origin (scheme, host, port); at most
   ``max_connections`` connections open in all (an idle one of another origin is closed to
   make room). Waiting for either has no limit of its own: the attempt's deadline bounds it.
+- With ``max_rate_per_host`` (requests per second, 0: none), exchanges with one origin
+  start at least ``1 / rate`` seconds apart, on trio's monotonic clock: each takes the
+  next free start time when it has its turn and sleeps until then (holding the turn, so
+  the origin's cap also bounds how many wait).
 - Each origin keeps a stack of idle connections (most recently used first); at most
   ``max_idle`` idle in all; one idle for longer than ``idle_expiry_s`` is closed, lazily,
   when the next request comes (no timer task).
@@ -30,6 +34,7 @@ from appliance.engine.delivery.target import Origin
 MAX_CONNECTIONS = 100
 MAX_IDLE_CONNECTIONS = 20
 KEEPALIVE_EXPIRY_S = 5.0
+PACED_ORIGINS_KEPT = 1024  # start times kept before the past ones are dropped
 
 
 class _OriginState:
@@ -61,9 +66,14 @@ class ConnectionPool:
         max_connections: int = MAX_CONNECTIONS,
         max_idle: int = MAX_IDLE_CONNECTIONS,
         idle_expiry_s: float = KEEPALIVE_EXPIRY_S,
+        max_rate_per_host: int = 0,
     ) -> None:
         if max_per_host < 1 or max_connections < 1:
             raise ValueError("max_per_host and max_connections must be at least 1")
+        if max_rate_per_host < 0:
+            raise ValueError("max_rate_per_host must not be negative")
+        self._interval_s = 1 / max_rate_per_host if max_rate_per_host else 0.0
+        self._next_start: dict[Origin, float] = {}  # paced origins: their next free start
         self._connector = connector
         self._max_per_host = max_per_host
         self._max_idle = max_idle
@@ -98,11 +108,24 @@ class ConnectionPool:
             self._leave(origin, state)
             raise
         try:
+            await self._pace(origin)
             return self._reuse(state) or await self._open(origin)
         except BaseException:
             state.turns.release()
             self._leave(origin, state)
             raise
+
+    async def _pace(self, origin: Origin) -> None:
+        """Wait for this origin's next free start time (see the module rules)."""
+        if not self._interval_s:
+            return
+        now = trio.current_time()
+        start = max(now, self._next_start.get(origin, now))
+        self._next_start[origin] = start + self._interval_s
+        if len(self._next_start) > PACED_ORIGINS_KEPT:
+            self._next_start = {o: t for o, t in self._next_start.items() if t > now}
+        if start > now:
+            await trio.sleep_until(start)
 
     def release(self, origin: Origin, conn: Connection, *, complete: bool) -> None:
         """End the exchange; ``complete`` means the response was read to its end."""
