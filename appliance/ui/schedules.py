@@ -63,7 +63,14 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/schedules/<schedule_id>/delete", view_func=delete, methods=["POST"])
 
 
-async def list_page(*, note: str = "", note_error: str = "", status_code: int = 200) -> Response:
+async def list_page(
+    *,
+    note: str = "",
+    note_error: str = "",
+    selected: frozenset[str] = frozenset(),
+    status_code: int = 200,
+) -> Response:
+    """The list; ``note``, ``note_error`` and ``selected``: a refused bulk pause's, kept."""
     _, tenant_id = require(Role.VIEWER)
     ctx = ui()
     status = _status(request.args.get("status", ""))
@@ -92,6 +99,7 @@ async def list_page(*, note: str = "", note_error: str = "", status_code: int = 
         more=more,
         note=note,
         note_error=note_error,
+        selected=selected,
     )
 
 
@@ -303,7 +311,9 @@ async def change_selected() -> Response:
     try:
         note = pauses.parse_note(text) if action == "pause" else None
     except ValidationError as error:
-        return await list_page(note=text, note_error=_message(error), status_code=422)
+        return await list_page(
+            note=text, note_error=_message(error), selected=frozenset(selected), status_code=422
+        )
     now = ctx.clock.now_ms()
     actor = Actor.user(session.user.id)
 

@@ -79,6 +79,7 @@ async def test_selected_schedules_pause_with_one_note_or_not_at_all(
     )
     assert refused.status == 422 and 'id="note-error"' in refused.text
     assert f'value="{too_long}"' in refused.text
+    assert refused.text.count('value="sch_') == 2 and refused.text.count(" checked ") == 2
     assert not any(is_paused(db, alpha.id, i) for i in ids)
     done = await browser.post(
         "/schedules/selected?back=/schedules",
