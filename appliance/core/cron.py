@@ -40,7 +40,7 @@ import heapq
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo, available_timezones
@@ -48,7 +48,15 @@ from zoneinfo import ZoneInfo, available_timezones
 from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 
 from appliance.core.cron_fields import check_fields
-from appliance.core.dst import DstMark, DstPolicy, Fold, Gap, resolve_policy
+from appliance.core.dst import (
+    DstMark,
+    DstPolicy,
+    Fold,
+    Gap,
+    first_with_offset,
+    offset_at,
+    resolve_policy,
+)
 from appliance.core.instants import to_datetime
 from appliance.errors import FieldError, ValidationError
 
@@ -271,7 +279,7 @@ def dst_mark(spec: CronSpec, ms: int) -> tuple[DstMark, datetime] | None:
     if before > after:
         return (DstMark.FOLD_LAST if local.fold else DstMark.FOLD_FIRST), wall
     second = ms // 1000
-    jumped = _offset_at(second, zone) - _offset_at(second - 1, zone)
+    jumped = offset_at(second, zone) - offset_at(second - 1, zone)
     if spec.dst.gap is Gap.SKIP or jumped <= 0:
         return None
     matched = first_wall_from(spec, wall - timedelta(seconds=jumped))
@@ -298,7 +306,7 @@ def _first_wall(after_ms: int, zone: ZoneInfo) -> datetime:
     ``after_ms`` cannot hide an occurrence (its wall time lies before the local time of
     ``after_ms``); later instants are filtered out by the caller."""
     after_s = after_ms // 1000
-    lowest = min(_offset_at(after_s, zone), _offset_at(after_s + _FOLD_REACH_S, zone))
+    lowest = min(offset_at(after_s, zone), offset_at(after_s + _FOLD_REACH_S, zone))
     return _NAIVE_EPOCH + timedelta(seconds=after_s + lowest - 1)
 
 
@@ -322,18 +330,7 @@ def _instants(wall: datetime, zone: ZoneInfo, policy: DstPolicy) -> tuple[int, .
 
 def _transition(low: int, high: int, zone: ZoneInfo) -> int:
     """The first epoch second in ``(low, high]`` with ``high``'s offset (a gap's end)."""
-    target = _offset_at(high, zone)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if _offset_at(middle, zone) == target:
-            high = middle
-        else:
-            low = middle
-    return high
-
-
-def _offset_at(epoch_s: int, zone: ZoneInfo) -> int:
-    return _seconds(datetime.fromtimestamp(epoch_s, tz=UTC).astimezone(zone).utcoffset())
+    return first_with_offset(low, high, zone, offset_at(high, zone))
 
 
 def _seconds(offset: timedelta | None) -> int:

@@ -40,7 +40,7 @@ _DAY_NAMES: Final = (
     "Saturday",
 )
 _WEEK: Final = (*_DAY_NAMES[1:], _DAY_NAMES[0])
-_MONTH_NAMES: Final = (
+MONTH_NAMES: Final = (
     "January",
     "February",
     "March",
@@ -55,7 +55,7 @@ _MONTH_NAMES: Final = (
     "December",
 )
 _SHORT_DAYS: Final = {name[:3].lower(): i for i, name in enumerate(_DAY_NAMES)}
-_SHORT_MONTHS: Final = {name[:3].lower(): i + 1 for i, name in enumerate(_MONTH_NAMES)}
+_SHORT_MONTHS: Final = {name[:3].lower(): i + 1 for i, name in enumerate(MONTH_NAMES)}
 _MAX_CLOCK_TIMES: Final = 6  # "At 09:00, 12:00 and 17:00"; more are said field by field
 _LIMITS: Final = {"second": (0, 59), "minute": (0, 59), "hour": (0, 23), "day": (1, 31)}
 
@@ -75,7 +75,7 @@ def describe_cron(expression: str) -> str:
     elif sentence.startswith("At ") and ":" in sentence:
         sentence += " every day"
     if months != "*":
-        sentence += " in " + _named(_values(months, 1, 12, _SHORT_MONTHS), _MONTH_NAMES, 1)
+        sentence += " in " + _named(_values(months, 1, 12, _SHORT_MONTHS), MONTH_NAMES, 1)
     return sentence
 
 

@@ -115,12 +115,12 @@ def gaps_between(zone: ZoneInfo, start_ms: int, end_ms: int) -> list[ZoneGap]:
     found: list[ZoneGap] = []
     low = start_ms // 1000
     high_end = end_ms // 1000
-    low_offset = _offset_at(low, zone)
+    low_offset = offset_at(low, zone)
     while low < high_end:
         high = min(low + _SAMPLE_S, high_end)
-        high_offset = _offset_at(high, zone)
+        high_offset = offset_at(high, zone)
         if high_offset > low_offset:
-            jump = _jump(low, high, zone, high_offset)
+            jump = first_with_offset(low, high, zone, high_offset)
             found.append(
                 ZoneGap(
                     end_ms=jump * 1000,
@@ -132,18 +132,20 @@ def gaps_between(zone: ZoneInfo, start_ms: int, end_ms: int) -> list[ZoneGap]:
     return found
 
 
-def _jump(low: int, high: int, zone: ZoneInfo, target: int) -> int:
-    """The first epoch second in ``(low, high]`` with the offset ``target``."""
+def first_with_offset(low: int, high: int, zone: ZoneInfo, target: int) -> int:
+    """The first epoch second in ``(low, high]`` with the UTC offset ``target`` (seconds),
+    by bisection: ``high`` must have it, and the offset changes once in between."""
     while high - low > 1:
         middle = (low + high) // 2
-        if _offset_at(middle, zone) == target:
+        if offset_at(middle, zone) == target:
             high = middle
         else:
             low = middle
     return high
 
 
-def _offset_at(epoch_s: int, zone: ZoneInfo) -> int:
+def offset_at(epoch_s: int, zone: ZoneInfo) -> int:
+    """``zone``'s UTC offset at an epoch second, in seconds."""
     offset = datetime.fromtimestamp(epoch_s, tz=UTC).astimezone(zone).utcoffset()
     assert offset is not None  # ZoneInfo always knows its offset
     return offset.days * 86_400 + offset.seconds

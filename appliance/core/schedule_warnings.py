@@ -35,6 +35,7 @@ from zoneinfo import ZoneInfo
 
 from appliance.core.cron import CronSpec, day_rule, first_wall_from, is_fixed_time
 from appliance.core.cron_fields import field_values
+from appliance.core.cron_words import MONTH_NAMES
 from appliance.core.dst import Gap, gaps_between
 from appliance.core.instants import format_instant
 from appliance.core.occurrence_cache import OccurrenceCache
@@ -42,20 +43,6 @@ from appliance.core.timing import ScheduleKind, Timing, kind_of, occurrences
 
 YEAR_MS: Final = 366 * 86_400_000
 GAP_SAMPLES: Final = 32  # occurrences examined for the shortest gap between two
-_MONTHS: Final = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 _DAYS_IN_MONTH: Final = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)  # February: 28
 
 
@@ -115,7 +102,7 @@ def _short_months(spec: CronSpec) -> list[ScheduleWarning]:
         if lacking == [2] and day == 29:
             parts.append("day 29 exists in February only in leap years, so it fires then only")
         elif lacking:
-            names = _and([_MONTHS[m - 1] for m in lacking])
+            names = _and([MONTH_NAMES[m - 1] for m in lacking])
             parts.append(f"day {day} does not exist in {names}, so it never fires then")
     if not parts:
         return []

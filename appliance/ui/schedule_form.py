@@ -4,31 +4,77 @@ errors onto the form's fields.
 The form is a face of the API's document, not a second validator: the fields become the
 same JSON a tenant would POST (``core.schedule_input`` then validates it as a whole), and
 only what a form cannot carry is checked here — a payload that is not JSON, a number
-field that is not a number.
+field that is not a number, a local date-time that does not exist in the zone
+(:mod:`appliance.ui.form_instants`).
+
+Rules:
+
+- The "Kind" radio picks which of ``cron``, ``at`` and ``every`` the document carries
+  (the others' boxes keep what was typed but are not sent); ``dst`` goes with a cron only.
+- A field the form did not post is left out of the document, so an edit (a merge patch,
+  ``core.schedule_input.merge_patch``) keeps its stored value; a blank optional field is
+  ``null``, which takes the API's default. Saving the form unchanged gives an equal spec.
+- Every API error path lands on the input that produced it (``retry.backoff[1]`` on
+  "Backoff" as "entry 2 …", ``end_at`` on "End at"); one no input shows goes to the
+  summary with its API name.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
+from appliance.core.retry_input import MAX_AGE_SECONDS, backoff_document
+from appliance.core.schedules import CatchupPolicy, Overlap, PayloadKind, ScheduleSpec
+from appliance.core.timing import ScheduleKind, format_every, kind_of
 from appliance.errors import FieldError
+from appliance.ui.form_instants import instant_text, shown_instant
 
-# The API's dotted field names for the form's fields that differ.
-_FORM_FIELD: Final = {"retry.max_attempts": "max_attempts", "catchup.policy": "catchup_policy"}
+# The API's field names for the form's fields that differ.
+_FORM_FIELD: Final = {
+    "retry.max_attempts": "max_attempts",
+    "retry.max_age_seconds": "max_age_seconds",
+    "catchup.policy": "catchup_policy",
+    "every_seconds": "every",
+    "dst": "dst_gap",
+    "dst.gap": "dst_gap",
+    "dst.fold": "dst_fold",
+    "body": "payload",
+    "payload_template": "payload",
+}
+# API paths below a form field: ``retry.backoff[1]``, ``payload_template.a.b`` …
+_NESTED: Final = (
+    ("retry.backoff", "backoff"),
+    ("payload_template", "payload"),
+    ("payload", "payload"),
+)
 FORM_FIELDS: Final = (
     "name",
+    "kind",
     "cron",
+    "at",
+    "every",
     "timezone",
+    "start_at",
+    "end_at",
     "target_url",
     "payload",
+    "templated",
     "max_attempts",
+    "backoff",
+    "max_age_seconds",
     "jitter_seconds",
     "catchup_policy",
+    "overlap",
+    "dst_gap",
+    "dst_fold",
 )
+KINDS: Final = tuple(kind.value for kind in ScheduleKind)
+_INSTANTS: Final = ("start_at", "end_at")
+_WHOLE: Final = re.compile(r"[+-]?\d+")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,65 +88,176 @@ class ScheduleForm:
 
 
 def blank_form() -> ScheduleForm:
-    return ScheduleForm(
-        values={
-            "name": "",
-            "cron": "0 9 * * *",
-            "timezone": "UTC",
-            "target_url": "https://",
-            "payload": "{}",
-            "max_attempts": "8",
-            "jitter_seconds": "0",
-            "catchup_policy": str(CatchupPolicy.LATEST),
-        }
-    )
+    values = dict.fromkeys(FORM_FIELDS, "")
+    values |= {
+        "kind": ScheduleKind.CRON.value,
+        "cron": "0 9 * * *",
+        "timezone": "UTC",
+        "target_url": "https://",
+        "payload": "{}",
+        "max_attempts": "8",
+        "backoff": "default",
+        "jitter_seconds": "0",
+        "catchup_policy": str(CatchupPolicy.LATEST),
+        "overlap": str(Overlap.ALLOW),
+    }
+    return ScheduleForm(values=values)
 
 
 def form_of(spec: ScheduleSpec) -> ScheduleForm:
-    """The form showing a stored schedule."""
+    """The form showing a stored schedule: every field as saving it back would send it."""
     payload = spec.body.decode("utf-8", errors="replace")
     if spec.payload_kind is PayloadKind.JSON:
         payload = json.dumps(json.loads(spec.body), indent=2, ensure_ascii=False)
+    backoff = backoff_document(spec.retry.backoff)
+    max_age = spec.retry.window_ms // 1000
+    zone = spec.timezone
     return ScheduleForm(
         values={
             "name": spec.name,
+            "kind": kind_of(spec).value,
             "cron": spec.cron,
-            "timezone": spec.timezone,
+            "at": shown_instant(spec.at, zone),
+            "every": "" if spec.every_seconds is None else format_every(spec.every_seconds),
+            "timezone": zone,
+            "start_at": shown_instant(spec.start_at, zone),
+            "end_at": shown_instant(spec.end_at, zone),
             "target_url": spec.target_url,
             "payload": payload,
+            "templated": "1" if spec.templated else "",
             "max_attempts": str(spec.max_attempts),
+            "backoff": _backoff_text(backoff),
+            "max_age_seconds": "" if max_age == MAX_AGE_SECONDS else str(max_age),
             "jitter_seconds": str(spec.jitter_seconds),
             "catchup_policy": str(spec.catchup_policy),
+            "overlap": str(spec.overlap),
+            "dst_gap": spec.dst_gap or "",
+            "dst_fold": spec.dst_fold or "",
         },
         payload_kind=spec.payload_kind,
     )
 
 
+def _backoff_text(backoff: object) -> str:
+    if isinstance(backoff, list):
+        return ", ".join(str(delay) for delay in backoff)
+    if isinstance(backoff, dict):
+        return json.dumps(backoff)
+    return str(backoff)
+
+
 def document_of(
-    form: Mapping[str, str], kind: PayloadKind = PayloadKind.JSON
+    form: Mapping[str, str], kind: PayloadKind = PayloadKind.JSON, *, templated: bool = False
 ) -> tuple[dict[str, object], list[FieldError]]:
     """The schedule JSON the form's values describe, and the errors only a form can have
-    (the rest is the API's validation, run on the document)."""
+    (the rest is the API's validation, run on the document). ``templated``: whether the
+    payload is a template when the form does not say (a form without the checkbox)."""
     errors: list[FieldError] = []
-    document: dict[str, object] = {key: form.get(key, "") for key in ("name", "cron", "target_url")}
-    document["timezone"] = form.get("timezone", "").strip() or "UTC"
-    payload = form.get("payload", "")
-    if kind is PayloadKind.BODY:
-        document["body"] = payload
-    elif payload.strip():
-        try:
-            document["payload"] = json.loads(payload)
-        except json.JSONDecodeError as exc:
-            errors.append(
-                FieldError(
-                    field="payload",
-                    message=f"is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                )
-            )
-    document["retry"] = {"max_attempts": _number(form, "max_attempts", errors)}
+    document: dict[str, object] = {key: form.get(key, "") for key in ("name", "target_url")}
+    document |= timing_of(form, errors)
+    _payload(form, kind, templated, document, errors)
+    document["retry"] = _retry(form, errors)
     document["jitter_seconds"] = _number(form, "jitter_seconds", errors)
     document["catchup"] = {"policy": form.get("catchup_policy") or str(CatchupPolicy.LATEST)}
+    if "overlap" in form:
+        document["overlap"] = form["overlap"] or None
     return document, errors
+
+
+def timing_of(form: Mapping[str, str], errors: list[FieldError]) -> dict[str, object]:
+    """The timing fields of the document (also what the preview reads): the chosen
+    kind's field, the timezone, the bounds posted, and a cron's ``dst``."""
+    timezone = form.get("timezone", "").strip() or "UTC"
+    document: dict[str, object] = {"timezone": timezone}
+    kind = form.get("kind") or ScheduleKind.CRON.value  # a form before kinds: cron
+    if kind == ScheduleKind.CRON:
+        document["cron"] = form.get("cron", "")
+        if "dst_gap" in form or "dst_fold" in form:
+            gap, fold = form.get("dst_gap") or None, form.get("dst_fold") or None
+            document["dst"] = {"gap": gap, "fold": fold} if gap or fold else None
+    elif kind == ScheduleKind.AT:
+        if form.get("at", "").strip():
+            document["at"] = _instant(form, "at", timezone, errors)
+        else:
+            document["at"] = ""
+            errors.append(
+                FieldError(field="at", message="is required: the date and time it runs once")
+            )
+    elif kind == ScheduleKind.EVERY:
+        document["every"] = form.get("every", "").strip()
+    else:
+        errors.append(FieldError(field="kind", message=f"must be one of {', '.join(KINDS)}"))
+    for key in _INSTANTS:
+        if key in form:
+            blank = not form[key].strip()
+            document[key] = None if blank else _instant(form, key, timezone, errors)
+    return document
+
+
+def _instant(form: Mapping[str, str], key: str, timezone: str, errors: list[FieldError]) -> str:
+    text, problem = instant_text(form.get(key, ""), timezone)
+    if problem:
+        errors.append(FieldError(field=key, message=problem))
+    return text
+
+
+def _payload(
+    form: Mapping[str, str],
+    kind: PayloadKind,
+    templated: bool,
+    document: dict[str, object],
+    errors: list[FieldError],
+) -> None:
+    if "templated_shown" in form:  # the checkbox was on the form: it decides
+        templated = bool(form.get("templated"))
+    payload = form.get("payload", "")
+    if kind is PayloadKind.BODY and not templated:
+        document["body"] = payload
+        return
+    if not payload.strip():
+        return
+    try:
+        value = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        message = f"is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        errors.append(FieldError(field="payload", message=message))
+        return
+    document["payload_template" if templated else "payload"] = value
+
+
+def _retry(form: Mapping[str, str], errors: list[FieldError]) -> dict[str, object]:
+    retry: dict[str, object] = {"max_attempts": _number(form, "max_attempts", errors)}
+    if "backoff" in form:
+        retry["backoff"] = _backoff(form["backoff"], errors)
+    if "max_age_seconds" in form:
+        given = form["max_age_seconds"].strip()
+        retry["max_age_seconds"] = _number(form, "max_age_seconds", errors) if given else None
+    return retry
+
+
+def _backoff(text: str, errors: list[FieldError]) -> object:
+    """``default`` (or blank), a comma list of seconds, or an exponential backoff's JSON
+    object; each list entry is sent as typed (a number when it reads as one), so the
+    API's ``retry.backoff[i]`` says what is wrong with it."""
+    text = text.strip()
+    if not text or text == "default":
+        return "default"
+    if text.startswith("{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            errors.append(FieldError(field="backoff", message=f"is not JSON: {exc.msg}"))
+            return None
+    return [_entry(item.strip()) for item in text.split(",")]
+
+
+def _entry(item: str) -> object:
+    if _WHOLE.fullmatch(item):
+        return int(item)
+    try:
+        return float(item)
+    except ValueError:
+        return item
 
 
 def with_errors(
@@ -109,14 +266,28 @@ def with_errors(
     """The form as typed, with every error on its field (never losing what was typed)."""
     by_field: dict[str, list[str]] = {}
     for error in errors:
-        name = _FORM_FIELD.get(error.field, error.field)
-        if name.startswith("payload") or name == "body":
-            name = "payload"
+        name, message = form_error(error)
         key = name if name in FORM_FIELDS else ""
-        text = error.message if key else f"{error.field}: {error.message}"
+        text = message if key else f"{error.field}: {error.message}"
         by_field.setdefault(key, []).append(text)
     values = {key: form.get(key, "") for key in FORM_FIELDS}
+    values["kind"] = values["kind"] or ScheduleKind.CRON.value
     return ScheduleForm(values=values, errors=by_field, payload_kind=kind)
+
+
+def form_error(error: FieldError) -> tuple[str, str]:
+    """The form field an API error belongs to, and its message there: a nested path is
+    said in the message (``retry.backoff[1]`` → "entry 2 …" on ``backoff``)."""
+    if error.field in _FORM_FIELD:
+        return _FORM_FIELD[error.field], error.message
+    for prefix, name in _NESTED:
+        if error.field.startswith(prefix):
+            rest = error.field[len(prefix) :]
+            index = re.fullmatch(r"\[(\d+)\]", rest)
+            if index:
+                return name, f"entry {int(index.group(1)) + 1} {error.message}"
+            return name, f"{rest.lstrip('.')} {error.message}".strip()
+    return error.field, error.message
 
 
 def _number(form: Mapping[str, str], key: str, errors: list[FieldError]) -> object:

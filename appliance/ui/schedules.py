@@ -22,6 +22,7 @@ from collections.abc import Callable
 from quart import Blueprint, Response, redirect, request
 
 from appliance.core.events import Actor
+from appliance.core.payload_template import NAMES
 from appliance.core.schedule_input import merge_patch, parse_schedule
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import FieldError, NotFound, ValidationError
@@ -38,6 +39,7 @@ from appliance.ui.schedule_form import (
     ScheduleForm,
     blank_form,
     document_of,
+    form_error,
     form_of,
     with_errors,
 )
@@ -51,7 +53,7 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/schedules", view_func=list_page, methods=["GET"])
     bp.add_url_rule("/schedules/new", view_func=new_form, methods=["GET"])
     bp.add_url_rule("/schedules/new", view_func=create, methods=["POST"])
-    bp.add_url_rule("/schedules/preview", view_func=preview.fragment, methods=["POST"])
+    bp.add_url_rule("/schedules/preview", view_func=preview_page, methods=["POST"])
     bp.add_url_rule("/schedules/<schedule_id>", view_func=schedule_page, methods=["GET"])
     bp.add_url_rule("/schedules/<schedule_id>/edit", view_func=edit_form, methods=["GET"])
     bp.add_url_rule("/schedules/<schedule_id>/edit", view_func=save, methods=["POST"])
@@ -116,15 +118,45 @@ async def new_form() -> Response:
 
 
 async def _form_page(
-    form: ScheduleForm, *, schedule: Schedule | None, status: int = 200
+    form: ScheduleForm,
+    *,
+    schedule: Schedule | None,
+    status: int = 200,
+    **shown: object,
 ) -> Response:
+    """The form page; ``shown``: a kept ``form_key`` and ``version``, a filled preview."""
     return await page(
         "schedule_form.html",
         status=status,
         form=form,
         schedule=schedule,
-        form_key=secrets.token_urlsafe(32),
         zones=preview.ZONES,
+        template_names=NAMES,
+        **({"form_key": secrets.token_urlsafe(32)} | shown),
+    )
+
+
+async def preview_page() -> Response:
+    """The live preview's fragment (htmx) — or, from the form's Preview button (how a
+    browser without JavaScript previews), the form again as typed with the preview filled
+    in, keeping its one-time key and the version it edits."""
+    form = await request.form
+    if "full_preview" not in form:
+        return await preview.fragment()
+    _, tenant_id = require(Role.EDITOR)
+    schedule_id = form.get("schedule_id", "")
+    schedule = await _load(tenant_id, schedule_id) if schedule_id else None
+    kind = blank_form().payload_kind if schedule is None else schedule.spec.payload_kind
+    found, errors = await preview.compute(form)
+    version = form.get("version", "")
+    return await _form_page(
+        with_errors(form, [], kind),
+        schedule=schedule,
+        form_key=form.get("form_key", "")[:_FORM_KEY_CHARS],
+        version=int(version) if version.isdigit() else None,
+        preview=found,
+        preview_errors=errors,
+        target=preview.verdict(form.get("target_url", "")),
     )
 
 
@@ -167,7 +199,10 @@ async def _validated(
     try:
         spec = parse()
     except ValidationError as error:
-        errors.extend(error.errors)
+        # A field the form already faulted (a payload that is not JSON, a blank "At")
+        # is absent or blank in the document: the API's word on it adds nothing.
+        faulted = {form_error(e)[0] for e in errors}
+        errors.extend(e for e in error.errors if form_error(e)[0] not in faulted)
         return None
     if errors:
         return None
@@ -231,9 +266,7 @@ async def save(schedule_id: str) -> Response:
     current = await _load(tenant_id, schedule_id)
     form = await request.form
     kind = current.spec.payload_kind
-    document, errors = document_of(form, kind)
-    if current.spec.templated and "payload" in document:  # the box holds the template
-        document["payload_template"] = document.pop("payload")
+    document, errors = document_of(form, kind, templated=current.spec.templated)
     spec = await _validated(
         ctx, errors, lambda: merge_patch(current.spec, document, policy=ctx.policy)
     )

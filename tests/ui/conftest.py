@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urlencode
 
@@ -177,3 +178,58 @@ def schedule_form(**overrides: str) -> dict[str, str]:
     }
     form.update(overrides)
     return form
+
+
+class _FormReader(HTMLParser):
+    """The fields one form submits, as a browser without JavaScript sends them: named
+    inputs (checked boxes and radios only), the selected option of each select, and
+    textareas."""
+
+    def __init__(self, form_id: str) -> None:
+        super().__init__()
+        self.form_id = form_id
+        self.inside = False
+        self.fields: list[tuple[str, str]] = []
+        self._select: str | None = None
+        self._textarea: str | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {key: value or "" for key, value in attrs}
+        if tag == "form":
+            self.inside = a.get("id") == self.form_id
+        if not self.inside or ("name" not in a and tag != "option"):
+            return
+        if tag == "input":
+            kind = a.get("type", "text")
+            if kind not in ("checkbox", "radio") or "checked" in a:
+                self.fields.append((a["name"], a.get("value", "on" if kind == "checkbox" else "")))
+        elif tag == "select":
+            self._select = a["name"]
+        elif tag == "option" and self._select is not None and "selected" in a:
+            self.fields.append((self._select, a.get("value", "")))
+        elif tag == "textarea":
+            self._textarea, self._text = a["name"], []
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self.inside = False
+        elif tag == "select":
+            self._select = None
+        elif tag == "textarea" and self._textarea is not None:
+            text = "".join(self._text)
+            self.fields.append((self._textarea, text[1:] if text.startswith("\n") else text))
+            self._textarea = None
+
+
+def submitted_fields(html: str, form_id: str = "schedule-form") -> dict[str, str]:
+    """What submitting the form ``form_id`` of a page as shown sends (but its CSRF token,
+    which :meth:`Browser.post` adds)."""
+    reader = _FormReader(form_id)
+    reader.feed(html)
+    reader.close()
+    return {name: value for name, value in reader.fields if name != "csrf_token"}

@@ -149,11 +149,18 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
 
         page.goto(f"{app.base_url}/schedules/new")
         page.get_by_label("Name").fill("<img src=x onerror=alert(1)>")
-        page.get_by_label("Cron").fill("* * * * * *")
+        # the Kind radio shows one field: an interval previews from now, in UTC
+        page.get_by_role("radio", name="Every").check()
+        expect(page.get_by_role("textbox", name="Cron", exact=True)).to_be_hidden()
+        page.get_by_role("textbox", name="Every", exact=True).fill("90s")
+        preview = page.locator("#preview")
+        expect(preview.locator("tbody tr")).to_have_count(5)
+        page.get_by_role("radio", name="Cron").check()
+        expect(page.get_by_role("textbox", name="Every", exact=True)).to_be_hidden()
+        page.get_by_role("textbox", name="Cron", exact=True).fill("* * * * * *")
         page.get_by_label("Timezone").fill("Europe/Berlin")
         page.get_by_label("Target URL").fill(receiver.url)
-        page.get_by_label("Payload").fill('{"hello": "world"}')
-        preview = page.locator("#preview")
+        page.get_by_role("textbox", name="Payload", exact=True).fill('{"hello": "world"}')
         expect(preview.get_by_role("table")).to_be_visible()
         expect(preview).to_contain_text("CET")  # the zone's abbreviation, beside UTC
         expect(preview).to_contain_text("Target URL allowed")
