@@ -88,7 +88,7 @@ def resume(settings: Settings, *, id_or_name: str) -> tuple[str, bool]:
 
     def write(conn: Connection) -> tuple[str, bool]:
         tenant_id = find_tenant_id(conn, id_or_name=id_or_name)
-        return tenant_id, resume_tenant(conn, tenant_id=tenant_id)
+        return tenant_id, resume_tenant(conn, tenant_id=tenant_id, now=_now())
 
     return _write(settings, write)
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from appliance.core.downtime import DowntimeReport
-from appliance.core.events import EventType, JsonScalar, JsonValue
+from appliance.core.events import Actor, ActorKind, EventType, JsonScalar, JsonValue
 from appliance.core.ids import idempotency_key, new_id, run_id
 from appliance.core.instants import format_instant, format_scheduled_for, parse_instant
 from appliance.core.schedules import CatchupPolicy
@@ -158,6 +158,7 @@ def event(
     schedule_id: str | None = SCH,
     run: str | None = RUN,
     tenant_id: str = TEN,
+    actor: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     return {
         "seq": 7,
@@ -167,9 +168,17 @@ def event(
         "schedule_id": schedule_id,
         "run_id": run,
         "occurred_at": format_instant(NOW),
-        "actor": None,
+        "actor": actor,
         "data": data,
     }
+
+
+USER = {"kind": "user", "id": new_id("usr", NOW)}
+
+
+def tenant_event(type: EventType, data: dict[str, JsonValue], **kw: Any) -> dict[str, Any]:
+    """An event about the tenant itself (no schedule, no run)."""
+    return event(type, data, schedule_id=None, run=None, **kw)
 
 
 def run_data(**changes: JsonScalar) -> dict[str, JsonScalar]:
@@ -251,6 +260,11 @@ def dedupe_tested(**changes: JsonScalar) -> dict[str, JsonScalar]:
 
 
 E = EventType
+REVEALED_DATA: dict[str, JsonValue] = {
+    "secret_id": new_id("sec", NOW),
+    "masked": "whsec_…a1B2",
+}
+SUSPENDED_DATA: dict[str, JsonValue] = {"cancelled_runs": 4}
 VALID: list[tuple[str, dict[str, Any]]] = [
     ("succeeded", event(E.RUN_SUCCEEDED, run_data(status=204))),
     ("succeeded, explicit null next", event(E.RUN_SUCCEEDED, run_data(next_attempt_at=None))),
@@ -278,6 +292,14 @@ VALID: list[tuple[str, dict[str, Any]]] = [
             E.SCHEDULE_DELETED,
         )
     ],
+    ("paused with a note", event(E.SCHEDULE_PAUSED, {"version": 3, "note": "db move"}, run=None)),
+    ("secret revealed", tenant_event(E.SECRET_REVEALED, REVEALED_DATA, actor=USER)),
+    ("suspended by an operator", tenant_event(E.TENANT_SUSPENDED, SUSPENDED_DATA, actor=USER)),
+    ("suspended from the CLI", tenant_event(E.TENANT_SUSPENDED, {"cancelled_runs": 0})),
+    (
+        "resumed",
+        tenant_event(E.TENANT_RESUMED, {"suspended_at": format_instant(NOW - 1000)}, actor=USER),
+    ),
     ("dedupe tested", event(E.SCHEDULE_DEDUPE_TESTED, dedupe_tested(), run=None)),
     (
         "dedupe tested, no answer",
@@ -349,6 +371,10 @@ RESENT = event(E.RUN_RESENT, resent(), run=run_id(SCH, format_scheduled_for(SLOT
 DEDUPE = event(E.SCHEDULE_DEDUPE_TESTED, dedupe_tested(), run=None)
 GONE = event(E.SCHEDULE_PAUSED_BY_RECEIVER, {"run_id": RUN, "status": 410})
 JUMP = dict(VALID)["clock jumped back"]
+PAUSED = dict(VALID)["paused with a note"]
+REVEALED = dict(VALID)["secret revealed"]
+SUSPENDED = dict(VALID)["suspended by an operator"]
+RESUMED = dict(VALID)["resumed"]
 RESTARTED = restarted()
 
 INVALID: list[Invalid] = [
@@ -399,6 +425,17 @@ INVALID: list[Invalid] = [
     bad("clock jump on a schedule", JUMP, "schedule_id", SCH),
     bad("fractional clock delta", JUMP, "data.wall_delta_ms", 1.5),
     bad("monotonic went back", JUMP, "data.monotonic_delta_ms", -1),
+    bad("empty pause note", PAUSED, "data.note", ""),
+    bad("pause note of 501 characters", PAUSED, "data.note", "x" * 501),
+    bad("pause note as a number", PAUSED, "data.note", 7),
+    bad("reveal without who asked", REVEALED, "actor", None),
+    bad("reveal without the secret", REVEALED, "data.secret_id", DELETE),
+    bad("reveal carrying the secret", REVEALED, "data.secret", "whsec_abc"),
+    bad("reveal of a key id", REVEALED, "data.secret_id", "key_x"),
+    bad("system suspended", SUSPENDED, "tenant_id", SYSTEM_TENANT),
+    bad("suspension on a schedule", SUSPENDED, "schedule_id", SCH),
+    bad("negative cancelled count", SUSPENDED, "data.cancelled_runs", -1),
+    bad("resumed without its start", RESUMED, "data.suspended_at", DELETE),
     bad("unknown envelope field", UPDATED, "tenant", TEN),
     bad("event id without prefix", UPDATED, "id", "01JDQ8Y5Z2M4X7K9P3R6T8V0WB"),
     bad("occurred_at as epoch ms", UPDATED, "occurred_at", NOW),
@@ -474,6 +511,7 @@ def test_events_round_tripped_through_the_store_validate(
             schedule_id=instance["schedule_id"],
             run_id=instance["run_id"],
             data=instance["data"],
+            actor=None if instance["actor"] is None else as_actor(instance["actor"]),
         )
     stored = db.read_now(list_events, tenant_id=tenant, limit=100)  # with the system's
     assert len(stored) == len(VALID)
@@ -486,10 +524,16 @@ def test_events_round_tripped_through_the_store_validate(
             "schedule_id": row.schedule_id,
             "run_id": row.run_id,
             "occurred_at": format_instant(row.occurred_at),
-            "actor": None,
+            "actor": None
+            if row.actor is None
+            else {"kind": str(row.actor.kind), "id": row.actor.id},
             "data": row.data,
         }
         assert errors(validators[wire["type"]], wire) == [], wire
+
+
+def as_actor(wire: dict[str, str]) -> Actor:
+    return Actor(kind=ActorKind(wire["kind"]), id=wire["id"])
 
 
 def test_the_engines_run_event_data_matches_the_contract(validators: dict[str, Any]) -> None:

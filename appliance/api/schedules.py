@@ -248,16 +248,24 @@ async def delete_schedule(schedule_id: str) -> Response:
 
 
 async def pause_schedule(schedule_id: str) -> Response:
-    return await _change_schedule(pauses.pause_schedule, schedule_id)
+    """Pause, with the optional ``{"note": …}`` body (an empty body is no note)."""
+    caller = await authenticate_caller()
+    sent = await request.get_data(cache=True, as_text=False, parse_form_data=False)
+    note = pauses.parse_pause(await read_json() if sent else None)
+    return await _change_schedule(
+        functools.partial(pauses.pause_schedule, note=note), schedule_id, caller
+    )
 
 
 async def resume_schedule(schedule_id: str) -> Response:
     return await _change_schedule(pauses.resume_schedule, schedule_id)
 
 
-async def _change_schedule(change: Callable[..., Schedule], schedule_id: str) -> Response:
+async def _change_schedule(
+    change: Callable[..., Schedule], schedule_id: str, caller: Caller | None = None
+) -> Response:
     """Apply a store change (pause, resume) with If-Match, nudge the engine, answer it."""
-    caller = await authenticate_caller()
+    caller = caller or await authenticate_caller()
     ctx = context()
     schedule = await ctx.db.write(
         change,

@@ -1,7 +1,8 @@
 """Event types (docs/architecture.md, "Events").
 
 Events are append-only rows with a per-database sequence. An event written for a change
-a tenant asked for names its ``actor`` (the API key; later also a user); the engine's own
+a tenant asked for names its ``actor`` (the API key, or a web UI user; an operator's
+suspend or resume from the web UI names the operator); the engine's own
 events (run outcomes, misses, clock jumps, restarts) have none. The same
 events are the tenant's audit trail: ``schedule.updated`` lists the fields it changed.
 """
@@ -29,6 +30,9 @@ class EventType(enum.StrEnum):
     APPLIANCE_RESTARTED = "appliance.restarted"  # the downtime report (core/downtime.py)
     BREAKER_OPENED = "target.breaker_opened"  # an origin failed too often: left alone
     BREAKER_CLOSED = "target.breaker_closed"  # its probe succeeded: delivering again
+    SECRET_REVEALED = "signing_secret.revealed"  # an owner was shown a secret whole
+    TENANT_SUSPENDED = "tenant.suspended"  # by an operator (store/suspension.py)
+    TENANT_RESUMED = "tenant.resumed"
 
 
 JsonScalar = str | int | float | bool | None

@@ -11,20 +11,59 @@ Rules this module guards (ADR 0032 "Outcomes", ADR 0033):
   is caught up. Runs the tenant replayed or triggered while paused stay open.
 - Every pause bumps ``version`` and appends its event in the same transaction:
   ``schedule.paused`` for the tenant's, ``schedule.paused_by_receiver`` for a 410's.
+- A tenant's pause may carry a note (why; trimmed, at most ``MAX_NOTE_CHARS``, blank is
+  none), kept in its ``schedule.paused`` event and shown while the schedule stays paused.
+  The API's JSON body and the UI's form are read by the same :func:`parse_note`.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from typing import Final
 
 import apsw
 
 from appliance.core.events import Actor, EventType
 from appliance.core.schedules import Schedule
+from appliance.errors import ValidationError
 from appliance.store.events import append_event
 from appliance.store.plan_pass import settle_schedule
 from appliance.store.runs import withdraw_open_runs
 from appliance.store.schedules import event, first_fire_at, require_schedule, settled, write_spec
+
+MAX_NOTE_CHARS: Final = 500
+# The events that start or end a pause, newest first: the note of the pause in force.
+_PAUSE_TURNS: Final = (
+    EventType.SCHEDULE_PAUSED,
+    EventType.SCHEDULE_RESUMED,
+    EventType.SCHEDULE_PAUSED_BY_RECEIVER,
+)
+
+
+def parse_note(value: object) -> str | None:
+    """A pause's ``note`` as given (None: no note); trimmed, blank is none.
+    ValidationError naming ``note`` when it is not text or longer than MAX_NOTE_CHARS."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError.single("note", "must be text (why the schedule is paused)")
+    note = value.strip()
+    if len(note) > MAX_NOTE_CHARS:
+        raise ValidationError.single("note", f"is {len(note)} characters; at most {MAX_NOTE_CHARS}")
+    return note or None
+
+
+def parse_pause(obj: object) -> str | None:
+    """The note of a pause's JSON body (``{}``, ``null`` or ``{"note": …}``)."""
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        raise ValidationError.single("body", 'must be a JSON object, e.g. {"note": "why"}')
+    unknown = sorted(set(obj) - {"note"})
+    if unknown:
+        raise ValidationError.single(str(unknown[0]), "is not a field of a pause; drop it")
+    return parse_note(obj.get("note"))
 
 
 def pause_schedule(
@@ -35,9 +74,11 @@ def pause_schedule(
     now: int,
     expected_version: int | None = None,
     actor: Actor | None = None,
+    note: str | None = None,
 ) -> Schedule:
-    """Stop planning; open rows not yet attempted are withdrawn. Pausing twice is a no-op."""
-    return _set_paused(conn, tenant_id, schedule_id, True, now, expected_version, actor)
+    """Stop planning; open rows not yet attempted are withdrawn. Pausing twice is a no-op
+    (the first pause's note stays). ``note`` is one :func:`parse_note` answered."""
+    return _set_paused(conn, tenant_id, schedule_id, True, now, expected_version, actor, note)
 
 
 def resume_schedule(
@@ -62,6 +103,7 @@ def _set_paused(
     now: int,
     expected_version: int | None,
     actor: Actor | None,
+    note: str | None = None,
 ) -> Schedule:
     current = settled(conn, tenant_id, schedule_id, now=now, expected_version=expected_version)
     if current.spec.paused == paused:
@@ -74,7 +116,7 @@ def _set_paused(
     )
     version = write_spec(conn, current, spec, cursor=cursor, now=now)
     kind = EventType.SCHEDULE_PAUSED if paused else EventType.SCHEDULE_RESUMED
-    event(conn, kind, tenant_id, schedule_id, version=version, now=now, actor=actor)
+    event(conn, kind, tenant_id, schedule_id, version=version, now=now, actor=actor, note=note)
     return require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
 
 
@@ -109,3 +151,17 @@ def pause_by_receiver(
         data={"run_id": run_id, "status": status},
     )
     return True
+
+
+def pause_note(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> str | None:
+    """The note of the tenant's pause in force on ``schedule_id`` (None: not paused by
+    its tenant, or paused without a note). Reads back from the newest pause or resume."""
+    row = conn.execute(
+        "SELECT type, data FROM events WHERE schedule_id = ? AND tenant_id = ?"
+        f" AND type IN ({','.join('?' * len(_PAUSE_TURNS))}) ORDER BY seq DESC LIMIT 1",
+        (schedule_id, tenant_id, *(str(t) for t in _PAUSE_TURNS)),
+    ).fetchone()
+    if row is None or row[0] != EventType.SCHEDULE_PAUSED:
+        return None
+    note = json.loads(str(row[1])).get("note")
+    return note if isinstance(note, str) else None

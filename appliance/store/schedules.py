@@ -391,12 +391,16 @@ def event(
     now: int,
     actor: Actor | None = None,
     changed: list[str] | None = None,
+    note: str | None = None,
 ) -> None:
-    """A ``schedule.*`` event carrying the schedule's new version, who asked, and (for
-    ``schedule.updated``) the names of the fields that changed."""
+    """A ``schedule.*`` event carrying the schedule's new version, who asked, (for
+    ``schedule.updated``) the names of the fields that changed and (for
+    ``schedule.paused``) the note given with the pause."""
     data: dict[str, JsonValue] = {"version": version}
     if changed is not None:
         data["changed"] = changed
+    if note is not None:
+        data["note"] = note
     append_event(
         conn,
         tenant_id=tenant_id,

@@ -14,21 +14,29 @@ Rules this module guards:
   within the window, ``latest``, ``skip``; the rest recorded ``missed``) — exactly as
   after the appliance was down for that long.
 - Suspending a suspended tenant, or resuming an active one, changes nothing.
+- Each suspension and resumption appends ``tenant.suspended`` / ``tenant.resumed`` to
+  the tenant's own feed in the same transaction, naming the operator as actor (None
+  from the command line).
 """
 
 from __future__ import annotations
 
 import apsw
 
+from appliance.core.events import Actor, EventType
+from appliance.core.instants import format_instant
 from appliance.core.runs import RunState, Transition, check_transition
 from appliance.errors import NotFound
+from appliance.store.events import append_event
 from appliance.store.runs import OPEN_SQL
 
 # The tenants whose schedules plan nothing and whose callers are refused.
 SUSPENDED_TENANTS_SQL = "SELECT id FROM tenants WHERE suspended_at IS NOT NULL"
 
 
-def suspend_tenant(conn: apsw.Connection, *, tenant_id: str, now: int) -> int | None:
+def suspend_tenant(
+    conn: apsw.Connection, *, tenant_id: str, now: int, actor: Actor | None = None
+) -> int | None:
     """Suspend ``tenant_id``; answers how many open runs were cancelled, or None when it
     was already suspended. NotFound for an unknown tenant."""
     if suspended_since(conn, tenant_id=tenant_id) is not None:
@@ -40,14 +48,34 @@ def suspend_tenant(conn: apsw.Connection, *, tenant_id: str, now: int) -> int | 
         f" WHERE tenant_id = ? AND state IN {OPEN_SQL}",
         (cancelled.value, now, now, tenant_id),
     )
-    return conn.changes()
+    count = conn.changes()
+    append_event(
+        conn,
+        tenant_id=tenant_id,
+        type=EventType.TENANT_SUSPENDED,
+        now=now,
+        data={"cancelled_runs": count},
+        actor=actor,
+    )
+    return count
 
 
-def resume_tenant(conn: apsw.Connection, *, tenant_id: str) -> bool:
+def resume_tenant(
+    conn: apsw.Connection, *, tenant_id: str, now: int, actor: Actor | None = None
+) -> bool:
     """Resume ``tenant_id``; False when it was not suspended. NotFound for an unknown one."""
-    if suspended_since(conn, tenant_id=tenant_id) is None:
+    since = suspended_since(conn, tenant_id=tenant_id)
+    if since is None:
         return False
     conn.execute("UPDATE tenants SET suspended_at = NULL WHERE id = ?", (tenant_id,))
+    append_event(
+        conn,
+        tenant_id=tenant_id,
+        type=EventType.TENANT_RESUMED,
+        now=now,
+        data={"suspended_at": format_instant(since)},
+        actor=actor,
+    )
     return True
 
 

@@ -8,7 +8,8 @@ Signing-secret rules (ADR 0032):
 - A rotation adds a new secret and gives every other active secret an expiry ``overlap``
   from now (never later than one it already had): the receiver has that long to switch.
 - An active secret can be expired at once (a leak), but never the last one: deliveries
-  need a secret. Secrets are shown whole only when created.
+  need a secret. Secrets are shown whole when created, and to an owner who reveals one
+  (audited: :mod:`appliance.store.secret_reveal`).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def active_secrets_of(
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SigningSecret:
     id: str
-    secret: str  # whole: shown to the tenant only by the rotation that created it
+    secret: str  # whole: shown only by the rotation that made it, or an audited reveal
     created_at: int
     expires_at: int | None
 

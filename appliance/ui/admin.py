@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from quart import Blueprint, Response, redirect, request
 
+from appliance.core.events import Actor
 from appliance.errors import NotFound, ValidationError
 from appliance.store.database import Connection
 from appliance.store.figures import WINDOW_MS, operator_figures
@@ -37,12 +38,14 @@ def register(bp: Blueprint) -> None:
     )
 
 
-def require_operator() -> None:
+def require_operator() -> Actor:
+    """The signed-in operator, as the actor of what they change; NotFound to others."""
     session = current_session()
     if session is None:
         raise SignInRequired
     if not session.user.operator:
         raise NotFound("no such page")
+    return Actor.user(session.user.id)
 
 
 async def health() -> Response:
@@ -106,15 +109,15 @@ async def add_tenant_user() -> Response:
 
 
 async def suspend_tenant_view(tenant_id: str) -> Response:
-    require_operator()
+    actor = require_operator()
     ctx = ui()
-    await ctx.db.write(suspend_tenant, tenant_id=tenant_id, now=ctx.clock.now_ms())
+    await ctx.db.write(suspend_tenant, tenant_id=tenant_id, now=ctx.clock.now_ms(), actor=actor)
     return redirect("/admin/tenants?done=suspended")  # type: ignore[return-value]
 
 
 async def resume_tenant_view(tenant_id: str) -> Response:
-    require_operator()
+    actor = require_operator()
     ctx = ui()
-    await ctx.db.write(resume_tenant, tenant_id=tenant_id)
+    await ctx.db.write(resume_tenant, tenant_id=tenant_id, now=ctx.clock.now_ms(), actor=actor)
     ctx.nudge()  # the planner catches the tenant's schedules up now, per their policies
     return redirect("/admin/tenants?done=resumed-tenant")  # type: ignore[return-value]

@@ -80,6 +80,18 @@ def relative(ms: int | None, now: int) -> str:
     return f"in {text}" if delta >= 0 else f"{text} ago"
 
 
+def countdown(ms: int, now: int) -> str:
+    """Time left until ``ms``, to the second: ``23 h 59 min 5 s``, ``0 s`` once past
+    (steeple.js ticks the same text down on ``[data-countdown]``)."""
+    left = max(0, (ms - now) // 1000)
+    days, left = divmod(left, 86_400)
+    hours, left = divmod(left, 3600)
+    minutes, seconds = divmod(left, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "min")]
+    shown = [f"{n} {unit}" for n, unit in parts if n] + [f"{seconds} s"]
+    return " ".join(shown)
+
+
 def duration(ms: int | None) -> str:
     """``0 s``, ``1.25 s``, ``3 min 5 s``; ``—`` when there is no figure."""
     if ms is None:
@@ -117,6 +129,7 @@ def in_words(timing: Timing) -> str:
 
 def register_filters(blueprint: Blueprint) -> None:
     blueprint.add_app_template_filter(capped, "capped")
+    blueprint.add_app_template_filter(countdown, "countdown")
     blueprint.add_app_template_filter(in_words, "in_words")
     blueprint.add_app_template_filter(duration, "duration")
     blueprint.add_app_template_filter(size, "size")

@@ -2,6 +2,10 @@
 (pause, resume, run now, delete) — each the store function the API calls for the same
 thing, with the session's tenant and the user as the actor.
 
+A pause (one schedule, or the selected ones) may carry a note, read by the API's own
+:func:`appliance.store.pauses.parse_note`; a bad one is shown beside its field (422) and
+nothing is paused. The schedule page shows the note while the schedule stays paused.
+
 A create carries a ``form_key`` minted when the form was shown and is written through
 the API's own idempotent create (``request_keys.create_schedule_once``), so a double
 submit makes one schedule and both submits land on it.
@@ -9,6 +13,7 @@ submit makes one schedule and both submits land on it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import secrets
@@ -60,7 +65,14 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/schedules/<schedule_id>/delete", view_func=delete, methods=["POST"])
 
 
-async def list_page() -> Response:
+async def list_page(
+    *,
+    note: str = "",
+    note_error: str = "",
+    selected: frozenset[str] = frozenset(),
+    status_code: int = 200,
+) -> Response:
+    """The list; ``note``, ``note_error`` and ``selected``: a refused bulk pause's, kept."""
     _, tenant_id = require(Role.VIEWER)
     ctx = ui()
     status = _status(request.args.get("status", ""))
@@ -81,7 +93,15 @@ async def list_page() -> Response:
     rows = await ctx.db.read(read)
     more = rows[PAGE_SIZE - 1][0].id if len(rows) > PAGE_SIZE else None
     return await page(
-        "schedules.html", rows=rows[:PAGE_SIZE], status_filter=str(status), q=query, more=more
+        "schedules.html",
+        status=status_code,
+        rows=rows[:PAGE_SIZE],
+        status_filter=str(status),
+        q=query,
+        more=more,
+        note=note,
+        note_error=note_error,
+        selected=selected,
     )
 
 
@@ -196,9 +216,16 @@ async def _validated(
 
 async def schedule_page(schedule_id: str) -> Response:
     _, tenant_id = require(Role.VIEWER)
+    return await _detail(tenant_id, schedule_id)
+
+
+async def _detail(
+    tenant_id: str, schedule_id: str, *, note: str = "", note_error: str = "", status: int = 200
+) -> Response:
+    """The schedule page; ``note`` and ``note_error``: a refused pause's, shown inline."""
     ctx = ui()
 
-    def read(conn: Connection) -> tuple[Schedule, list[run_store.RunRecord]]:
+    def read(conn: Connection) -> tuple[Schedule, list[run_store.RunRecord], str | None]:
         schedule = _must(conn, tenant_id, schedule_id)
         runs = run_store.list_runs(
             conn,
@@ -206,11 +233,25 @@ async def schedule_page(schedule_id: str) -> Response:
             schedule_id=schedule_id,
             limit=PAGE_SIZE,
         )
-        return schedule, runs
+        paused_note = (
+            pauses.pause_note(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+            if schedule.spec.paused
+            else None
+        )
+        return schedule, runs, paused_note
 
-    schedule, runs = await ctx.db.read(read)
+    schedule, runs, paused_note = await ctx.db.read(read)
     upcoming = await preview.upcoming(schedule.spec, count=5)
-    return await page("schedule.html", schedule=schedule, runs=runs, upcoming=upcoming)
+    return await page(
+        "schedule.html",
+        status=status,
+        schedule=schedule,
+        runs=runs,
+        upcoming=upcoming,
+        paused_note=paused_note,
+        note=note,
+        note_error=note_error,
+    )
 
 
 async def edit_form(schedule_id: str) -> Response:
@@ -250,7 +291,19 @@ def _version(text: str) -> int | None:
 
 
 async def pause(schedule_id: str) -> Response:
-    return await _change(pauses.pause_schedule, schedule_id, "paused")
+    _, tenant_id = require(Role.EDITOR)
+    text = (await request.form).get("note", "")
+    try:
+        note = pauses.parse_note(text)
+    except ValidationError as error:
+        return await _detail(
+            tenant_id, schedule_id, note=text, note_error=_message(error), status=422
+        )
+    return await _change(functools.partial(pauses.pause_schedule, note=note), schedule_id, "paused")
+
+
+def _message(error: ValidationError) -> str:
+    return "; ".join(e.message for e in error.errors)
 
 
 async def resume(schedule_id: str) -> Response:
@@ -271,7 +324,7 @@ async def _change(change: Callable[..., Schedule], schedule_id: str, done: str) 
     return redirect(_back(f"/schedules/{schedule_id}") + f"done={done}")  # type: ignore[return-value]
 
 
-_BULK = {"pause": (pauses.pause_schedule, "paused"), "resume": (pauses.resume_schedule, "resumed")}
+_BULK = {"pause": "paused", "resume": "resumed"}
 MAX_SELECTED = 200
 
 
@@ -287,6 +340,13 @@ async def change_selected() -> Response:
         raise ValidationError.single("schedule", f"select 1 to {MAX_SELECTED} schedules")
     if action not in (*_BULK, "run"):
         raise ValidationError.single("action", "must be pause, resume or run")
+    text = form.get("note", "")
+    try:
+        note = pauses.parse_note(text) if action == "pause" else None
+    except ValidationError as error:
+        return await list_page(
+            note=text, note_error=_message(error), selected=frozenset(selected), status_code=422
+        )
     now = ctx.clock.now_ms()
     actor = Actor.user(session.user.id)
 
@@ -294,13 +354,23 @@ async def change_selected() -> Response:
         for schedule_id in selected:
             if action == "run":
                 manual.trigger_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id, now=now)
+            elif action == "pause":
+                pauses.pause_schedule(
+                    conn,
+                    tenant_id=tenant_id,
+                    schedule_id=schedule_id,
+                    now=now,
+                    actor=actor,
+                    note=note,
+                )
             else:
-                change = _BULK[action][0]
-                change(conn, tenant_id=tenant_id, schedule_id=schedule_id, now=now, actor=actor)
+                pauses.resume_schedule(
+                    conn, tenant_id=tenant_id, schedule_id=schedule_id, now=now, actor=actor
+                )
 
     await ctx.db.write(apply)
     ctx.nudge()
-    done = _BULK[action][1] if action in _BULK else "triggered-all"
+    done = _BULK.get(action, "triggered-all")
     return redirect(_back("/schedules") + f"done={done}")  # type: ignore[return-value]
 
 

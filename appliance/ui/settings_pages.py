@@ -3,13 +3,17 @@ store functions ``/v1/keys``, ``/v1/signing-secrets`` and ``steeple user create`
 
 A new API key or signing secret is shown once, on the answer to the POST that made it
 (``Cache-Control: no-store``, like every signed-in page), never again; lists show masks
-and prefixes only. A new user gets a single-use setup link (an hour), shown once.
+and prefixes only. An owner may reveal an active signing secret again: a POST (CSRF like
+every form) whose answer shows it once, and which records ``signing_secret.revealed``
+naming the owner (:mod:`appliance.store.secret_reveal`). A new user gets a single-use
+setup link (an hour), shown once.
 """
 
 from __future__ import annotations
 
 from quart import Blueprint, Response, redirect, request
 
+from appliance.core.events import Actor
 from appliance.errors import ValidationError
 from appliance.store.api_keys import (
     issue_api_key,
@@ -18,7 +22,13 @@ from appliance.store.api_keys import (
     revoke_api_key,
 )
 from appliance.store.database import Connection
-from appliance.store.tenants import list_signing_secrets, parse_overlap, rotate_signing_secret
+from appliance.store.secret_reveal import reveal_signing_secret
+from appliance.store.tenants import (
+    SigningSecret,
+    list_signing_secrets,
+    parse_overlap,
+    rotate_signing_secret,
+)
 from appliance.store.users import Role, create_user, issue_setup_token, list_users
 from appliance.ui.context import ui
 from appliance.ui.render import page
@@ -31,6 +41,7 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/settings/keys/<key_id>/revoke", view_func=revoke_key, methods=["POST"])
     bp.add_url_rule("/settings/secrets", view_func=secrets, methods=["GET"])
     bp.add_url_rule("/settings/secrets/rotate", view_func=rotate, methods=["POST"])
+    bp.add_url_rule("/settings/secrets/<secret_id>/reveal", view_func=reveal, methods=["POST"])
     bp.add_url_rule("/settings/users", view_func=users, methods=["GET"])
     bp.add_url_rule("/settings/users", view_func=add_user, methods=["POST"])
 
@@ -59,13 +70,31 @@ async def revoke_key(key_id: str) -> Response:
     return redirect("/settings/keys?done=revoked")  # type: ignore[return-value]
 
 
-async def secrets(*, created: str | None = None, status: int = 200) -> Response:
+async def secrets(
+    *, created: str | None = None, revealed: SigningSecret | None = None, status: int = 200
+) -> Response:
     _, tenant_id = require(Role.OWNER)
     now = ui().clock.now_ms()
     listed = await ui().db.read(
         lambda conn: list_signing_secrets(conn, tenant_id=tenant_id, now=now)
     )
-    return await page("secrets.html", status=status, secrets=listed, created=created)
+    return await page(
+        "secrets.html", status=status, secrets=listed, created=created, revealed=revealed
+    )
+
+
+async def reveal(secret_id: str) -> Response:
+    """One active secret whole, on this answer only; the reveal is an event."""
+    session, tenant_id = require(Role.OWNER)
+    ctx = ui()
+    secret = await ctx.db.write(
+        reveal_signing_secret,
+        tenant_id=tenant_id,
+        secret_id=secret_id,
+        now=ctx.clock.now_ms(),
+        actor=Actor.user(session.user.id),
+    )
+    return await secrets(revealed=secret)
 
 
 async def rotate() -> Response:

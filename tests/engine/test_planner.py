@@ -387,7 +387,7 @@ def test_a_suspended_tenant_plans_nothing_and_catches_up_per_policy_on_resume(
     assert plan(inline_db, T0 + HOUR).schedules == 0  # nothing planned while suspended
     assert len(rows(inline_db, sid)) == 1 and inline_db.read_now(earliest_cursor) is None
     assert inline_db.write_now(suspend_tenant, tenant_id=tenant, now=T0 + HOUR) is None
-    assert inline_db.write_now(resume_tenant, tenant_id=tenant)
+    assert inline_db.write_now(resume_tenant, tenant_id=tenant, now=T0 + HOUR)
     result = plan(inline_db, T0 + HOUR)
     states = [state for _, state, _ in rows(inline_db, sid)]
     # T0 cancelled; then as after downtime under `skip`: T0+1min .. T0+58min missed, the

@@ -13,9 +13,12 @@ import pytest
 from quart_trio import QuartTrio
 
 from appliance.cli import main
+from appliance.core.events import Actor, EventType
+from appliance.core.instants import format_instant
 from appliance.core.runs import AttemptOutcome, RunState, Transition
 from appliance.store.claims import Completion, claim_runs, complete_run
 from appliance.store.database import Database
+from appliance.store.events import list_events
 from appliance.store.incarnations import register_incarnation
 from appliance.store.overview import tenant_summaries
 from appliance.store.runs import get_run
@@ -68,6 +71,55 @@ async def test_an_operator_suspends_and_resumes_a_tenant(
     assert (await Browser(app).sign_in(alpha.owner)).status == 302
 
 
+async def test_suspend_and_resume_are_events_in_the_tenants_feed_naming_the_operator(
+    app: QuartTrio, alpha: Tenant, beta: Tenant, db: Database, clock: FakeClock
+) -> None:
+    member = Browser(app)
+    await member.sign_in(alpha.editor)
+    schedule_id = (
+        (await member.post("/schedules/new", schedule_form(cron="* * * * * *")))
+        .headers["Location"]
+        .split("/")[2]
+        .split("?")[0]
+    )
+    schedule = db.read_now(get_schedule, tenant_id=alpha.id, schedule_id=schedule_id)
+    assert schedule is not None
+    plan_runs(db, schedule, after=START, count=3)
+    operator = Browser(app)
+    await operator.sign_in(add_operator(db))
+    ops = db.read_now(user_by_email, email="ops@example.com")
+    assert ops is not None
+    await operator.get("/admin/tenants")  # its CSRF token
+    suspended_at = clock.now
+    await operator.post(f"/admin/tenants/{alpha.id}/suspend", {})
+    await operator.post(f"/admin/tenants/{alpha.id}/suspend", {})  # already: no event
+    clock.advance(60_000)
+    await operator.post(f"/admin/tenants/{alpha.id}/resume", {})
+    await operator.post(f"/admin/tenants/{alpha.id}/resume", {})  # already: no event
+    feed = [
+        e
+        for e in db.read_now(list_events, tenant_id=alpha.id)
+        if e.type in (EventType.TENANT_SUSPENDED, EventType.TENANT_RESUMED)
+    ]
+    assert [(e.type, e.data, e.actor, e.occurred_at) for e in feed] == [
+        (EventType.TENANT_SUSPENDED, {"cancelled_runs": 3}, Actor.user(ops.id), suspended_at),
+        (
+            EventType.TENANT_RESUMED,
+            {"suspended_at": format_instant(suspended_at)},
+            Actor.user(ops.id),
+            clock.now,
+        ),
+    ]
+    assert all(e.tenant_id == alpha.id and e.schedule_id is None for e in feed)
+    assert (
+        not [  # beta's feed has none of it
+            e for e in db.read_now(list_events, tenant_id=beta.id) if e.type.startswith("tenant.")
+        ]
+    )
+    page = await member.get("/events")  # the tenant reads it in its own feed
+    assert "tenant.suspended" in page.text and "tenant.resumed" in page.text
+
+
 async def test_tenant_users_cannot_suspend(browser: Browser, alpha: Tenant, db: Database) -> None:
     await browser.sign_in(alpha.owner)
     assert (await browser.post(f"/admin/tenants/{alpha.id}/suspend", {})).status == 404
@@ -97,6 +149,15 @@ def test_the_cli_suspends_and_resumes_by_name(
     assert main(["tenant", "resume", "acme", *data]) == 0
     assert json.loads(capsys.readouterr().out) == {"id": tenant_id, "state": "resumed"}
     assert main(["tenant", "resume", "nobody", *data]) != 0
+    db = Database.open(tmp_path / "steeple.db")
+    try:  # the command line has no signed-in operator: no actor
+        feed = db.read_now(list_events, tenant_id=tenant_id)
+    finally:
+        db.close()
+    assert [(str(e.type), e.actor) for e in feed] == [
+        ("tenant.suspended", None),
+        ("tenant.resumed", None),
+    ]
 
 
 async def test_a_delivery_in_flight_at_suspension_gets_no_retry(

@@ -11,6 +11,27 @@ document.addEventListener("click", (event) => {
     button.textContent = "Copied";
   });
 });
+// Countdowns ([data-countdown]: an instant in epoch ms, e.g. a replaced signing secret's
+// end of overlap) tick down each second in the words the server wrote them in.
+(() => {
+  const clocks = document.querySelectorAll("[data-countdown]");
+  if (!clocks.length) return;
+  const words = (ms) => {
+    let left = Math.max(0, Math.floor((ms - Date.now()) / 1000));
+    const parts = [];
+    for (const [size, unit] of [[86400, "d"], [3600, "h"], [60, "min"]]) {
+      const n = Math.floor(left / size);
+      left -= n * size;
+      if (n) parts.push(`${n} ${unit}`);
+    }
+    parts.push(`${left} s`);
+    return parts.join(" ");
+  };
+  const tick = () => {
+    for (const clock of clocks) clock.textContent = words(Number(clock.dataset.countdown));
+  };
+  setInterval(tick, 1000);
+})();
 // After an htmx swap of the preview, nothing moves the focus: the region is aria-live.
 
 // The event feed (/events): count what arrives after the newest row shown and offer a
