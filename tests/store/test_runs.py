@@ -86,6 +86,7 @@ def add_run(
         state=state,
         trigger=Trigger.SCHEDULE,
         body_digest=digest,
+        missed_reason="catchup_skip" if state is RunState.MISSED else None,
     )
     assert insert_runs(conn, [run], now=T0) == {run.id}
     return run.id
