@@ -349,9 +349,11 @@ def _finish_attempt(
     outcome: AttemptOutcome,
     now: int,
 ) -> None:
+    # A stale answer keeps the reclaim's record (``reclaimed_at``, and its error when the
+    # answer has none): both facts stay on the row.
     conn.execute(
-        "UPDATE attempts SET finished_at = ?, outcome = ?, http_status = ?, error = ?,"
-        " latency_ms = ?, response_excerpt = ?, signed_at = ?"
+        "UPDATE attempts SET finished_at = ?, outcome = ?, http_status = ?,"
+        " error = COALESCE(?, error), latency_ms = ?, response_excerpt = ?, signed_at = ?"
         " WHERE run_id = ? AND attempt = ? AND lease_token = ?",
         (
             now,

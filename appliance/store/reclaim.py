@@ -11,8 +11,9 @@ Two callers, one path (:func:`abandon_runs`):
 Rules this module guards:
 
 - The run goes ``running`` → ``retry_wait`` due now, or ``failed``; its open attempt
-  becomes ``abandoned`` and keeps its attempt number. Which of the two, and whether the
-  attempt is charged to the run's budget, is decided by
+  becomes ``abandoned`` and keeps its attempt number; ``reclaimed_at`` records the instant
+  for good (a late, ``stale`` answer of the attempt changes its outcome, never that).
+  Which of the two, and whether the attempt is charged to the run's budget, is decided by
   :func:`appliance.core.retry.decide_reclaim` from the facts read here — a boot reclaim is
   not charged (the process died, the receiver did nothing wrong), a lapsed lease is.
 - Fencing on the lease token, as for completions; a run whose schedule was paused or
@@ -196,9 +197,9 @@ def _abandon(
     )
     expect_one(conn, f"reclaim of {run.run_id}")
     conn.execute(
-        "UPDATE attempts SET outcome = ?, finished_at = ?, error = ?"
+        "UPDATE attempts SET outcome = ?, finished_at = ?, reclaimed_at = ?, error = ?"
         " WHERE run_id = ? AND attempt = ? AND outcome IS NULL",
-        (ABANDONED, now, error, run.run_id, run.attempt),
+        (ABANDONED, now, now, error, run.run_id, run.attempt),
     )
     if target is RunState.RETRY_WAIT and cancel_if_withdrawn(
         conn, run_id=run.run_id, attempt=run.attempt, now=now

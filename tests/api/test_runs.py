@@ -99,6 +99,7 @@ async def test_a_run_shows_its_attempts(api: Api, db: Any, clock: FakeClock) -> 
             "error": None,
             "latency_ms": 12,
             "response_excerpt": "ok",
+            "reclaimed_at": None,
         }
     ]
 
