@@ -383,6 +383,16 @@ class Dispatcher:
 
     # --- heartbeat -------------------------------------------------------------------------
 
+    def held_leases(self) -> frozenset[str]:
+        """The lease tokens of deliveries in flight whose lease has not lapsed by the
+        monotonic clock (the reaper spares them: :mod:`appliance.engine.reaper`)."""
+        now = trio.current_time()
+        return frozenset(
+            token
+            for token, live in self._live.items()
+            if not live.lapsed and now < live.lease_deadline
+        )
+
     async def _heartbeat(self) -> None:
         while True:
             await trio.sleep(self._config.heartbeat_ms / 1000)
