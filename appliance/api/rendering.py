@@ -123,6 +123,7 @@ def render_attempt(attempt: AttemptRecord) -> dict[str, object]:
         "error": attempt.error,
         "latency_ms": attempt.latency_ms,
         "response_excerpt": attempt.response_excerpt,
+        "reclaimed_at": _instant(attempt.reclaimed_at),
     }
 
 

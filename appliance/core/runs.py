@@ -136,6 +136,7 @@ class NewRun(NamedTuple):
     trigger: Trigger
     body_digest: str
     overlap: str | None = None  # the schedule's overlap policy unless `allow` (store/overlap)
+    failure_reason: str | None = None  # a missed run's reason, on the row (not only an event)
 
 
 def occurrence_run(
@@ -149,11 +150,15 @@ def occurrence_run(
     trigger: Trigger,
     body_digest: str,
     overlap: str | None = None,
+    missed_reason: str | None = None,
 ) -> NewRun:
     """The row for one occurrence of a schedule; id and key derive from the canonical
-    instant (ADR 0037), so the same occurrence always gets the same run."""
+    instant (ADR 0037), so the same occurrence always gets the same run. A ``missed`` row
+    carries its ``missed_reason`` (as ``failure_reason``), a pending one none."""
     if state not in (RunState.PENDING, RunState.MISSED):
         raise ValueError(f"a new run is pending or missed, not {state}")
+    if (state is RunState.MISSED) != (missed_reason is not None):
+        raise ValueError("a missed run, and only a missed run, carries a reason")
     run_id, key = occurrence_ids(schedule_id, format_scheduled_for(scheduled_for))
     return NewRun(
         run_id,
@@ -167,4 +172,5 @@ def occurrence_run(
         trigger,
         body_digest,
         overlap,
+        missed_reason,
     )

@@ -120,22 +120,29 @@ def build_engine(
     jitter's randomness) and ``renew_leases`` (the heartbeat's store call) are seams for
     tests; production passes neither."""
     planner_wakeup, dispatcher_wakeup = Wakeup(), Wakeup()
+    dispatcher = Dispatcher(
+        db=db,
+        clock=clock,
+        client=client,
+        incarnation_id=incarnation_id,
+        wakeup=dispatcher_wakeup,
+        config=config.dispatch,
+        rand=rand,
+        renew_leases=renew_leases,
+    )
     return Engine(
         incarnation_id=incarnation_id,
         planner=_planner(db, clock, config.planner, planner_wakeup, dispatcher_wakeup),
-        dispatcher=Dispatcher(
-            db=db,
-            clock=clock,
-            client=client,
-            incarnation_id=incarnation_id,
-            wakeup=dispatcher_wakeup,
-            config=config.dispatch,
-            rand=rand,
-            renew_leases=renew_leases,
-        ),
+        dispatcher=dispatcher,
         reaper=None
         if config.reaper is None
-        else Reaper(db=db, clock=clock, on_reclaimed=dispatcher_wakeup.nudge, config=config.reaper),
+        else Reaper(
+            db=db,
+            clock=clock,
+            on_reclaimed=dispatcher_wakeup.nudge,
+            config=config.reaper,
+            held=dispatcher.held_leases,
+        ),
         pruner=None if config.pruner is None else Pruner(db=db, clock=clock, config=config.pruner),
         checkpointer=None
         if config.checkpointer is None

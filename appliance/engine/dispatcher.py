@@ -23,7 +23,10 @@ Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
   when renewals fail, deliveries are cancelled before their leases can lapse, and nothing
   new is claimed until a renewal succeeds again. A lease the heartbeat's UPDATE could not
   renew because it had already expired in wall-clock terms (the wall clock stepped past
-  it) cuts its delivery short at once: the reaper may be taking the run back.
+  it) cuts its delivery short at once: the reaper may be taking the run back. An attempt
+  cut short for its lease is recorded ``abandoned`` and decided as the reaper's reclaim
+  would decide it (charged, due again at once): the executor gave the attempt up, the
+  receiver did not time out, so it does not wait the minute a ``deadline`` failure waits.
 - One timeout bounds an attempt: the schedule's ``timeout_seconds`` (the cancel scope
   above, lease renewals permitting). The delivery client has no timeout of its own, so a
   receiver may take all of it; running out is a ``deadline`` failure.
@@ -62,6 +65,7 @@ from appliance.core.retry import (
     classify_failure,
     classify_response,
     decide,
+    decide_reclaim,
 )
 from appliance.core.runs import AttemptOutcome
 from appliance.engine.breakers import Breakers
@@ -293,7 +297,9 @@ class Dispatcher:
             with live.scope:
                 result = await send(self._client, request)
             if live.scope.cancelled_caught:
-                result = self._cut_short(live, started)
+                if live.lapsed or live.lease_deadline < live.own_deadline:
+                    return self._given_up(live, started, signed_at=signed_at)
+                result = self._timed_out(live, started)
         except Exception as exc:  # the per-delivery boundary (see the module docstring)
             log.exception("run %s attempt %d failed inside Steeple", run.run_id, run.attempt)
             verdict = Verdict(outcome=AttemptOutcome.RETRYABLE)
@@ -302,14 +308,43 @@ class Dispatcher:
             return self._complete(run, verdict, failed, signed_at=None)
         return self._complete(run, self._classify(run, result), result, signed_at=signed_at)
 
-    def _cut_short(self, live: _Live, started: float) -> SendResult:
+    def _timed_out(self, live: _Live, started: float) -> SendResult:
+        error = f"no response within the {live.run.timeout_seconds} s deadline"
+        return SendResult.failed(error, started=started, failure=TransportFailure.DEADLINE)
+
+    def _given_up(self, live: _Live, started: float, *, signed_at: int | None) -> Completion:
+        """The attempt this executor cut short itself because its lease lapsed or could
+        lapse: ``abandoned``, decided as the reaper's reclaim of a lapsed lease would be
+        (:func:`appliance.core.retry.decide_reclaim`: charged, due again at once) — not a
+        receiver's timeout, which would wait at least a minute. No failure class, so the
+        target's circuit breaker does not count it against the receiver."""
+        run = live.run
         if live.lapsed:
             error = "cancelled: its lease lapsed before a heartbeat could renew it"
-        elif live.lease_deadline < live.own_deadline:
-            error = "cancelled before its lease could lapse (lease renewals are failing)"
         else:
-            error = f"no response within the {live.run.timeout_seconds} s deadline"
-        return SendResult.failed(error, started=started, failure=TransportFailure.DEADLINE)
+            error = "cancelled before its lease could lapse (lease renewals are failing)"
+        now = self._clock.now_ms()
+        decision = decide_reclaim(
+            run.retry,
+            budget=run.budget,
+            attempt=run.attempt,
+            restart=False,
+            abandoned_in_a_row=1,
+            now_ms=now,
+        )
+        return Completion(
+            outcome=AttemptOutcome.ABANDONED,
+            transition=decision.transition,
+            due_at=decision.due_at,
+            failure_reason=None
+            if decision.failure_reason is None
+            else decision.failure_reason.value,
+            http_status=None,
+            error=error,
+            latency_ms=round((trio.current_time() - started) * 1000),
+            response_excerpt=None,
+            signed_at=signed_at,
+        )
 
     def _classify(self, run: ClaimedRun, result: SendResult) -> Verdict:
         if result.status is not None:
@@ -347,6 +382,16 @@ class Dispatcher:
         )
 
     # --- heartbeat -------------------------------------------------------------------------
+
+    def held_leases(self) -> frozenset[str]:
+        """The lease tokens of deliveries in flight whose lease has not lapsed by the
+        monotonic clock (the reaper spares them: :mod:`appliance.engine.reaper`)."""
+        now = trio.current_time()
+        return frozenset(
+            token
+            for token, live in self._live.items()
+            if not live.lapsed and now < live.lease_deadline
+        )
 
     async def _heartbeat(self) -> None:
         while True:

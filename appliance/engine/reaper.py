@@ -8,6 +8,13 @@ reclaim's: here the process is alive and the attempt is what got stuck). Rows cl
 ago than ``ceiling_ms`` are reclaimed whatever their heartbeats say: no attempt may run
 that long (the longest delivery deadline is 300 s), so such a row was orphaned.
 
+Leases this process's dispatcher still holds by the monotonic clock (``held``) are spared
+whatever the wall clock says: after a forward wall-clock step they look lapsed while their
+deliveries run, and reclaiming one would send the run again beside its live attempt until
+the next heartbeat. The heartbeat decides them (a lease it cannot renew is given up,
+``abandoned``, and the run is due at once); a stuck loop stops the reaper as well, and its
+deadlines, being monotonic, have passed by the time either runs again.
+
 The service sleeps until the earliest lease expiry (just after it: a lease is expired
 when ``lease_expires_at < now``), a nudge, or ``max_sleep_s``.
 """
@@ -42,13 +49,18 @@ class ReapResult:
     next_expiry: int | None  # earliest lease expiry left (epoch ms)
 
 
-def reap_once(conn: Connection, *, now: int, config: ReaperConfig) -> ReapResult:
-    """One reaper pass inside the caller's write transaction."""
-    reclaimed = reclaim_expired(conn, now=now, ceiling_ms=config.ceiling_ms, limit=config.batch)
+def reap_once(
+    conn: Connection, *, now: int, config: ReaperConfig, spare: frozenset[str] = frozenset()
+) -> ReapResult:
+    """One reaper pass inside the caller's write transaction; the leases in ``spare`` are
+    this process's live ones (see the module's rules)."""
+    reclaimed = reclaim_expired(
+        conn, now=now, ceiling_ms=config.ceiling_ms, limit=config.batch, spare=spare
+    )
     return ReapResult(
         reclaimed=reclaimed,
         more=reclaimed >= config.batch,
-        next_expiry=earliest_lease_expiry(conn),
+        next_expiry=earliest_lease_expiry(conn, spare=spare),
     )
 
 
@@ -63,10 +75,12 @@ class Reaper:
         on_reclaimed: Callable[[], None],
         config: ReaperConfig | None = None,
         wakeup: Wakeup | None = None,
+        held: Callable[[], frozenset[str]] = frozenset,
     ) -> None:
         self._db = db
         self._clock = clock
         self._on_reclaimed = on_reclaimed
+        self._held = held
         self._config = config or ReaperConfig()
         self._wakeup = wakeup or Wakeup()
 
@@ -79,7 +93,7 @@ class Reaper:
     async def run_once(self) -> float:
         """Reclaim expired leases; nudge the dispatcher if any. Returns the next deadline."""
         now = self._clock.now_ms()
-        result = await self._db.write(reap_once, now=now, config=self._config)
+        result = await self._db.write(reap_once, now=now, config=self._config, spare=self._held())
         if result.reclaimed:
             log.warning("reclaimed %d runs whose lease lapsed", result.reclaimed)
             self._on_reclaimed()

@@ -283,8 +283,9 @@ def renew_leases(conn: apsw.Connection, *, owner: str, now: int, lease_ms: int) 
 class Completion:
     """The result of one attempt and what it does to the run (decided by core.retry)."""
 
-    outcome: AttemptOutcome  # of the attempt: ok, retryable or permanent
-    transition: Transition  # SUCCEED, RETRY or FAIL
+    outcome: AttemptOutcome  # of the attempt: ok, retryable, permanent, or abandoned when
+    # its executor cut it short for its lease (then transition RECLAIM or FAIL)
+    transition: Transition  # SUCCEED, RETRY, RECLAIM or FAIL
     due_at: int | None  # the next attempt's due_at for RETRY
     failure_reason: str | None  # for FAIL
     http_status: int | None
@@ -349,9 +350,13 @@ def _finish_attempt(
     outcome: AttemptOutcome,
     now: int,
 ) -> None:
+    # A stale answer keeps the reclaim's record (``reclaimed_at``, and its error when the
+    # answer has none): both facts stay on the row.
+    given_up = outcome is AttemptOutcome.ABANDONED  # by its own executor: taken back now
     conn.execute(
-        "UPDATE attempts SET finished_at = ?, outcome = ?, http_status = ?, error = ?,"
-        " latency_ms = ?, response_excerpt = ?, signed_at = ?"
+        "UPDATE attempts SET finished_at = ?, outcome = ?, http_status = ?,"
+        " error = COALESCE(?, error), latency_ms = ?, response_excerpt = ?, signed_at = ?,"
+        " reclaimed_at = COALESCE(reclaimed_at, ?)"
         " WHERE run_id = ? AND attempt = ? AND lease_token = ?",
         (
             now,
@@ -361,6 +366,7 @@ def _finish_attempt(
             completion.latency_ms,
             completion.response_excerpt,
             completion.signed_at,
+            now if given_up else None,
             run.run_id,
             run.attempt,
             run.lease_token,
@@ -375,6 +381,8 @@ def _announce(
     class, if there was one; a success has neither (nor an error)."""
     succeeded = state is RunState.SUCCEEDED
     reason = completion.failure_reason if state is RunState.FAILED else completion.failure_class
+    if completion.outcome is AttemptOutcome.ABANDONED and reason is None:
+        reason = AttemptOutcome.ABANDONED.value  # as a reclaim's event says
     announce_attempt(
         conn,
         run=run,

@@ -320,6 +320,7 @@ def _planned_run(
         trigger=Trigger.SCHEDULE,
         body_digest=digest,
         overlap=None if schedule.overlap == Overlap.ALLOW else schedule.overlap,
+        missed_reason=None if reason is None else str(reason),
     )
 
 

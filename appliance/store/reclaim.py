@@ -11,17 +11,23 @@ Two callers, one path (:func:`abandon_runs`):
 Rules this module guards:
 
 - The run goes ``running`` → ``retry_wait`` due now, or ``failed``; its open attempt
-  becomes ``abandoned`` and keeps its attempt number. Which of the two, and whether the
-  attempt is charged to the run's budget, is decided by
+  becomes ``abandoned`` and keeps its attempt number; ``reclaimed_at`` records the instant
+  for good (a late, ``stale`` answer of the attempt changes its outcome, never that).
+  Which of the two, and whether the attempt is charged to the run's budget, is decided by
   :func:`appliance.core.retry.decide_reclaim` from the facts read here — a boot reclaim is
   not charged (the process died, the receiver did nothing wrong), a lapsed lease is.
+- The reaper spares the leases its own process still holds by the monotonic clock: after
+  a forward wall-clock step those look lapsed, yet their deliveries are live, and taking
+  them back would send the run again beside them. The heartbeat decides them instead
+  (renewed, or given up ``abandoned`` and due at once).
 - Fencing on the lease token, as for completions; a run whose schedule was paused or
   deleted during the attempt is cancelled instead of retried.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -132,27 +138,46 @@ def reclaim_previous(conn: apsw.Connection, *, incarnation_id: str, now: int) ->
     return len(running)
 
 
-def reclaim_expired(conn: apsw.Connection, *, now: int, ceiling_ms: int, limit: int) -> int:
+def reclaim_expired(
+    conn: apsw.Connection,
+    *,
+    now: int,
+    ceiling_ms: int,
+    limit: int,
+    spare: Collection[str] = (),
+) -> int:
     """The reaper: reclaim running rows whose lease expired before ``now``, or that were
     claimed more than ``ceiling_ms`` ago (no attempt may run that long, whatever its
-    heartbeats say). At most ``limit`` rows; returns how many."""
+    heartbeats say). At most ``limit`` rows; returns how many. ``spare``: lease tokens
+    the calling process still holds by its own monotonic clock — left to its heartbeat,
+    whatever the wall clock says."""
     running = _COLUMNS.all(
         conn.execute(
             f"{_RUNNING_ROWS} AND (r.lease_expires_at < ? OR r.updated_at < ?)"
-            " ORDER BY r.lease_expires_at LIMIT ?",
-            (now, now - ceiling_ms, limit),
+            f" AND {_NOT_SPARED} ORDER BY r.lease_expires_at LIMIT ?",
+            (now, now - ceiling_ms, _tokens(spare), limit),
         )
     )
     abandon_runs(conn, running, error=LAPSED, now=now, restart=False)
     return len(running)
 
 
-def earliest_lease_expiry(conn: apsw.Connection) -> int | None:
-    """When the next lease lapses if nobody renews it (served by ``job_runs_leases``)."""
+def earliest_lease_expiry(conn: apsw.Connection, *, spare: Collection[str] = ()) -> int | None:
+    """When the next lease lapses if nobody renews it, leases in ``spare`` aside (served
+    by ``job_runs_leases``, in order, stopping at the first one not spared)."""
     row = conn.execute(
-        f"SELECT MIN(lease_expires_at) FROM job_runs WHERE state = {RUNNING_SQL}"
+        f"SELECT r.lease_expires_at FROM job_runs r WHERE r.state = {RUNNING_SQL}"
+        f" AND {_NOT_SPARED} ORDER BY r.lease_expires_at LIMIT 1",
+        (_tokens(spare),),
     ).fetchone()
     return None if row is None or row[0] is None else int(row[0])
+
+
+_NOT_SPARED: Final = "r.lease_token NOT IN (SELECT value FROM json_each(?))"
+
+
+def _tokens(spare: Collection[str]) -> str:
+    return json.dumps(sorted(spare))
 
 
 def abandon_runs(
@@ -196,9 +221,9 @@ def _abandon(
     )
     expect_one(conn, f"reclaim of {run.run_id}")
     conn.execute(
-        "UPDATE attempts SET outcome = ?, finished_at = ?, error = ?"
+        "UPDATE attempts SET outcome = ?, finished_at = ?, reclaimed_at = ?, error = ?"
         " WHERE run_id = ? AND attempt = ? AND outcome IS NULL",
-        (ABANDONED, now, error, run.run_id, run.attempt),
+        (ABANDONED, now, now, error, run.run_id, run.attempt),
     )
     if target is RunState.RETRY_WAIT and cancel_if_withdrawn(
         conn, run_id=run.run_id, attempt=run.attempt, now=now

@@ -91,6 +91,7 @@ class AttemptRecord:
     latency_ms: int | None
     response_excerpt: str | None
     signed_at: int | None = None  # unix seconds its request was signed at (X-Signature-Timestamp)
+    reclaimed_at: int | None = None  # when a reclaim took it back (abandoned, or stale after)
 
 
 RUN_COLUMNS: Final = rows.Columns(
@@ -129,6 +130,7 @@ _ATTEMPT_COLUMNS: Final = rows.Columns(
         "latency_ms",
         "response_excerpt",
         "signed_at",
+        "reclaimed_at",
     ],
     convert={"outcome": rows.optional_enum_of(AttemptOutcome)},
 )

@@ -12,6 +12,11 @@ Rules (docs/operations.md, "Backup and restore"):
 - A copy is accepted for a restore only if ``integrity_check`` passes and its schema is
   one this Steeple knows (older ones migrate at the next start). The live database and
   its ``-wal``/``-shm`` are moved aside, never deleted.
+- A restored copy never hands out an event sequence number again: before it is put in
+  place, its events' sequence continues above the highest the replaced file ever used
+  (read from that file), or :data:`SEQ_GAP` above its own when the replaced file is
+  missing or unreadable — so a consumer resuming with ``?after=`` or ``Last-Event-ID``
+  from before the restore misses no new event and never reads one number twice.
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ from appliance.store.migrate import current_version, migrations
 
 BACKUPS_DIRNAME = "backups"
 LAST_BACKUP = "last-backup.json"  # in the data directory: the last successful backup
+# How far a restored copy's event sequence jumps when the file it replaces cannot be read:
+# more events than any appliance writes between a backup and its restore, and still far
+# below 2**53 (an exact number in every JSON reader) after millions of restores.
+SEQ_GAP = 2**32
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,6 +137,7 @@ def put_in_place(source: Path, db_path: Path, *, aside_suffix: str) -> list[Path
     """Copy ``source`` (already verified) to ``db_path`` atomically, first moving the
     live database, ``-wal`` and ``-shm`` aside with ``aside_suffix``. The caller holds the
     data directory's lock. Returns the paths moved aside."""
+    replaced = highest_event_seq(db_path)
     moved = []
     for suffix in ("", "-wal", "-shm"):
         live = db_path.with_name(db_path.name + suffix)
@@ -142,9 +152,49 @@ def put_in_place(source: Path, db_path: Path, *, aside_suffix: str) -> list[Path
             out.write(chunk)
         out.flush()
         os.fsync(out.fileno())
+    continue_event_seq(temporary, above=replaced)
     temporary.rename(db_path)
     _fsync(db_path.parent)
     return moved
+
+
+def highest_event_seq(path: Path) -> int | None:
+    """The highest event sequence number ``path`` ever handed out (its ``AUTOINCREMENT``
+    counter, which outlives pruned events), read without writing the file; None when
+    there is no such file or it cannot be read."""
+    try:
+        conn = _open_existing(path, readonly=True)
+    except StoreError:
+        return None
+    try:
+        row = conn.execute(
+            "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),"
+            " coalesce((SELECT max(seq) FROM events), 0))"
+        ).fetchone()
+    except apsw.Error:
+        return None
+    finally:
+        conn.close()
+    return None if row is None else int(row[0])
+
+
+def continue_event_seq(path: Path, *, above: int | None) -> int:
+    """Make the next event of the copy at ``path`` numbered above ``above`` (the replaced
+    file's highest) and above its own; :data:`SEQ_GAP` above its own when ``above`` is
+    unknown. Returns the highest number now taken."""
+    own = highest_event_seq(path)
+    if own is None:
+        raise StoreError(f"{path}: cannot read its events")
+    floor = max(own, above) if above is not None else own + SEQ_GAP
+    conn = _open_existing(path)
+    try:
+        with conn:
+            conn.execute("DELETE FROM sqlite_sequence WHERE name = 'events'")
+            conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)", (floor,))
+    finally:
+        conn.close()
+    _fsync(path)
+    return floor
 
 
 def _fsync(path: Path) -> None:

@@ -3,10 +3,17 @@ attempts, and replay keeping the run's identity."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
+import pytest
+
+from appliance.core.events import EventType
 from appliance.core.ids import idempotency_key, run_id
 from appliance.core.instants import format_scheduled_for
+from appliance.store.database import Database
+from appliance.store.events import list_events
+from appliance.store.plan_pass import PlannerConfig, plan_once
 from tests.api.conftest import (
     START,
     Api,
@@ -16,6 +23,8 @@ from tests.api.conftest import (
     load_schedule,
     plan_runs,
 )
+
+HOUR = 3_600_000
 
 
 async def test_trigger_creates_a_manual_run_due_now(api: Api, nudges: Nudges) -> None:
@@ -90,6 +99,7 @@ async def test_a_run_shows_its_attempts(api: Api, db: Any, clock: FakeClock) -> 
             "error": None,
             "latency_ms": 12,
             "response_excerpt": "ok",
+            "reclaimed_at": None,
         }
     ]
 
@@ -147,3 +157,47 @@ async def test_a_run_of_a_deleted_schedule_is_readable_but_not_replayable(
     reply = await api.call("POST", f"/v1/runs/{triggered['id']}/replay")
     assert reply.status == 409
     assert "deleted" in reply.body["detail"]
+
+
+@pytest.mark.parametrize(
+    ("catchup", "reason"),
+    [
+        ({"policy": "skip"}, "catchup_skip"),
+        ({"policy": "latest"}, "catchup_latest_superseded"),
+        ({"policy": "all"}, "outside_catchup_window"),
+    ],
+)
+async def test_past_a_hundred_misses_in_one_pass_every_missed_row_shows_its_reason(
+    api: Api, db: Database, catchup: dict[str, str], reason: str
+) -> None:
+    """Past ``max_missed_events`` a pass writes only a summary event, so the reason of
+    each missed occurrence must be on its row for the runs lists to show it."""
+    created = await api.create(cron="* * * * *", catchup=catchup)
+    sid = created["id"]
+    result = db.write_now(plan_once, now=START + 3 * HOUR, config=PlannerConfig())
+    assert result.missed > PlannerConfig().max_missed_events
+    events = db.read_now(
+        list_events, tenant_id=api.tenant_id, limit=1000, types=frozenset({EventType.RUN_MISSED})
+    )
+    assert events and {event.run_id for event in events} == {None}  # only summaries
+    announced = Counter[object]()
+    for event in events:
+        announced[event.data["reason"]] += int(str(event.data["count"]))
+    assert announced[reason] > 0
+    lists = {
+        "schedule": (f"/v1/schedules/{sid}/runs", {}),
+        "tenant": ("/v1/runs", {"state": "missed", "schedule_id": sid}),
+    }
+    for path, query in lists.values():
+        missed: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = query | {"limit": "200"} | ({"cursor": cursor} if cursor else {})
+            reply = await api.call("GET", path, query=page)
+            assert reply.status == 200, reply.body
+            missed.extend(r for r in reply.body["items"] if r["state"] == "missed")
+            cursor = reply.body["next_cursor"]
+            if cursor is None:
+                break
+        assert len(missed) == result.missed
+        assert Counter(run["failure_reason"] for run in missed) == announced

@@ -243,16 +243,17 @@ class Attempt:
     started_at: int
     finished_at: int | None
     outcome: str | None
+    reclaimed_at: int | None = None
 
 
 def attempts(path: Path) -> dict[str, list[Attempt]]:
     rows = query(
         path,
-        "SELECT run_id, attempt, lease_token, incarnation_id, started_at, finished_at, outcome"
-        " FROM attempts ORDER BY run_id, attempt",
+        "SELECT run_id, attempt, lease_token, incarnation_id, started_at, finished_at, outcome,"
+        " reclaimed_at FROM attempts ORDER BY run_id, attempt",
     )
     found: dict[str, list[Attempt]] = {}
-    for rid, n, token, inc, started, finished, outcome in rows:
+    for rid, n, token, inc, started, finished, outcome, reclaimed in rows:
         found.setdefault(str(rid), []).append(
             Attempt(
                 run_id=str(rid),
@@ -262,6 +263,7 @@ def attempts(path: Path) -> dict[str, list[Attempt]]:
                 started_at=int(str(started)),
                 finished_at=None if finished is None else int(str(finished)),
                 outcome=None if outcome is None else str(outcome),
+                reclaimed_at=None if reclaimed is None else int(str(reclaimed)),
             )
         )
     return found
@@ -297,7 +299,8 @@ def lease_violations(path: Path) -> list[str]:
     - ``abandoned`` — the reclaim that took it back (``finished_at``);
     - ``stale`` — its completion was refused because a reclaim had already taken the lease
       back; the release is that reclaim's instant (its run event for this attempt number),
-      not the late completion;
+      not the late completion — and the row's ``reclaimed_at`` must say the same (as an
+      ``abandoned`` row's must equal its ``finished_at``);
     - open (no outcome) — still held: it must be the run's last attempt.
 
     Two leases of one run overlap when attempt *k+1* started before attempt *k* was
@@ -326,6 +329,13 @@ def lease_violations(path: Path) -> list[str]:
             f"{rid}: attempt {a.attempt} released before it started"
             for a in chain
             if a.outcome in FENCED and a.finished_at is not None and a.finished_at < a.started_at
+        ]
+        problems += [  # the row keeps the reclaim's instant, whatever came after it
+            f"{rid}: {a.outcome} attempt {a.attempt} lost its reclaim instant"
+            for a in chain
+            if a.outcome in ("abandoned", "stale")
+            and a.reclaimed_at
+            != (a.finished_at if a.outcome == "abandoned" else _release(a, reclaimed))
         ]
     return problems
 

@@ -24,14 +24,14 @@ What is checked and counted:
   window + retry span dedupes every one; ``ghost_missed`` — occurrences the tenant *did*
   receive that the restored history records as ``missed`` (older than the window, or
   superseded/skipped by the policy): history is wrong, no effect is duplicated;
-  ``event_seq_reused`` — events written after the restore under sequence numbers the
-  lost events had used: a consumer following ``GET /v1/events?after=<seq>`` with a cursor
-  from before the restore skips that many new events.
+- **No event sequence number reused**: ``event_seq_reused`` — events written after the
+  restore under sequence numbers the lost events had used — is 0: the restore continues
+  the sequence above the replaced file's, so a consumer following
+  ``GET /v1/events?after=<seq>`` with a cursor from before the restore skips nothing.
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +47,7 @@ from appliance.receiver import MemoryDeduper, Receiver
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 from appliance.store.reclaim import reclaim_previous
+from appliance.store.snapshot import put_in_place
 from appliance.store.tenants import create_tenant
 from tests.chaos.recorder import duplicate_rows, publish
 from tests.engine.conftest import Endpoint, Received, reply, running_engine
@@ -100,9 +101,9 @@ def backup(path: Path, target: Path) -> None:
 
 
 def restore(backup_file: Path, path: Path) -> None:
-    for suffix in ("-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-    shutil.copyfile(backup_file, path)
+    """As ``steeple restore`` does: the live files moved aside, the copy put in place with
+    its event sequence continued above the replaced file's (store/snapshot.py)."""
+    put_in_place(backup_file, path, aside_suffix=".before-restore")
 
 
 def rows(db: Database) -> list[tuple[str, int, str, str]]:
@@ -206,6 +207,7 @@ async def test_restoring_an_older_backup(autojump_clock: MockClock, tmp_path: Pa
     # Beyond the window: re-planning reaches back one catch-up window at most.
     assert beyond.redelivered >= 60 and beyond.max_redelivery_age_s <= WINDOW // 1000 + 120
     assert beyond.ghost_missed > inside.ghost_missed
+    assert inside.event_seq_reused == beyond.event_seq_reused == 0
     for name, found in (("30min", inside), ("3h", beyond)):
         publish(
             f"backup-restore-{name}",

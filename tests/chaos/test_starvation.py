@@ -25,8 +25,8 @@ processes) would do, and it keeps running while the appliance's loop is stuck.
   (:func:`tests.chaos.recorder.lease_violations`).
 - **3 × lease, no other executor**: the appliance's own reaper and the cut-short attempt
   wake together; whichever commits first wins, fenced on the lease token — the attempt is
-  recorded ``retryable`` (nobody had taken the lease) or the reaper reclaims and the
-  late completion is ``stale``. Never both: no outcome is written for an attempt whose
+  recorded ``abandoned`` (given up; nobody had taken the lease) or the reaper reclaims and
+  the late completion is ``stale``. Never both: no outcome is written for an attempt whose
   lease a reclaim took (``outcomes_after_lease_loss``).
 """
 
@@ -205,9 +205,9 @@ async def test_event_loop_starvation(tmp_path: Path) -> None:
     # 3 x lease, no other executor: when the loop resumes, the attempt's own deadline
     # (last renewal + lease − margin) has passed and the appliance's own reaper finds the
     # lease expired. Whichever writes first wins, fenced on the lease token: either the
-    # cut-short attempt is recorded (retryable; nobody had taken the lease) or the reaper
-    # took it (abandoned) and the late completion is refused (stale). Never both.
-    assert alone.outcomes[0] in {"retryable", "stale"}
+    # cut-short attempt is recorded given up (abandoned; nobody had taken the lease) or the
+    # reaper took it (abandoned) and the late completion is refused (stale). Never both.
+    assert alone.outcomes[0] in {"abandoned", "stale"}
     assert alone.keys == 1 and alone.violations == () and alone.written_after_loss() == 0
 
     publish(
@@ -274,4 +274,5 @@ async def test_a_lease_lapsed_under_a_live_delivery_is_given_up(
     finally:
         db.close()
     assert overlaps == []
-    assert outcomes == ["retryable", "ok"]  # cut short while its token still held, retried
+    # cut short while its token still held: given up (abandoned), retried at once
+    assert outcomes == ["abandoned", "ok"]

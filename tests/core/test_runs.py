@@ -9,7 +9,7 @@ import pytest
 from appliance.core import runs
 from appliance.core.ids import idempotency_key, occurrence_ids, run_id
 from appliance.core.instants import format_scheduled_for, parse_instant
-from appliance.core.runs import TRANSITIONS, RunState, Transition, Trigger, occurrence_run
+from appliance.core.runs import TRANSITIONS, NewRun, RunState, Transition, Trigger, occurrence_run
 
 AT = parse_instant("2026-08-06T03:00:00Z")
 
@@ -56,3 +56,24 @@ def test_a_new_run_is_pending_or_missed() -> None:
             trigger=Trigger.SCHEDULE,
             body_digest="d",
         )
+
+
+def test_a_missed_run_and_only_a_missed_run_carries_its_reason_on_the_row() -> None:
+    def new(state: RunState, reason: str | None) -> object:
+        return occurrence_run(
+            schedule_id="sch_1",
+            tenant_id="ten_1",
+            schedule_version=1,
+            scheduled_for=AT,
+            due_at=AT,
+            state=state,
+            trigger=Trigger.SCHEDULE,
+            body_digest="d",
+            missed_reason=reason,
+        )
+
+    missed = new(RunState.MISSED, "catchup_skip")
+    assert isinstance(missed, NewRun) and missed.failure_reason == "catchup_skip"
+    for state, reason in ((RunState.MISSED, None), (RunState.PENDING, "catchup_skip")):
+        with pytest.raises(ValueError, match="carries a reason"):
+            new(state, reason)

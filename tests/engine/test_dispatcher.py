@@ -12,7 +12,7 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock
 from appliance.core.events import EventType
 from appliance.core.ids import idempotency_key
-from appliance.core.instants import format_scheduled_for
+from appliance.core.instants import format_instant, format_scheduled_for
 from appliance.core.retry import TransportFailure
 from appliance.core.runs import AttemptOutcome, RunState
 from appliance.core.signing import verify
@@ -296,8 +296,16 @@ async def test_failing_renewals_cancel_a_delivery_before_its_lease_lapses(
     run = only_run(inline_db, tenant, sid)
     assert run.state is RunState.RETRY_WAIT
     (attempt,) = inline_db.read_now(list_attempts, run_id=run.id)
-    assert attempt.outcome is AttemptOutcome.RETRYABLE
+    # Given up by its own executor, not timed out by the receiver: abandoned, taken back
+    # then, and due again at once (a receiver's timeout would wait at least a minute).
+    assert attempt.outcome is AttemptOutcome.ABANDONED
     assert attempt.error is not None and "lease" in attempt.error
+    assert attempt.reclaimed_at == attempt.finished_at == run.due_at
+    (event,) = inline_db.read_now(
+        list_events, tenant_id=tenant, types=frozenset({EventType.RUN_RETRYING})
+    )
+    assert event.data["reason"] == "abandoned"
+    assert event.data["next_attempt_at"] == format_instant(run.due_at)
 
 
 async def test_a_lease_taken_back_stops_its_delivery_at_the_next_heartbeat(

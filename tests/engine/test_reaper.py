@@ -10,6 +10,8 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock
 from appliance.core.instants import format_scheduled_for
 from appliance.core.runs import AttemptOutcome, RunState
+from appliance.engine.delivery import Answer
+from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.reaper import Reaper, ReaperConfig, reap_once
 from appliance.engine.wakeup import Wakeup
 from appliance.store.claims import claim_runs
@@ -18,7 +20,7 @@ from appliance.store.incarnations import register_incarnation
 from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.runs import RunRecord, list_attempts, list_runs
-from tests.engine.conftest import Endpoint, running_engine
+from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0
 
 LEASE = 30_000
@@ -130,3 +132,45 @@ async def test_boot_reclaim_redelivers_at_once(
     assert endpoint.header("X-Attempt") == ["2"]
     assert endpoint.arrived[0] - start < 0.01  # no waiting for the old lease to lapse
     assert only_run(inline_db, tenant, sid).state is RunState.SUCCEEDED
+
+
+async def test_after_a_forward_clock_step_the_reaper_leaves_a_live_delivery_to_its_heartbeat(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    make_schedule: Callable[..., str],
+    tenant: str,
+) -> None:
+    """The wall clock steps past a lease while its delivery is in flight. The lease has
+    lapsed in the database's terms, but not by this process's monotonic clock: the reaper
+    spares it (were it to reclaim, the run would be claimed and sent again while the first
+    attempt still ran, until the next heartbeat cut that one). The heartbeat then finds
+    the lease unrenewable and gives the attempt up, and the run goes out again at once —
+    never two deliveries of it at the same time."""
+    sid = make_schedule(cron=DAILY_AT_T0, timeout_seconds=120)
+    in_flight: list[int] = []
+    overlaps: list[tuple[int, ...]] = []
+
+    async def respond(request: Received, n: int) -> Answer:
+        in_flight.append(n)
+        overlaps.extend([tuple(in_flight)] if len(in_flight) > 1 else [])
+        try:
+            if n == 1:
+                await trio.sleep(90)  # slow: still sending when the wall clock steps
+            return reply(200)
+        finally:
+            in_flight.remove(n)
+
+    endpoint = Endpoint(respond=respond)
+    async with running_engine(inline_db, wall, endpoint) as engine:
+        await trio.sleep(5)
+        assert engine.dispatcher.in_flight == 1 and engine.reaper is not None
+        wall.jump(40_000)  # past the 30 s lease, 5 s before the next heartbeat
+        await engine.reaper.run_once()  # the reaper wakes first (any reason will do)
+        await trio.sleep(60)
+    assert overlaps == []
+    run = only_run(inline_db, tenant, sid)
+    assert run.state is RunState.SUCCEEDED
+    assert outcomes(inline_db, run.id) == [AttemptOutcome.ABANDONED, AttemptOutcome.OK]
+    heartbeat_s = DispatchConfig().heartbeat_ms / 1000
+    assert endpoint.arrived[1] - endpoint.arrived[0] <= heartbeat_s + 0.01  # then at once

@@ -9,12 +9,14 @@ import apsw
 import pytest
 
 from appliance.cli import main
+from appliance.core.events import EventType
 from appliance.errors import StoreError
 from appliance.ops.doctor import clock_finding, filesystem_type
 from appliance.store.database import Database
+from appliance.store.events import append_event
 from appliance.store.lockfile import LockFile
 from appliance.store.migrate import migrations
-from appliance.store.snapshot import last_backup, verify_copy
+from appliance.store.snapshot import SEQ_GAP, highest_event_seq, last_backup, verify_copy
 from appliance.store.tenants import create_tenant
 
 KNOWN = len(migrations())
@@ -119,6 +121,39 @@ def test_restore_moves_the_live_files_aside_and_explains(
     names = db.read_now(lambda c: [r[0] for r in c.execute("SELECT name FROM tenants")])
     db.close()
     assert names == ["acme"]
+
+
+def _event(path: Path) -> int:
+    """Append one event to the file at ``path``; its sequence number."""
+    db = Database.open(path)
+    try:
+        return db.write_now(
+            append_event, tenant_id="system", type=EventType.CLOCK_JUMP_DETECTED, now=3_000
+        )
+    finally:
+        db.close()
+
+
+def test_a_restore_never_hands_out_an_event_sequence_number_again(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Events written after the backup are lost with the restore; their numbers are not
+    reused, so a consumer resuming ``?after=`` from before the restore misses nothing."""
+    good = tmp_path / "good.db"
+    assert main(["backup", "--to", str(good), "--data-dir", str(data)]) == 0
+    backed_up = _event(data / "steeple.db") - 1
+    lost = max(_event(data / "steeple.db") for _ in range(5))
+    assert lost == highest_event_seq(data / "steeple.db")
+    assert highest_event_seq(good) == backed_up
+    assert run(capsys, "restore", str(good), "--data-dir", str(data))[0] == 0
+    assert _event(data / "steeple.db") == lost + 1
+
+    # The replaced file cannot be read (the usual reason to restore): a wide gap instead.
+    for path in data.glob("steeple.db*"):
+        path.unlink()
+    (data / "steeple.db").write_bytes(b"damaged" * 1000)
+    assert run(capsys, "restore", str(good), "--data-dir", str(data))[0] == 0
+    assert _event(data / "steeple.db") == backed_up + SEQ_GAP + 1
 
 
 def test_migrate_dry_run_then_with_a_snapshot_first(

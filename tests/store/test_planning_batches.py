@@ -30,6 +30,7 @@ def planned(schedule_id: str, tenant: str, at: int, state: RunState, digest: str
         state=state,
         trigger=Trigger.SCHEDULE,
         body_digest=digest,
+        missed_reason="catchup_skip" if state is RunState.MISSED else None,
     )
 
 

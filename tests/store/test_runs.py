@@ -24,7 +24,13 @@ from appliance.store.events import list_events
 from appliance.store.incarnations import register_incarnation
 from appliance.store.manual import replay_run, trigger_schedule
 from appliance.store.materialise import insert_runs, store_body
-from appliance.store.reclaim import earliest_lease_expiry, reclaim_expired, reclaim_previous
+from appliance.store.migrate import current_version, migrate, migrations
+from appliance.store.reclaim import (
+    LAPSED,
+    earliest_lease_expiry,
+    reclaim_expired,
+    reclaim_previous,
+)
 from appliance.store.runs import (
     RunRecord,
     get_run,
@@ -86,6 +92,7 @@ def add_run(
         state=state,
         trigger=Trigger.SCHEDULE,
         body_digest=digest,
+        missed_reason="catchup_skip" if state is RunState.MISSED else None,
     )
     assert insert_runs(conn, [run], now=T0) == {run.id}
     return run.id
@@ -257,9 +264,51 @@ def test_stale_completion_after_reclaim_changes_nothing(db: Database, schedule: 
     assert outcomes == [(1, AttemptOutcome.STALE), (2, None)]
     types = [e.type for e in db.read_now(list_events, tenant_id=schedule.tenant_id)]
     assert types == [EventType.RUN_RETRYING]  # the reclaim's; nothing from the stale write
+    # Both facts stay on the attempt row: the reclaim's instant and error, and the answer
+    # that came after it (its own instant, status and excerpt).
+    stale, second = db.read_now(list_attempts, run_id=rid)
+    assert (stale.reclaimed_at, stale.error) == (T0 + LEASE + 1, LAPSED)
+    assert (stale.finished_at, stale.http_status, stale.response_excerpt) == (
+        T0 + LEASE + 3,
+        200,
+        "fine",
+    )
+    assert second.reclaimed_at is None
 
     assert db.write_now(complete_run, run=new, completion=ok(), now=T0 + LEASE + 4) is True
     assert run_of(db, schedule, rid).state is RunState.SUCCEEDED
+
+
+def test_a_reclaim_records_when_it_took_the_attempt_back(db: Database, schedule: Schedule) -> None:
+    rid = db.write_now(add_run, schedule=schedule, scheduled_for=T0)
+    claim(db, "inc_a", T0)
+    db.write_now(reclaim_expired, now=T0 + LEASE + 1, ceiling_ms=600_000, limit=10)
+    (attempt,) = db.read_now(list_attempts, run_id=rid)
+    assert attempt.outcome is AttemptOutcome.ABANDONED
+    assert attempt.reclaimed_at == attempt.finished_at == T0 + LEASE + 1
+
+
+def test_the_migration_recovers_the_reclaim_instant_of_older_attempts(
+    db: Database, schedule: Schedule
+) -> None:
+    """A file written before ``attempts.reclaimed_at`` gets it back: an abandoned
+    attempt's from its finish, a stale one's from its reclaim's run event."""
+    abandoned = db.write_now(add_run, schedule=schedule, scheduled_for=T0)
+    stale = db.write_now(add_run, schedule=schedule, scheduled_for=T0 + MINUTE)
+    old = {run.run_id: run for run in claim(db, "inc_a", T0 + MINUTE)}
+    db.write_now(reclaim_expired, now=T0 + MINUTE + LEASE + 1, ceiling_ms=600_000, limit=10)
+    db.write_now(complete_run, run=old[stale], completion=ok(), now=T0 + MINUTE + LEASE + 5)
+    db.close()
+    conn = apsw.Connection(str(db.path))
+    version = current_version(conn)
+    number = next(n for n, sql in migrations() if "reclaimed_at INTEGER" in sql)
+    conn.execute(
+        f"ALTER TABLE attempts DROP COLUMN reclaimed_at; PRAGMA user_version = {number - 1}"
+    )
+    assert migrate(conn) == version
+    found = dict(conn.execute("SELECT run_id, reclaimed_at FROM attempts").fetchall())
+    assert found == {abandoned: T0 + MINUTE + LEASE + 1, stale: T0 + MINUTE + LEASE + 1}
+    conn.close()
 
 
 def test_gone_pauses_the_schedule_and_withdraws_open_runs(db: Database, schedule: Schedule) -> None:
