@@ -6,8 +6,9 @@ Two ways in:
   cursor via croniter, a ``schedule.created`` event): exactly what the API would write.
   Used up to ~100k schedules.
 - :func:`bulk_schedules` / :func:`bulk_runs` write plausible rows with big ``executemany``
-  transactions for the 1M/10M sizes. The cursor is computed once per distinct
-  (expression, timezone) with the appliance's own cron code; run ids have the real shape
+  transactions for the 1M/10M sizes. The cursor is computed once per distinct timing
+  (:class:`BulkTiming`: a cron expression and zone, or a one-off, an interval, bounds)
+  with the appliance's own timing code; run ids have the real shape
   (``run_`` + 26 Crockford characters) but are not derived from the occurrence (deriving
   10M of them in Python would dominate setup). No events are written for bulk rows.
 """
@@ -17,10 +18,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import math
 import os
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import apsw
@@ -174,11 +176,28 @@ def indexes_deferred(conn: apsw.Connection, tables: Sequence[str]) -> Iterator[N
 
 
 _SCHEDULE_SQL = (
-    "INSERT INTO schedules (id, tenant_id, name, cron, timezone, target_url, payload_kind,"
-    " body, content_type, headers, jitter_seconds, catchup_policy, catchup_window_seconds,"
-    " max_attempts, timeout_seconds, paused, next_fire_at, version, created_at, updated_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, 'json', ?, ?, '[]', 0, 'all', 3600, 8, 30, 0, ?, 1, ?, ?)"
+    "INSERT INTO schedules (id, tenant_id, name, cron, timezone, at, every_seconds, start_at,"
+    " end_at, target_url, payload_kind, body, content_type, headers, jitter_seconds,"
+    " catchup_policy, catchup_window_seconds, max_attempts, timeout_seconds, paused,"
+    " next_fire_at, version, created_at, updated_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'json', ?, ?, '[]', 0, 'all', 3600, 8, 30, 0, ?, 1,"
+    " ?, ?)"
 )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BulkTiming:
+    """One schedule's timing columns, as the schedules table has them (core.timing): a
+    cron expression in a zone (``cron`` set), or a one-off (``at``), or an interval
+    (``every_seconds`` from its anchor ``start_at``); ``start_at``/``end_at`` bound any
+    kind. Instants are epoch ms, whole seconds."""
+
+    cron: str = ""
+    timezone: str = "UTC"
+    at: int | None = None
+    every_seconds: int | None = None
+    start_at: int | None = None
+    end_at: int | None = None
 
 
 def bulk_schedules(
@@ -192,13 +211,31 @@ def bulk_schedules(
     chunk: int = 50_000,
     seed: int = 7,
 ) -> list[str]:
-    """``n`` active schedules, spread round-robin over tenants and (cron, timezone) pairs;
-    their ids in creation order."""
-    cursors = {
-        pair: first_fire_at(spec(target_url=target_url, cron=pair[0], timezone=pair[1]),
-                            schedule_id="sch_x", now=now)
-        for pair in crons
-    }  # fmt: skip
+    """``n`` active cron schedules, spread round-robin over tenants and (cron, timezone)
+    pairs; their ids in creation order."""
+    timings = [BulkTiming(cron=cron, timezone=zone) for cron, zone in crons]
+    return bulk_timed_schedules(conn, tenant_ids=tenant_ids, timings=timings, n=n,
+                                target_url=target_url, now=now, chunk=chunk, seed=seed)  # fmt: skip
+
+
+def bulk_timed_schedules(
+    conn: apsw.Connection,
+    *,
+    tenant_ids: Sequence[str],
+    timings: Sequence[BulkTiming],
+    n: int,
+    target_url: str,
+    now: int,
+    chunk: int = 50_000,
+    seed: int = 7,
+) -> list[str]:
+    """``n`` schedules, spread round-robin over tenants and ``timings``, each with its
+    cursor (first occurrence after ``now``; NULL if it has none); their ids in creation
+    order."""
+    cursors: dict[BulkTiming, int | None] = {}
+    for timing in timings:
+        if timing not in cursors:
+            cursors[timing] = _first_fire_at(timing, target_url=target_url, now=now)
     rng = random.Random(seed)
     ids: list[str] = []
     for start in range(0, n, chunk):
@@ -206,14 +243,73 @@ def bulk_schedules(
         for i in range(start, min(n, start + chunk)):
             created = now - 86_400_000 + i  # distinct ms: ids sort in creation order
             sid = new_id("sch", created, rng.randbytes)
-            cron, zone = crons[i % len(crons)]
-            rows.append((sid, tenant_ids[i % len(tenant_ids)], f"job {i}", cron, zone,
-                         target_url, BODY, CONTENT_TYPE, cursors[(cron, zone)], created,
-                         created))  # fmt: skip
+            t = timings[i % len(timings)]
+            rows.append((sid, tenant_ids[i % len(tenant_ids)], f"job {i}", t.cron, t.timezone,
+                         t.at, t.every_seconds, t.start_at, t.end_at, target_url, BODY,
+                         CONTENT_TYPE, cursors[t], created, created))  # fmt: skip
             ids.append(sid)
         with conn:
             conn.executemany(_SCHEDULE_SQL, rows)
     return ids
+
+
+def _first_fire_at(timing: BulkTiming, *, target_url: str, now: int) -> int | None:
+    timed = replace(spec(target_url=target_url, cron=timing.cron, timezone=timing.timezone),
+                    at=timing.at, every_seconds=timing.every_seconds, start_at=timing.start_at,
+                    end_at=timing.end_at)  # fmt: skip
+    return first_fire_at(timed, schedule_id="sch_x", now=now)
+
+
+# The planner's "kinds" mix, per 20 schedules: 8 cron (the mixed pairs, as the cron mix),
+# 5 intervals, 3 one-offs, 4 bounded (2 cron, 2 interval).
+KINDS_PATTERN = ("cron",) * 8 + ("every",) * 5 + ("at",) * 3 + ("bounded cron", "bounded every") * 2
+
+
+def kinds_mix(n: int, *, t0: int, seed: int = 11) -> list[BulkTiming]:
+    """``n`` timings of every kind around the minute [t0, t0 + 60 s) (t0 a whole second),
+    in :data:`KINDS_PATTERN`'s proportions:
+
+    - cron: the :data:`MIXED_CRONS` × :data:`MIXED_ZONES` pairs, round-robin;
+    - interval: ``every_seconds`` log-uniform in 1–3600, anchored at a whole second up to
+      a day before t0;
+    - one-off: ``at`` a whole second in [t0, t0 + 180 s): a third inside the minute;
+    - bounded: a cron pair or an interval whose bounds cut inside the minute — starting
+      inside it, ending inside it, or both, in turn."""
+    rng = random.Random(seed)
+    pairs = [(c, z) for c in MIXED_CRONS for z in MIXED_ZONES]
+    crons = 0
+    timings: list[BulkTiming] = []
+    for i in range(n):
+        kind = KINDS_PATTERN[i % len(KINDS_PATTERN)]
+        if kind == "at":
+            timing = BulkTiming(at=t0 + 1000 * rng.randrange(180))
+        elif kind.endswith("cron"):
+            cron, zone = pairs[crons % len(pairs)]
+            crons += 1
+            timing = BulkTiming(cron=cron, timezone=zone)
+        else:
+            timing = _interval(rng, t0)
+        if kind.startswith("bounded"):
+            timing = _bounded(rng, timing, t0, variant=i // len(KINDS_PATTERN) % 3)
+        timings.append(timing)
+    return timings
+
+
+def _interval(rng: random.Random, t0: int) -> BulkTiming:
+    every = round(math.exp(rng.uniform(0.0, math.log(3600))))
+    return BulkTiming(every_seconds=max(1, min(3600, every)),
+                      start_at=t0 - 1000 * rng.randrange(86_400))  # fmt: skip
+
+
+def _bounded(rng: random.Random, timing: BulkTiming, t0: int, *, variant: int) -> BulkTiming:
+    """Variant 0 starts inside the minute, 1 ends inside it, 2 does both. An interval
+    starting inside the minute is anchored there."""
+    start = t0 + 1000 * rng.randrange(1, 45)
+    if variant == 0:
+        return replace(timing, start_at=start)
+    if variant == 1:
+        return replace(timing, end_at=t0 + 1000 * rng.randrange(60))
+    return replace(timing, start_at=start, end_at=start + 1000 * rng.randrange(30))
 
 
 _CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHJKMNPQRSTVWXYZ")

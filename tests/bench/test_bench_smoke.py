@@ -3,14 +3,18 @@ asserted; timings never are (benchmarks do not gate CI on a time)."""
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
 import pytest
 import trio
 
+from appliance.core.timing import ScheduleKind, kind_of, occurrences
+from appliance.store.plan_pass import PlannerConfig
 from bench import burst, planner, recovery, scale, steady, transport
 from bench.deliveries import judge, parse_scheduled_for
 from bench.processes import Arrival, Sink, sink
@@ -105,6 +109,61 @@ def test_planner_plans_a_minute(tmp_path: Path) -> None:
     # 25 * 5 * (1 + 4 + 6) occurrences.
     assert runs[0]["occurrences"] >= 25 * 5 * 11
     assert runs[0]["passes"] >= 60
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _StoredTiming:
+    """A schedule's timing columns as read back from the table (core.timing.Timing)."""
+
+    cron: str
+    timezone: str
+    at: int | None
+    every_seconds: int | None
+    start_at: int | None
+    end_at: int | None
+    dst_gap: str | None = None
+    dst_fold: str | None = None
+
+
+def _cuts_the_minute(timing: _StoredTiming, start: int) -> bool:
+    """Bounded by an end, or by a start after the minute began (an interval's anchor in
+    the past is no bound that matters here)."""
+    return timing.end_at is not None or (timing.start_at or 0) >= start
+
+
+def test_planner_kinds_mix_plans_every_occurrence_once(tmp_path: Path) -> None:
+    # A fixed minute (a Tuesday, 09:00 UTC: the weekday and hourly crons fire too).
+    start = int(datetime.datetime(2026, 12, 1, 9, tzinfo=datetime.UTC).timestamp() * 1000)
+    path = tmp_path / "kinds.db"
+    planner.build_template(path, n=400, now=start - 1, mix="kinds")
+    config = PlannerConfig()
+    figures = planner.plan_minute(path, start_ms=start, config=config)
+    # Expected independently of the bench and the planner: each stored timing's
+    # occurrences from the minute's start up to the last pass's horizon.
+    horizon = start + (planner.MINUTE_S - 1) * 1000 + config.lookahead_ms
+    conn = apsw.Connection(str(path))
+    expected: set[tuple[str, int]] = set()
+    kinds: set[tuple[ScheduleKind, bool]] = set()
+    for sid, *columns in conn.execute(
+        "SELECT id, cron, timezone, at, every_seconds, start_at, end_at FROM schedules"
+    ):
+        timing = _StoredTiming(**dict(zip(_StoredTiming.__slots__, columns, strict=False)))
+        for instant in occurrences(timing, after_ms=start - 1):
+            if instant > horizon:
+                break
+            expected.add((sid, instant))
+            kinds.add((kind_of(timing), _cuts_the_minute(timing, start)))
+    planned = conn.execute(
+        "SELECT schedule_id, scheduled_for, state FROM job_runs ORDER BY schedule_id"
+    ).fetchall()
+    conn.close()
+    # Every kind, bounded or not, has occurrences in the minute (else the test proves little).
+    assert kinds >= {(ScheduleKind.CRON, False), (ScheduleKind.CRON, True),
+                     (ScheduleKind.EVERY, False), (ScheduleKind.EVERY, True),
+                     (ScheduleKind.AT, False)}  # fmt: skip
+    assert {(sid, at) for sid, at, _ in planned} == expected
+    assert len(planned) == len(expected) == figures["occurrences"]  # each once
+    assert {state for _, _, state in planned} == {"pending"}
 
 
 def test_scale_serves_the_api(tmp_path: Path) -> None:
