@@ -22,6 +22,7 @@ from typing import Final
 
 import apsw
 
+from appliance.core.schedules import Schedule
 from appliance.errors import Conflict, NotFound, StoreError
 from appliance.store import rows
 from appliance.store.runs import RunRecord, get_run, list_attempts
@@ -53,17 +54,28 @@ _SECRETS_AT: Final = (
 )
 
 
-def run_request(
-    conn: apsw.Connection, *, tenant_id: str, run_id: str, as_sent: bool, now: int
-) -> RunRequest:
-    """The tenant's run ``run_id`` ready to rebuild, signed now or as its last attempt
-    was. NotFound; Conflict (see the module rules)."""
+def run_and_schedule(
+    conn: apsw.Connection, *, tenant_id: str, run_id: str, gone: str
+) -> tuple[RunRecord, Schedule]:
+    """The tenant's run and its live schedule: NotFound for another tenant's or no run,
+    Conflict (saying ``gone``) when its schedule was deleted."""
     run = get_run(conn, tenant_id=tenant_id, run_id=run_id)
     if run is None:
         raise NotFound(f"no run {run_id}")
     schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=run.schedule_id)
     if schedule is None:
-        raise Conflict(f"run {run_id} belongs to a deleted schedule; its request is gone")
+        raise Conflict(f"run {run_id} belongs to a deleted schedule; {gone}")
+    return run, schedule
+
+
+def run_request(
+    conn: apsw.Connection, *, tenant_id: str, run_id: str, as_sent: bool, now: int
+) -> RunRequest:
+    """The tenant's run ``run_id`` ready to rebuild, signed now or as its last attempt
+    was. NotFound; Conflict (see the module rules)."""
+    run, schedule = run_and_schedule(
+        conn, tenant_id=tenant_id, run_id=run_id, gone="its request is gone"
+    )
     attempts = list_attempts(conn, run_id=run_id)
     last = attempts[-1] if attempts else None
     if not as_sent:

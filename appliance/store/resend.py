@@ -34,12 +34,12 @@ from appliance.core.instants import format_scheduled_for
 from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.core.schedules import Schedule
 from appliance.core.timing import occurrences
-from appliance.errors import Conflict, NotFound, StoreError
+from appliance.errors import Conflict, StoreError
 from appliance.store import rows
 from appliance.store.events import append_event
 from appliance.store.materialise import insert_runs
-from appliance.store.runs import RunRecord, get_run, must_get_run
-from appliance.store.schedules import get_schedule
+from appliance.store.reproduce import run_and_schedule
+from appliance.store.runs import RunRecord, must_get_run
 
 SLOT_WINDOW_MS: Final = 3_600_000  # how far back a copy's second is looked for
 
@@ -49,12 +49,9 @@ def resend_copy(
 ) -> tuple[RunRecord, bool]:
     """A copy of the tenant's run ``run_id``, pending and due now: ``(copy, created)``.
     NotFound; Conflict for a run of a deleted schedule or when no second is free."""
-    original = get_run(conn, tenant_id=tenant_id, run_id=run_id)
-    if original is None:
-        raise NotFound(f"no run {run_id}")
-    schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=original.schedule_id)
-    if schedule is None:
-        raise Conflict(f"run {run_id} belongs to a deleted schedule; it cannot be resent")
+    original, schedule = run_and_schedule(
+        conn, tenant_id=tenant_id, run_id=run_id, gone="it cannot be resent"
+    )
     second = now - now % 1000
     made = conn.execute(
         "SELECT id FROM job_runs WHERE resend_of = ? AND created_at >= ? AND created_at < ?",
