@@ -17,7 +17,15 @@ from urllib.parse import quote
 from quart import Blueprint, Quart, Response, redirect, request
 
 from appliance.errors import Conflict, NotFound, ValidationError
-from appliance.ui import admin, pages, runs, schedules, settings_pages, signin
+from appliance.ui import (
+    admin,
+    pages,
+    runs,
+    schedule_actions,
+    schedules,
+    settings_pages,
+    signin,
+)
 from appliance.ui.context import UiContext, install
 from appliance.ui.render import page, register_filters
 from appliance.ui.security import (
@@ -48,7 +56,7 @@ def register_ui(app: Quart, context: UiContext) -> None:
     bp.register_error_handler(Conflict, _conflict)
     bp.register_error_handler(ValidationError, _invalid)
     register_filters(bp)
-    for module in (signin, pages, schedules, runs, settings_pages, admin):
+    for module in (signin, pages, schedules, schedule_actions, runs, settings_pages, admin):
         module.register(bp)
     app.register_blueprint(bp)
 

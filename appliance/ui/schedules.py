@@ -1,10 +1,8 @@
-"""``/schedules`` pages: list, new, edit, detail, the live cron preview and the actions
-(pause, resume, run now, delete) — each the store function the API calls for the same
-thing, with the session's tenant and the user as the actor.
-
-A pause (one schedule, or the selected ones) may carry a note, read by the API's own
-:func:`appliance.store.pauses.parse_note`; a bad one is shown beside its field (422) and
-nothing is paused. The schedule page shows the note while the schedule stays paused.
+"""``/schedules`` pages: list, new, edit, detail and the live preview — each the store
+function the API calls for the same thing, with the session's tenant and the user as the
+actor. The actions on schedules (pause, resume, run now, delete, and the selected rows at
+once) are :mod:`appliance.ui.schedule_actions`. The schedule page shows a pause's note
+while the schedule stays paused.
 
 A create carries a ``form_key`` minted when the form was shown and is written through
 the API's own idempotent create (``request_keys.create_schedule_once``), so a double
@@ -13,7 +11,6 @@ submit makes one schedule and both submits land on it.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import secrets
@@ -26,7 +23,7 @@ from appliance.core.payload_template import NAMES
 from appliance.core.schedule_input import merge_patch, parse_schedule
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import FieldError, NotFound, ValidationError
-from appliance.store import manual, overview, pauses, request_keys
+from appliance.store import overview, pauses, request_keys
 from appliance.store import runs as run_store
 from appliance.store import schedules as store
 from appliance.store.database import Connection
@@ -57,12 +54,6 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/schedules/<schedule_id>", view_func=schedule_page, methods=["GET"])
     bp.add_url_rule("/schedules/<schedule_id>/edit", view_func=edit_form, methods=["GET"])
     bp.add_url_rule("/schedules/<schedule_id>/edit", view_func=save, methods=["POST"])
-    bp.add_url_rule("/schedules/<schedule_id>/pause", view_func=pause, methods=["POST"])
-    bp.add_url_rule("/schedules/<schedule_id>/resume", view_func=resume, methods=["POST"])
-    bp.add_url_rule("/schedules/<schedule_id>/run", view_func=run_now, methods=["POST"])
-    bp.add_url_rule("/schedules/selected", view_func=change_selected, methods=["POST"])
-    bp.add_url_rule("/schedules/<schedule_id>/delete", view_func=delete_form, methods=["GET"])
-    bp.add_url_rule("/schedules/<schedule_id>/delete", view_func=delete, methods=["POST"])
 
 
 async def list_page(
@@ -145,7 +136,7 @@ async def preview_page() -> Response:
         return await preview.fragment()
     _, tenant_id = require(Role.EDITOR)
     schedule_id = form.get("schedule_id", "")
-    schedule = await _load(tenant_id, schedule_id) if schedule_id else None
+    schedule = await load_schedule(tenant_id, schedule_id) if schedule_id else None
     kind = blank_form().payload_kind if schedule is None else schedule.spec.payload_kind
     found, errors = await preview.compute(form)
     version = form.get("version", "")
@@ -216,10 +207,10 @@ async def _validated(
 
 async def schedule_page(schedule_id: str) -> Response:
     _, tenant_id = require(Role.VIEWER)
-    return await _detail(tenant_id, schedule_id)
+    return await detail(tenant_id, schedule_id)
 
 
-async def _detail(
+async def detail(
     tenant_id: str, schedule_id: str, *, note: str = "", note_error: str = "", status: int = 200
 ) -> Response:
     """The schedule page; ``note`` and ``note_error``: a refused pause's, shown inline."""
@@ -256,14 +247,14 @@ async def _detail(
 
 async def edit_form(schedule_id: str) -> Response:
     _, tenant_id = require(Role.EDITOR)
-    schedule = await _load(tenant_id, schedule_id)
+    schedule = await load_schedule(tenant_id, schedule_id)
     return await _form_page(form_of(schedule.spec), schedule=schedule)
 
 
 async def save(schedule_id: str) -> Response:
     session, tenant_id = require(Role.EDITOR)
     ctx = ui()
-    current = await _load(tenant_id, schedule_id)
+    current = await load_schedule(tenant_id, schedule_id)
     form = await request.form
     kind = current.spec.payload_kind
     document, errors = document_of(form, kind, templated=current.spec.templated)
@@ -290,125 +281,7 @@ def _version(text: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-async def pause(schedule_id: str) -> Response:
-    _, tenant_id = require(Role.EDITOR)
-    text = (await request.form).get("note", "")
-    try:
-        note = pauses.parse_note(text)
-    except ValidationError as error:
-        return await _detail(
-            tenant_id, schedule_id, note=text, note_error=_message(error), status=422
-        )
-    return await _change(functools.partial(pauses.pause_schedule, note=note), schedule_id, "paused")
-
-
-def _message(error: ValidationError) -> str:
-    return "; ".join(e.message for e in error.errors)
-
-
-async def resume(schedule_id: str) -> Response:
-    return await _change(pauses.resume_schedule, schedule_id, "resumed")
-
-
-async def _change(change: Callable[..., Schedule], schedule_id: str, done: str) -> Response:
-    session, tenant_id = require(Role.EDITOR)
-    ctx = ui()
-    await ctx.db.write(
-        change,
-        tenant_id=tenant_id,
-        schedule_id=schedule_id,
-        now=ctx.clock.now_ms(),
-        actor=Actor.user(session.user.id),
-    )
-    ctx.nudge()
-    return redirect(_back(f"/schedules/{schedule_id}") + f"done={done}")  # type: ignore[return-value]
-
-
-_BULK = {"pause": "paused", "resume": "resumed"}
-MAX_SELECTED = 200
-
-
-async def change_selected() -> Response:
-    """Pause, resume or run now every selected schedule, all or none (one transaction:
-    a foreign or deleted id is NotFound and nothing changes)."""
-    session, tenant_id = require(Role.EDITOR)
-    ctx = ui()
-    form = await request.form
-    selected = list(dict.fromkeys(form.getlist("schedule")))
-    action = form.get("action", "")
-    if not selected or len(selected) > MAX_SELECTED:
-        raise ValidationError.single("schedule", f"select 1 to {MAX_SELECTED} schedules")
-    if action not in (*_BULK, "run"):
-        raise ValidationError.single("action", "must be pause, resume or run")
-    text = form.get("note", "")
-    try:
-        note = pauses.parse_note(text) if action == "pause" else None
-    except ValidationError as error:
-        return await list_page(
-            note=text, note_error=_message(error), selected=frozenset(selected), status_code=422
-        )
-    now = ctx.clock.now_ms()
-    actor = Actor.user(session.user.id)
-
-    def apply(conn: Connection) -> None:
-        for schedule_id in selected:
-            if action == "run":
-                manual.trigger_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id, now=now)
-            elif action == "pause":
-                pauses.pause_schedule(
-                    conn,
-                    tenant_id=tenant_id,
-                    schedule_id=schedule_id,
-                    now=now,
-                    actor=actor,
-                    note=note,
-                )
-            else:
-                pauses.resume_schedule(
-                    conn, tenant_id=tenant_id, schedule_id=schedule_id, now=now, actor=actor
-                )
-
-    await ctx.db.write(apply)
-    ctx.nudge()
-    done = _BULK.get(action, "triggered-all")
-    return redirect(_back("/schedules") + f"done={done}")  # type: ignore[return-value]
-
-
-async def run_now(schedule_id: str) -> Response:
-    _, tenant_id = require(Role.EDITOR)
-    ctx = ui()
-    run, created = await ctx.db.write(
-        manual.trigger_schedule,
-        tenant_id=tenant_id,
-        schedule_id=schedule_id,
-        now=ctx.clock.now_ms(),
-    )
-    if created:
-        ctx.nudge()
-    return redirect(f"/runs/{run.id}?done=triggered")  # type: ignore[return-value]
-
-
-async def delete_form(schedule_id: str) -> Response:
-    _, tenant_id = require(Role.EDITOR)
-    schedule = await _load(tenant_id, schedule_id)
-    return await page("schedule_delete.html", schedule=schedule)
-
-
-async def delete(schedule_id: str) -> Response:
-    session, tenant_id = require(Role.EDITOR)
-    ctx = ui()
-    await ctx.db.write(
-        store.delete_schedule,
-        tenant_id=tenant_id,
-        schedule_id=schedule_id,
-        now=ctx.clock.now_ms(),
-        actor=Actor.user(session.user.id),
-    )
-    ctx.nudge()
-    return redirect("/schedules?done=deleted")  # type: ignore[return-value]
-
-
-async def _load(tenant_id: str, schedule_id: str) -> Schedule:
+async def load_schedule(tenant_id: str, schedule_id: str) -> Schedule:
     return await ui().db.read(lambda conn: _must(conn, tenant_id, schedule_id))
 
 
@@ -417,12 +290,3 @@ def _must(conn: Connection, tenant_id: str, schedule_id: str) -> Schedule:
     if schedule is None:
         raise NotFound(f"no schedule {schedule_id}")
     return schedule
-
-
-def _back(default: str) -> str:
-    """Where an action returns to: the local page it was posted from, or ``default``;
-    with a ``?``/``&`` ready for one more parameter."""
-    target = request.args.get("back", "")
-    if not target.startswith("/") or target.startswith("//"):
-        target = default
-    return target + ("&" if "?" in target else "?")
