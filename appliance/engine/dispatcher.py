@@ -70,6 +70,7 @@ from appliance.core.retry import (
 from appliance.core.runs import AttemptOutcome
 from appliance.engine.breakers import Breakers
 from appliance.engine.delivery import Exchange, SendResult, send
+from appliance.engine.in_flight import InFlight
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
 from appliance.store.breaker import defer_run
@@ -118,28 +119,6 @@ class RenewLeases(Protocol):
     ) -> frozenset[str]: ...
 
 
-class _Live:
-    """One delivery in flight: its run and the cancel scope that bounds it (trio time)."""
-
-    def __init__(self, run: ClaimedRun, *, claimed_at: float, lease_s: float) -> None:
-        self.run = run
-        self.own_deadline = claimed_at + run.timeout_seconds
-        self.lease_deadline = claimed_at + lease_s
-        self.lapsed = False
-        self.scope = trio.CancelScope(deadline=min(self.own_deadline, self.lease_deadline))
-
-    def renewed(self, lease_deadline: float) -> None:
-        self.lease_deadline = max(self.lease_deadline, lease_deadline)
-        self.scope.deadline = min(self.own_deadline, self.lease_deadline)
-
-    def lease_lapsed(self) -> None:
-        """The heartbeat did not renew this lease (it expired — e.g. the wall clock stepped
-        past it — or was taken back): the run may be claimed again at any moment, so stop
-        delivering now."""
-        self.lapsed = True
-        self.scope.cancel()
-
-
 class Dispatcher:
     """The delivery service: a short loop around :meth:`run_once`, plus the heartbeat."""
 
@@ -163,7 +142,7 @@ class Dispatcher:
         self._config = config
         self._rand = rand or random.Random()
         self._renew = renew_leases
-        self._live: dict[str, _Live] = {}  # by lease token: one run may be claimed again
+        self._live: dict[str, InFlight] = {}  # by lease token: one run may be claimed again
         self._renewals_ok = True
         self._draining = False
         self._emptied = trio.Event()
@@ -216,7 +195,7 @@ class Dispatcher:
         )
         self._capped, self._next_due_at = batch.capped, batch.next_due_at
         for run in batch.runs:
-            live = _Live(run, claimed_at=claimed_at, lease_s=self._lease_budget_s())
+            live = InFlight(run, claimed_at=claimed_at, lease_s=self._lease_budget_s())
             self._live[run.lease_token] = live
             self._nursery.start_soon(self._deliver, live)
         if len(batch.runs) >= free or batch.next_due_at is None:
@@ -245,7 +224,7 @@ class Dispatcher:
 
     # --- one delivery --------------------------------------------------------------------
 
-    async def _deliver(self, live: _Live) -> None:
+    async def _deliver(self, live: InFlight) -> None:
         try:
             origin = "" if self._breakers is None else origin_of(live.run.target_url)
             wait_until = None if self._breakers is None else self._breakers.admit(origin)
@@ -273,7 +252,7 @@ class Dispatcher:
                 self._emptied.set()
             self._slot_freed(live.run)
 
-    async def _attempt(self, live: _Live) -> Completion:
+    async def _attempt(self, live: InFlight) -> Completion:
         run = live.run
         started = trio.current_time()
         signed_at: int | None = None
@@ -308,11 +287,11 @@ class Dispatcher:
             return self._complete(run, verdict, failed, signed_at=None)
         return self._complete(run, self._classify(run, result), result, signed_at=signed_at)
 
-    def _timed_out(self, live: _Live, started: float) -> SendResult:
+    def _timed_out(self, live: InFlight, started: float) -> SendResult:
         error = f"no response within the {live.run.timeout_seconds} s deadline"
         return SendResult.failed(error, started=started, failure=TransportFailure.DEADLINE)
 
-    def _given_up(self, live: _Live, started: float, *, signed_at: int | None) -> Completion:
+    def _given_up(self, live: InFlight, started: float, *, signed_at: int | None) -> Completion:
         """The attempt this executor cut short itself because its lease lapsed or could
         lapse: ``abandoned``, decided as the reaper's reclaim of a lapsed lease would be
         (:func:`appliance.core.retry.decide_reclaim`: charged, due again at once) — not a
@@ -373,7 +352,7 @@ class Dispatcher:
             if decision.failure_reason is None
             else decision.failure_reason.value,
             http_status=result.status,
-            error=_error_text(result),
+            error=result.error_text(),
             latency_ms=result.latency_ms,
             response_excerpt=result.excerpt or None,
             failure_class=None if result.failure is None else result.failure.value,
@@ -421,11 +400,3 @@ class Dispatcher:
         if not self._renewals_ok:
             self._renewals_ok = True
             self._wakeup.nudge()
-
-
-def _error_text(result: SendResult) -> str | None:
-    if result.error is not None:
-        return result.error
-    if result.status is not None and 300 <= result.status <= 399:
-        return f"redirect to {result.location or '(no Location)'} not followed"
-    return None

@@ -29,6 +29,14 @@ class SendResult:
     error: str | None
     latency_ms: int
 
+    def error_text(self) -> str | None:
+        """What to record as the attempt's error: the failure, or a redirect not followed."""
+        if self.error is not None:
+            return self.error
+        if self.status is not None and 300 <= self.status <= 399:
+            return f"redirect to {self.location or '(no Location)'} not followed"
+        return None
+
     @classmethod
     def failed(cls, error: str, *, started: float, failure: TransportFailure | None) -> SendResult:
         """No response: a transport failure, or an attempt Steeple cut short or broke.
