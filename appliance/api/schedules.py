@@ -39,6 +39,7 @@ from appliance.api.context import ApiContext, context
 from appliance.api.pagination import encode_cursor, page_request
 from appliance.api.problems import Problem, bad_request
 from appliance.api.rendering import render_run, render_schedule
+from appliance.core.cursor import anchored
 from appliance.core.schedule_input import merge_patch, parse_schedule
 from appliance.core.schedule_warnings import schedule_warnings, warning_documents
 from appliance.core.schedules import Schedule, ScheduleSpec
@@ -47,7 +48,7 @@ from appliance.store import manual, pauses, request_keys
 from appliance.store import schedules as store
 from appliance.store.api_keys import Caller
 from appliance.store.request_keys import StoredResponse
-from appliance.store.schedules import VersionMismatch, anchored, check_version
+from appliance.store.schedules import VersionMismatch, check_version
 
 _PATCH_RETRIES = 3
 # One entity tag, strong or weak (RFC 9110): the OpenAPI file's If-Match pattern.

@@ -24,13 +24,14 @@ from typing import Final
 
 import apsw
 
+from appliance.core.cursor import first_fire_at
 from appliance.core.events import Actor, EventType
 from appliance.core.schedules import Schedule
 from appliance.errors import ValidationError
 from appliance.store.events import append_event
 from appliance.store.plan_pass import settle_schedule
 from appliance.store.runs import withdraw_open_runs
-from appliance.store.schedules import event, first_fire_at, require_schedule, settled, write_spec
+from appliance.store.schedules import event, require_schedule, settled, write_spec
 
 MAX_NOTE_CHARS: Final = 500
 # The events that start or end a pause, newest first: the note of the pause in force.

@@ -29,20 +29,18 @@ creates is :mod:`appliance.store.request_keys`. Functions have the store shape
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Final
 
 import apsw
 
+from appliance.core.cursor import anchored, first_fire_at, first_fire_or_refuse
 from appliance.core.dst import Fold, Gap
 from appliance.core.events import Actor, EventType, JsonValue
 from appliance.core.ids import new_id
-from appliance.core.jitter import planned_timing
 from appliance.core.retry_input import stored_policy, stored_retry
 from appliance.core.schedule_input import changed_fields
 from appliance.core.schedules import CatchupPolicy, Overlap, PayloadKind, Schedule, ScheduleSpec
-from appliance.core.timing import ScheduleKind, default_anchor, kind_of
-from appliance.errors import Conflict, NotFound, ValidationError
+from appliance.errors import Conflict, NotFound
 from appliance.store import rows
 from appliance.store.events import append_event
 from appliance.store.plan_pass import settle_schedule
@@ -147,36 +145,6 @@ class ScheduleLimitReached(Conflict):
             f" (max_schedules_per_tenant = {limit}); delete one to create another"
         )
         self.limit = limit
-
-
-def first_fire_at(spec: ScheduleSpec, *, schedule_id: str, now: int) -> int | None:
-    """The ``scheduled_for`` of the first planned occurrence strictly after ``now``."""
-    occurrences = planned_timing(
-        spec, schedule_id=schedule_id, jitter_seconds=spec.jitter_seconds, after_ms=now
-    )
-    first = next(occurrences, None)
-    return first.scheduled_for if first is not None else None
-
-
-def anchored(spec: ScheduleSpec, *, now: int) -> ScheduleSpec:
-    """``spec`` with an interval's anchor set: ``start_at`` defaults to ``now``'s second,
-    stored so the anchor never moves (core.timing)."""
-    if spec.every_seconds is None or spec.start_at is not None:
-        return spec
-    return replace(spec, start_at=default_anchor(now))
-
-
-def first_fire_or_refuse(spec: ScheduleSpec, *, schedule_id: str, now: int) -> int:
-    """The new cursor of a schedule whose timing is being set; a timing that would never
-    fire after ``now`` is refused (422) rather than stored as already completed."""
-    cursor = first_fire_at(spec, schedule_id=schedule_id, now=now)
-    if cursor is not None:
-        return cursor
-    if kind_of(spec) is ScheduleKind.AT:
-        raise ValidationError.single("at", "is not after now; a one-off must lie in the future")
-    raise ValidationError.single(
-        "end_at", "leaves no occurrence after now; move it later or remove it"
-    )
 
 
 def count_schedules(conn: apsw.Connection, *, tenant_id: str) -> int:
