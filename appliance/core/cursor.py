@@ -1,5 +1,5 @@
 """Where a schedule's cursor starts when its timing is set — on create, on resume, on an
-edit that re-plans (``store.schedules``; docs/architecture.md, "Planned"): the first
+edit that re-plans (``store.schedules``; ADR 0033 "Planning"): the first
 planned occurrence strictly after now. Pure: no database.
 
 An interval without ``start_at`` is anchored at now's second, and the anchor is stored so
