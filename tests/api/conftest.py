@@ -18,6 +18,8 @@ from werkzeug.datastructures import Headers
 from appliance.api.app import create_app
 from appliance.core.addresses import AddressPolicy, IPAddress
 from appliance.core.cron import parse_cron
+from appliance.core.dedupe_test import ProbeAnswer
+from appliance.core.delivery import DeliveryRequest
 from appliance.core.instants import parse_instant
 from appliance.core.jitter import planned_occurrences
 from appliance.core.runs import AttemptOutcome, RunState, Transition, Trigger, occurrence_run
@@ -194,6 +196,7 @@ def build_app(
     policy: AddressPolicy,
     dns: dict[str, IPAddress] | None = None,
     max_schedules: int | None = None,
+    send_probe: Callable[[DeliveryRequest], Awaitable[ProbeAnswer]] | None = None,
 ) -> QuartTrio:
     return create_app(
         db=db,
@@ -205,6 +208,7 @@ def build_app(
         event_hub=EventHub(db),
         max_schedules=max_schedules,
         replay_rate_per_second=REPLAY_RATE,
+        send_probe=send_probe,
     )
 
 

@@ -11,8 +11,6 @@ import pytest
 import trio
 from quart_trio import QuartTrio
 
-from appliance.api.app import create_app
-from appliance.api.stream import EventHub
 from appliance.core.addresses import AddressPolicy, IPAddress
 from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
@@ -22,13 +20,11 @@ from appliance.receiver import verify_delivery
 from appliance.store.database import Database
 from appliance.store.tenants import create_tenant
 from tests.api.conftest import (
-    REPLAY_RATE,
     START,
     Api,
     FakeClock,
     Nudges,
     build_app,
-    make_check_destination,
 )
 from tests.engine.loopback import Respond, keep_alive_server, response
 
@@ -52,16 +48,8 @@ async def app(
         async def send_probe(request: DeliveryRequest) -> ProbeAnswer:
             return probe_answer(await send(client, request))
 
-        yield create_app(
-            db=db,
-            clock=clock,
-            nudge=nudges,
-            check_destination=make_check_destination(policy, dns),
-            policy=policy,
-            version="9.9.9-test",
-            event_hub=EventHub(db),
-            replay_rate_per_second=REPLAY_RATE,
-            send_probe=send_probe,
+        yield build_app(
+            db=db, clock=clock, nudges=nudges, policy=policy, dns=dns, send_probe=send_probe
         )
 
 
