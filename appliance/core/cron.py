@@ -41,7 +41,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, available_timezones
 
@@ -100,6 +100,12 @@ class CronSpec:
     _walls: Any = field(repr=False, compare=False)
 
 
+# Valid specs parsed lately, shared by every caller and thread (a CronSpec is immutable
+# and its croniter is only ever copied): a create parses its spec up to four times
+# (validation, linter, first cursor, next runs), a bulk create thousands of times.
+PARSED_SPECS = 1024  # ~3 KB each
+
+
 def parse_cron(
     expression: str,
     timezone: str = "UTC",
@@ -110,9 +116,15 @@ def parse_cron(
     """Validate ``expression`` and ``timezone``; raise ``ValidationError`` listing every
     problem found (fields ``"cron"`` and ``"timezone"``). ``dst_gap``/``dst_fold``: the
     schedule's DST policy (``core.dst``), None for ADR 0037's rule of the spec's class.
-    Costs 0.2-6 ms (the most for a 200-character spec of many ranges): callers that parse
-    the same spec again and again keep it in an
+    A parse costs 0.2-6 ms (the most for a 200-character spec of many ranges), so the last
+    :data:`PARSED_SPECS` valid specs are kept (an invalid one is parsed, and refused, every
+    time); callers that also step through occurrences again and again keep them in an
     :class:`~appliance.core.occurrence_cache.OccurrenceCache`."""
+    return _parse(expression, timezone, dst_gap, dst_fold)
+
+
+@lru_cache(maxsize=PARSED_SPECS)  # thread-safe; an exception is never cached
+def _parse(expression: str, timezone: str, dst_gap: str | None, dst_fold: str | None) -> CronSpec:
     too_long = [
         FieldError(
             field=name, message=f"is {len(text)} characters long; at most {limit} are allowed"

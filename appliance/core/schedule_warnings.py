@@ -69,7 +69,7 @@ def schedule_warnings(timing: Timing, *, jitter_seconds: int, now: int) -> list[
         found.extend(_day_rule(spec))
         found.extend(_short_months(spec))
         found.extend(_dst_gap(spec, timing, now))
-    found.extend(_no_fire(timing, now, shared))
+    found.extend(_no_fire(timing, now))
     found.extend(_jitter(timing, jitter_seconds, now, shared))
     return found
 
@@ -137,8 +137,9 @@ def _dst_gap(spec: CronSpec, timing: Timing, now: int) -> list[ScheduleWarning]:
     return [ScheduleWarning(code=WarningCode.TIME_IN_DST_GAP, message=message)]
 
 
-def _no_fire(timing: Timing, now: int, shared: OccurrenceCache) -> list[ScheduleWarning]:
-    first = next(occurrences(timing, after_ms=now, shared=shared), None)
+def _no_fire(timing: Timing, now: int) -> list[ScheduleWarning]:
+    # One step of its own: the cache would compute a chunk of occurrences for this one.
+    first = next(occurrences(timing, after_ms=now), None)
     if first is not None and first <= now + YEAR_MS:
         return []
     message = (

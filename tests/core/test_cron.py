@@ -262,3 +262,22 @@ def test_generators_of_one_spec_are_independent_when_interleaved() -> None:
         ("2026-01-01T00:40:00Z", "2026-06-01T00:40:00Z"),
         ("2026-01-01T01:00:00Z", "2026-06-01T01:00:00Z"),
     ]
+
+
+def test_a_valid_spec_is_parsed_once_and_shared_an_invalid_one_is_refused_every_time() -> None:
+    """Creates parse one spec up to four times (validation, linter, first cursor, next
+    runs) and a batch thousands of times: the parse is kept, keyed by everything that
+    decides the occurrences."""
+    first = parse_cron("17 3 * * *", "Europe/Berlin")
+    assert parse_cron("17 3 * * *", "Europe/Berlin") is first
+    assert parse_cron("17 3 * * *", "Europe/Berlin", dst_gap="skip") is not first
+    assert parse_cron("17 3 * * *", "UTC") is not first
+    for _ in range(2):
+        with pytest.raises(ValidationError) as caught:
+            parse_cron("61 3 * * *", "UTC")
+        assert [e.field for e in caught.value.errors] == ["cron"]
+    # Shared specs are never iterated themselves: two walks give the same occurrences.
+    again = parse_cron("17 3 * * *", "Europe/Berlin")
+    after = 1_790_000_000_000
+    walks = [list(itertools.islice(occurrences_after(s, after), 3)) for s in (first, again)]
+    assert walks[0] == walks[1] and len(walks[0]) == 3
