@@ -49,10 +49,13 @@ class ConfigError(SteepleError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FieldError:
-    """One problem with one input field. ``field`` is a dotted path (``catchup.policy``)."""
+    """One problem with one input field. ``field`` is a dotted path (``catchup.policy``);
+    ``index``: in a batch, the position of the item whose field it is (``field`` is then
+    that item's own path, as a single request would name it)."""
 
     field: str
     message: str
+    index: int | None = None
 
 
 class ValidationError(SteepleError):

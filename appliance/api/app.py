@@ -11,9 +11,11 @@ for the routes registered here; a test checks both directions.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from quart import Response
 from quart_trio import QuartTrio
+from quart_trio.wrappers import TrioRequest
 
 from appliance.api import (
     cron,
@@ -25,6 +27,7 @@ from appliance.api import (
     notifications,
     run_search,
     runs,
+    schedule_batch,
     schedules,
     secrets,
     stream,
@@ -42,6 +45,22 @@ from appliance.store.event_hub import EventHub
 # A 64 KiB body escaped inside a JSON string can double in size; anything beyond this is
 # not a schedule (413 before parsing).
 MAX_REQUEST_BYTES = 256 * 1024
+# Routes whose bodies may be larger: (method, path) -> bytes.
+_LARGER_BODIES = {("POST", schedule_batch.PATH): schedule_batch.MAX_BATCH_REQUEST_BYTES}
+
+
+class _Request(TrioRequest):
+    """A request whose body limit is its route's (``request.max_content_length``): most
+    are :data:`MAX_REQUEST_BYTES`, a batch create's more. Set when the request is built,
+    so a larger ``Content-Length`` is refused (413) before any of the body is read."""
+
+    def __init__(self, method: str, scheme: str, path: str, *args: Any, **kw: Any) -> None:
+        limit = _LARGER_BODIES.get((method, path))
+        if limit is not None:
+            kw["max_content_length"] = limit
+        super().__init__(method, scheme, path, *args, **kw)
+        if limit is not None:
+            self.max_content_length = limit
 
 
 def create_app(
@@ -59,6 +78,7 @@ def create_app(
     send_probe: Callable[[DeliveryRequest], Awaitable[ProbeAnswer]] | None = None,
 ) -> QuartTrio:
     app = QuartTrio(__name__, static_folder=None)
+    app.request_class = _Request
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     install(
         app.extensions,
@@ -79,6 +99,7 @@ def create_app(
     app.after_request(drain_request_body)
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     schedules.register(app)
+    schedule_batch.register(app)
     runs.register(app)
     curl.register(app)
     dedupe_test.register(app)

@@ -114,7 +114,7 @@ async def drain_request_body(response: Response) -> Response:
     )
     if not has_body:
         return response
-    limit = current_app.config["MAX_CONTENT_LENGTH"]
+    limit = request.max_content_length or current_app.config["MAX_CONTENT_LENGTH"]
     if request.content_length is not None and request.content_length > limit:
         response.headers["Connection"] = "close"
         return response

@@ -20,7 +20,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 
-from quart import Response, current_app
+from quart import Response, current_app, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
@@ -65,7 +65,7 @@ def problem_response(problem: Problem) -> Response:
         "detail": problem.detail,
     }
     if problem.errors:
-        document["errors"] = [{"field": e.field, "message": e.message} for e in problem.errors]
+        document["errors"] = [_field_error(e) for e in problem.errors]
     return Response(
         json.dumps(document, ensure_ascii=False),
         status=problem.status,
@@ -74,10 +74,19 @@ def problem_response(problem: Problem) -> Response:
     )
 
 
+def _field_error(error: FieldError) -> dict[str, object]:
+    document: dict[str, object] = {"field": error.field, "message": error.message}
+    if error.index is not None:  # an item of a batch (api/schedule_batch.py)
+        document["index"] = error.index
+    return document
+
+
 def invalid(errors: Sequence[FieldError]) -> Problem:
     """The 422 for tenant input that does not validate."""
     count = len(errors)
-    fields = ", ".join(dict.fromkeys(e.field for e in errors))
+    fields = ", ".join(
+        dict.fromkeys(e.field if e.index is None else f"[{e.index}].{e.field}" for e in errors)
+    )
     return Problem(
         status=422,
         kind="validation",
@@ -137,7 +146,7 @@ def _from_http(error: HTTPException) -> Response:
     kind = (error.name or "error").lower().replace(" ", "-")
     detail = error.description or error.name or ""
     if isinstance(error, RequestEntityTooLarge):
-        limit = current_app.config["MAX_CONTENT_LENGTH"]
+        limit = request.max_content_length or current_app.config["MAX_CONTENT_LENGTH"]
         detail = f"the request body is larger than the limit of {limit // 1024} KiB"
     return problem_response(
         Problem(

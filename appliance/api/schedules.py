@@ -40,6 +40,7 @@ from appliance.api.pagination import encode_cursor, page_request
 from appliance.api.problems import Problem, bad_request
 from appliance.api.rendering import render_run, render_schedule
 from appliance.core.cursor import anchored
+from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.schedule_input import merge_patch, parse_schedule
 from appliance.core.schedule_warnings import schedule_warnings, warning_documents
 from appliance.core.schedules import Schedule, ScheduleSpec
@@ -79,7 +80,7 @@ async def create_schedule() -> Response:
     tenant_id = caller.tenant_id
     ctx = context()
     obj = await read_json()
-    request_key = _request_key()
+    request_key = request_key_header()
     if request_key is not None:
         # A retry of a create that succeeded is answered as it was, even if the spec would
         # no longer pass (say, its host stopped resolving).
@@ -87,7 +88,7 @@ async def create_schedule() -> Response:
             request_keys.recall_request,
             tenant_id=tenant_id,
             request_key=request_key,
-            request_hash=_request_hash(obj),
+            request_hash=request_hash(obj),
             now=ctx.clock.now_ms(),
         )
         if remembered is not None:
@@ -106,8 +107,8 @@ async def _create(
     now = ctx.clock.now_ms()
     warnings = await _warnings(ctx, anchored(spec, now=now), now)
 
-    def render(schedule: Schedule) -> StoredResponse:
-        document = render_schedule(schedule, now=now)
+    def render(schedule: Schedule, shared: OccurrenceCache | None = None) -> StoredResponse:
+        document = render_schedule(schedule, now=now, shared=shared)
         document["warnings"] = warnings
         return StoredResponse(status=201, body=json.dumps(document))
 
@@ -120,14 +121,14 @@ async def _create(
             max_schedules=ctx.max_schedules,
             actor=caller.actor,
         )
-        return render(schedule), True
+        return render(schedule, ctx.upcoming), True  # on the loop: the app's cache
     # Looked up again inside the write: two retries racing each other create one schedule.
     return await ctx.db.write(
         request_keys.create_schedule_once,
         tenant_id=caller.tenant_id,
         spec=spec,
         request_key=request_key,
-        request_hash=_request_hash(obj),
+        request_hash=request_hash(obj),
         render=render,
         now=now,
         max_schedules=ctx.max_schedules,
@@ -135,7 +136,7 @@ async def _create(
     )
 
 
-def _request_key() -> str | None:
+def request_key_header() -> str | None:
     key = request.headers.get("Idempotency-Key")
     if key is None:
         return None
@@ -147,7 +148,7 @@ def _request_key() -> str | None:
     return key
 
 
-def _request_hash(obj: object) -> str:
+def request_hash(obj: object) -> str:
     canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

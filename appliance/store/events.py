@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import apsw
 
@@ -30,6 +30,12 @@ _COLUMNS = rows.Columns(
 _SELECT = f"SELECT {_COLUMNS.select} FROM events"
 
 
+_INSERT = (
+    "INSERT INTO events (id, tenant_id, type, schedule_id, run_id, occurred_at, data, actor)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 def append_event(
     conn: apsw.Connection,
     *,
@@ -42,25 +48,62 @@ def append_event(
     actor: Actor | None = None,
 ) -> int:
     """Append one event; returns its sequence number."""
-    conn.execute(
-        "INSERT INTO events (id, tenant_id, type, schedule_id, run_id, occurred_at, data, actor)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            new_id("evt", now),
-            tenant_id,
-            str(type),
-            schedule_id,
-            run_id,
-            now,
-            json.dumps(dict(data or {}), separators=(",", ":"), sort_keys=True),
-            None if actor is None else actor.text(),
-        ),
-    )
+    conn.execute(_INSERT, _row(tenant_id, type, now, schedule_id, run_id, data, actor))
     seq = conn.last_insert_rowid()
     if type in NOTIFIED_TYPES:  # its notification commits with it (store/notifications.py)
         for event in _COLUMNS.all(conn.execute(f"{_SELECT} WHERE seq = ?", (seq,))):
             enqueue_notification(conn, event, now=now)
     return seq
+
+
+def append_schedule_events(
+    conn: apsw.Connection,
+    *,
+    tenant_id: str,
+    type: EventType,
+    now: int,
+    schedule_ids: Sequence[str],
+    data: Mapping[str, JsonValue],
+    actor: Actor | None = None,
+) -> None:
+    """Append one event of ``type`` per schedule, in order, with one ``executemany``: the
+    rows :func:`append_event` would write one by one (a batch create's)."""
+    if type in NOTIFIED_TYPES:  # each with its notification
+        for schedule_id in schedule_ids:
+            append_event(
+                conn,
+                tenant_id=tenant_id,
+                type=type,
+                now=now,
+                schedule_id=schedule_id,
+                data=data,
+                actor=actor,
+            )
+        return
+    conn.executemany(
+        _INSERT, [_row(tenant_id, type, now, sid, None, data, actor) for sid in schedule_ids]
+    )
+
+
+def _row(
+    tenant_id: str,
+    type: EventType,
+    now: int,
+    schedule_id: str | None,
+    run_id: str | None,
+    data: Mapping[str, JsonValue] | None,
+    actor: Actor | None,
+) -> tuple[object, ...]:
+    return (
+        new_id("evt", now),
+        tenant_id,
+        str(type),
+        schedule_id,
+        run_id,
+        now,
+        json.dumps(dict(data or {}), separators=(",", ":"), sort_keys=True),
+        None if actor is None else actor.text(),
+    )
 
 
 def list_events(

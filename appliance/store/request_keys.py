@@ -67,15 +67,43 @@ def create_schedule_once(
 ) -> tuple[StoredResponse, bool]:
     """Create under an ``Idempotency-Key``: ``(response, created)``. A live key with the
     same ``request_hash`` returns the remembered response and creates nothing."""
+
+    def create(conn: apsw.Connection) -> StoredResponse:
+        return render(
+            create_schedule(
+                conn,
+                tenant_id=tenant_id,
+                spec=spec,
+                now=now,
+                max_schedules=max_schedules,
+                actor=actor,
+            )
+        )
+
+    return create_once(
+        conn, tenant_id=tenant_id, request_key=request_key, request_hash=request_hash,
+        create=create, now=now,
+    )  # fmt: skip
+
+
+def create_once(
+    conn: apsw.Connection,
+    *,
+    tenant_id: str,
+    request_key: str,
+    request_hash: str,
+    create: Callable[[apsw.Connection], StoredResponse],
+    now: int,
+) -> tuple[StoredResponse, bool]:
+    """``create(conn)``'s response, remembered under ``request_key``: ``(response,
+    created)``. A live key with the same ``request_hash`` returns the remembered response
+    and runs nothing (a single create's, a batch's)."""
     remembered = recall_request(
         conn, tenant_id=tenant_id, request_key=request_key, request_hash=request_hash, now=now
     )
     if remembered is not None:
         return remembered, False
-    schedule = create_schedule(
-        conn, tenant_id=tenant_id, spec=spec, now=now, max_schedules=max_schedules, actor=actor
-    )
-    response = render(schedule)
+    response = create(conn)
     conn.execute(
         "INSERT OR REPLACE INTO request_keys"
         " (tenant_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",

@@ -8,6 +8,9 @@ Rules this module guards (ADR 0033, docs/architecture.md):
 - A tenant holds at most ``max_schedules`` live schedules: a create past it is refused
   (:class:`ScheduleLimitReached`), so one tenant cannot grow the planner's work without
   bound (docs/configuration.md, ``max_schedules_per_tenant``).
+- Creating is :func:`create_schedules`, all or none (a batch counts whole against the
+  limit; an item whose timing never fires refuses it, naming the item's ``index``); a
+  single create is a batch of one, so both write the same rows and events.
 - ``next_fire_at`` is the planner's forward-only cursor: the ``scheduled_for`` of the next
   occurrence not yet materialised. Before an edit or delete, occurrences already due that
   the planner has not reached yet (it lags after a forward clock step) are planned under
@@ -29,22 +32,24 @@ creates is :mod:`appliance.store.request_keys`. Functions have the store shape
 
 from __future__ import annotations
 
-from typing import Any, Final
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Final
 
 import apsw
 
 from appliance.core.cursor import anchored, first_fire_at, first_fire_or_refuse
-from appliance.core.dst import Fold, Gap
 from appliance.core.events import Actor, EventType, JsonValue
 from appliance.core.ids import new_id
-from appliance.core.retry_input import stored_policy, stored_retry
 from appliance.core.schedule_input import changed_fields
-from appliance.core.schedules import CatchupPolicy, Overlap, PayloadKind, Schedule, ScheduleSpec
-from appliance.errors import Conflict, NotFound
+from appliance.core.schedules import Schedule, ScheduleSpec
+from appliance.errors import Conflict, FieldError, NotFound, ValidationError
 from appliance.store import rows
-from appliance.store.events import append_event
+from appliance.store.events import append_event, append_schedule_events
 from appliance.store.plan_pass import settle_schedule
 from appliance.store.runs import withdraw_future_runs, withdraw_open_runs
+from appliance.store.schedule_rows import COLUMNS, SPEC_FIELDS, spec_values
 
 # Changing any of these makes rows planned from the old spec wrong (their time, their
 # due_at or their frozen body), so open rows are withdrawn and the cursor re-derived.
@@ -63,87 +68,26 @@ _REPLANNING_FIELDS: Final = (
     "dst_fold",
 )
 
-# The spec's fields are the schedules columns of the same names, but for ``retry``: its
-# ``max_attempts`` column and the rest in ``retry_policy`` (core.retry_input).
-_SPEC_FIELDS: Final = (
-    *(name for name in ScheduleSpec.__dataclass_fields__ if name != "retry"),
-    "max_attempts",
-    "retry_policy",
-)
-
-
-def _schedule(
-    *,
-    id: str,
-    tenant_id: str,
-    next_fire_at: int | None,
-    version: int,
-    created_at: int,
-    updated_at: int,
-    max_attempts: int,
-    retry_policy: str | None,
-    **spec: Any,
-) -> Schedule:
-    return Schedule(
-        id=id,
-        tenant_id=tenant_id,
-        spec=ScheduleSpec(retry=stored_policy(max_attempts, retry_policy), **spec),
-        version=version,
-        next_fire_at=next_fire_at,
-        created_at=created_at,
-        updated_at=updated_at,
-    )
-
-
-_COLUMNS: Final = rows.Columns(
-    _schedule,
-    ["id", "tenant_id", *_SPEC_FIELDS, "next_fire_at", "version", "created_at", "updated_at"],
-    convert={
-        "id": rows.text,
-        "tenant_id": rows.text,
-        "name": rows.text,
-        "cron": rows.text,
-        "timezone": rows.text,
-        "target_url": rows.text,
-        "payload_kind": rows.enum_of(PayloadKind),
-        "body": rows.blob,
-        "content_type": rows.text,
-        "headers": rows.headers,
-        "jitter_seconds": rows.integer,
-        "catchup_policy": rows.enum_of(CatchupPolicy),
-        "catchup_window_seconds": rows.integer,
-        "max_attempts": rows.integer,
-        "retry_policy": rows.optional_text,
-        "templated": rows.flag,
-        "timeout_seconds": rows.integer,
-        "paused": rows.flag,
-        "at": rows.optional_integer,
-        "every_seconds": rows.optional_integer,
-        "start_at": rows.optional_integer,
-        "end_at": rows.optional_integer,
-        "overlap": rows.enum_of(Overlap),
-        "dst_gap": rows.optional_enum_of(Gap),
-        "dst_fold": rows.optional_enum_of(Fold),
-        "next_fire_at": rows.optional_integer,
-        "version": rows.integer,
-        "created_at": rows.integer,
-        "updated_at": rows.integer,
-    },
-)
-
 
 class VersionMismatch(Conflict):
     """The caller's expected version (``If-Match``) is not the stored one (-> 412)."""
 
 
 class ScheduleLimitReached(Conflict):
-    """The tenant already holds its maximum number of live schedules."""
+    """The tenant already holds its maximum number of live schedules (or would, past it,
+    with the ``adding`` of a batch)."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(
-            f"this tenant already has {limit} schedules, the most it may have"
-            f" (max_schedules_per_tenant = {limit}); delete one to create another"
-        )
+    def __init__(self, limit: int, *, held: int | None = None, adding: int = 1) -> None:
+        setting = f"max_schedules_per_tenant = {limit}"
+        if adding == 1:
+            text = f"this tenant already has {limit} schedules, the most it may have ({setting})"
+            super().__init__(f"{text}; delete one to create another")
+        else:
+            room = max(limit - (held or 0), 0)
+            super().__init__(
+                f"this tenant has {held} schedules and may have at most {limit} ({setting}):"
+                f" the {adding} of this batch do not fit; send at most {room} or delete some"
+            )
         self.limit = limit
 
 
@@ -164,30 +108,77 @@ def create_schedule(
     max_schedules: int | None = None,
     actor: Actor | None = None,
 ) -> Schedule:
-    """Create a schedule; :class:`ScheduleLimitReached` if the tenant already holds
-    ``max_schedules`` live ones (None: no limit, for operator tools). ``actor``: who asked
-    (named by the ``schedule.*`` events this writes)."""
-    if max_schedules is not None and count_schedules(conn, tenant_id=tenant_id) >= max_schedules:
-        raise ScheduleLimitReached(max_schedules)
-    schedule_id = new_id("sch", now)
-    spec = anchored(spec, now=now)
-    cursor = first_fire_or_refuse(spec, schedule_id=schedule_id, now=now)
-    conn.execute(
-        f"INSERT INTO schedules ({', '.join(_COLUMNS.fields)})"
-        f" VALUES ({', '.join('?' * len(_COLUMNS.fields))})",
-        (schedule_id, tenant_id, *_spec_values(spec), cursor, 1, now, now),
+    """Create a schedule: :func:`create_schedules` of one."""
+    try:
+        (schedule,) = create_schedules(
+            conn, tenant_id=tenant_id, specs=[spec], now=now, max_schedules=max_schedules,
+            actor=actor,
+        )  # fmt: skip
+    except ValidationError as error:  # one schedule: its fields, not an item's
+        raise ValidationError([replace(e, index=None) for e in error.errors]) from None
+    return schedule
+
+
+def create_schedules(
+    conn: apsw.Connection,
+    *,
+    tenant_id: str,
+    specs: Sequence[ScheduleSpec],
+    now: int,
+    max_schedules: int | None = None,
+    actor: Actor | None = None,
+) -> list[Schedule]:
+    """Create schedules, all or none, in the order given (their ids ascend in it):
+    :class:`ScheduleLimitReached` if the tenant would hold more than ``max_schedules``
+    live ones (None: no limit, for operator tools); ValidationError, each error with its
+    item's ``index``, for timings that would never fire. One ``executemany`` writes the
+    rows and one their ``schedule.created`` events, naming ``actor`` (who asked)."""
+    if max_schedules is not None:
+        held = count_schedules(conn, tenant_id=tenant_id)
+        if held + len(specs) > max_schedules:
+            raise ScheduleLimitReached(max_schedules, held=held, adding=len(specs))
+    ids = sorted(new_id("sch", now) for _ in specs)
+    values: list[tuple[object, ...]] = []
+    errors: list[FieldError] = []
+    for index, (schedule_id, spec) in enumerate(zip(ids, specs, strict=True)):
+        spec = anchored(spec, now=now)
+        try:
+            cursor = first_fire_or_refuse(spec, schedule_id=schedule_id, now=now)
+        except ValidationError as error:
+            errors.extend(replace(e, index=index) for e in error.errors)
+            continue
+        values.append((schedule_id, tenant_id, *spec_values(spec), cursor, 1, now, now))
+    if errors:
+        raise ValidationError(errors)
+    conn.executemany(
+        f"INSERT INTO schedules ({', '.join(COLUMNS.fields)})"
+        f" VALUES ({', '.join('?' * len(COLUMNS.fields))})",
+        values,
     )
-    event(conn, EventType.SCHEDULE_CREATED, tenant_id, schedule_id, version=1, now=now, actor=actor)
-    return require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+    append_schedule_events(
+        conn, tenant_id=tenant_id, type=EventType.SCHEDULE_CREATED, now=now, schedule_ids=ids,
+        data=_event_data(1), actor=actor,
+    )  # fmt: skip
+    found = {
+        s.id: s
+        for s in COLUMNS.all(
+            conn.execute(
+                f"SELECT {COLUMNS.select} FROM schedules WHERE tenant_id = ?"
+                " AND id IN (SELECT value FROM json_each(?))",
+                (tenant_id, json.dumps(ids)),
+            )
+        )
+    }
+    return [found[schedule_id] for schedule_id in ids]
 
 
 def get_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> Schedule | None:
     row = conn.execute(
-        f"SELECT {_COLUMNS.select} FROM schedules"
+        f"SELECT {COLUMNS.select} FROM schedules"
         " WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL",
         (schedule_id, tenant_id),
     ).fetchone()
-    return None if row is None else _COLUMNS.one(row)
+    return None if row is None else COLUMNS.one(row)
 
 
 def require_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> Schedule:
@@ -203,9 +194,9 @@ def list_schedules(
 ) -> list[Schedule]:
     """Up to ``limit`` live schedules ordered by id, after ``after_id``. Ids are ULIDs, so
     this is creation order to the millisecond (random within one)."""
-    return _COLUMNS.all(
+    return COLUMNS.all(
         conn.execute(
-            f"SELECT {_COLUMNS.select} FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL"
+            f"SELECT {COLUMNS.select} FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL"
             " AND id > ? ORDER BY id LIMIT ?",
             (tenant_id, after_id or "", limit),
         )
@@ -317,12 +308,12 @@ def write_spec(
 ) -> int:
     """Store ``spec`` and ``cursor`` over ``current`` (compare-and-set); the new version."""
     version = current.version + 1
-    assignments = ", ".join(f"{name} = ?" for name in _SPEC_FIELDS)
+    assignments = ", ".join(f"{name} = ?" for name in SPEC_FIELDS)
     _compare_and_set(
         conn,
         f"UPDATE schedules SET {assignments}, next_fire_at = ?, version = ?, updated_at = ?"
         " WHERE id = ? AND version = ? AND deleted_at IS NULL",
-        (*_spec_values(spec), cursor, version, now, current.id, current.version),
+        (*spec_values(spec), cursor, version, now, current.id, current.version),
     )
     return version
 
@@ -333,20 +324,6 @@ def _compare_and_set(conn: apsw.Connection, sql: str, params: tuple[object, ...]
         # Writes are serialised and the row was read in this transaction: unreachable
         # unless another writer bypassed BEGIN IMMEDIATE. Refuse rather than guess.
         raise Conflict("the schedule changed during the update; retry")
-
-
-def _spec_values(spec: ScheduleSpec) -> tuple[object, ...]:
-    """The spec's column values, in ``_SPEC_FIELDS`` order."""
-    stored: dict[str, object] = {
-        "payload_kind": spec.payload_kind.value,
-        "headers": rows.headers_column(spec.headers),
-        "catchup_policy": spec.catchup_policy.value,
-        "paused": int(spec.paused),
-        "templated": int(spec.templated),
-        "max_attempts": spec.retry.max_attempts,
-        "retry_policy": stored_retry(spec.retry),
-    }
-    return tuple(stored[name] if name in stored else getattr(spec, name) for name in _SPEC_FIELDS)
 
 
 def event(
@@ -364,11 +341,7 @@ def event(
     """A ``schedule.*`` event carrying the schedule's new version, who asked, (for
     ``schedule.updated``) the names of the fields that changed and (for
     ``schedule.paused``) the note given with the pause."""
-    data: dict[str, JsonValue] = {"version": version}
-    if changed is not None:
-        data["changed"] = changed
-    if note is not None:
-        data["note"] = note
+    data = _event_data(version, changed=changed, note=note)
     append_event(
         conn,
         tenant_id=tenant_id,
@@ -378,3 +351,14 @@ def event(
         data=data,
         actor=actor,
     )
+
+
+def _event_data(
+    version: int, *, changed: list[str] | None = None, note: str | None = None
+) -> dict[str, JsonValue]:
+    data: dict[str, JsonValue] = {"version": version}
+    if changed is not None:
+        data["changed"] = changed
+    if note is not None:
+        data["note"] = note
+    return data

@@ -187,6 +187,11 @@ async def test_every_route_answers_what_the_spec_documents(
     await call(api, "POST", sch, 422, json_body={"cron": 1})
     await call(api, "POST", sch, 400, data=b"{", headers={"Content-Type": "application/json"})
     await call(api, "POST", sch, 415, data=b"{}")
+    batch = "/v1/schedules/batch"
+    two = {"schedules": [schedule_json(), schedule_json(cron="0 3 * * *")]}
+    await call(api, "POST", batch, 201, json_body=two)
+    await call(api, "POST", batch, 422, json_body={"schedules": [schedule_json(), {"cron": 1}]})
+    await call(api, "POST", batch, 415, data=b"{}")
     await call(api, "POST", sch, 413, json_body={"body": "x" * 300_000})
     await call(other, "POST", sch, 401, json_body={}, headers={"Authorization": "Bearer no"})
     await call(api, "GET", sch, 200, query={"limit": "1"})

@@ -1,0 +1,161 @@
+"""``POST /v1/schedules/batch``: up to 1,000 schedules created in one request, all or none
+(docs/architecture.md, "The API").
+
+Rules this module guards:
+
+- Each item is exactly a ``POST /v1/schedules`` body, validated by the same code
+  (``core.schedule_batch.parse_batch`` → ``parse_schedule``), checked against the network
+  by the same ``check_destination`` (once per distinct host: the verdict depends on the
+  host alone once the URL's static rules passed), and written by the same store function
+  (``store.schedules.create_schedules``, which a single create calls with one spec): a
+  schedule created in a batch is indistinguishable from one created alone, ``schedule.
+  created`` event included.
+- All or nothing: any refused item refuses the batch and nothing is created. A 422 lists
+  every problem of every item at once, each with the item's ``index``; the tenant's
+  schedule limit counts the whole batch (409 ``schedule-limit``, as a single create's).
+- One write transaction for the whole batch, rows and events each by one ``executemany``.
+- ``Idempotency-Key`` works as for a single create: the batch's 201 is remembered with a
+  hash of its JSON and replayed for the same key and body; another body is refused.
+- The same scope as a single create (a write key). The request body may be larger than
+  other requests' (:data:`MAX_BATCH_REQUEST_BYTES`, see ``api/app.py``).
+- The linter runs once per distinct timing, and the answer is rendered off the event loop
+  (a thousand schedules' next runs), with an occurrence cache of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+import trio
+from quart import Response
+from quart_trio import QuartTrio
+
+from appliance.api.auth import authenticate_caller
+from appliance.api.bodies import read_json
+from appliance.api.context import ApiContext, context
+from appliance.api.rendering import render_schedule
+from appliance.api.schedules import request_hash, request_key_header
+from appliance.core.cursor import anchored
+from appliance.core.occurrence_cache import OccurrenceCache
+from appliance.core.schedule_batch import at_index, batch_warnings, parse_batch
+from appliance.core.schedules import Schedule, ScheduleSpec
+from appliance.errors import FieldError, ValidationError
+from appliance.store import request_keys
+from appliance.store import schedules as store
+from appliance.store.api_keys import Caller
+from appliance.store.database import Connection
+from appliance.store.request_keys import StoredResponse
+
+PATH = "/v1/schedules/batch"
+# 1,000 schedules of a few hundred bytes each, with room for payloads; a bigger import is
+# split into batches (a single create's limit is api/app.py's MAX_REQUEST_BYTES).
+MAX_BATCH_REQUEST_BYTES = 8 * 1024 * 1024
+_HOST_CHECKS_AT_ONCE = 8
+
+
+def register(app: QuartTrio) -> None:
+    app.add_url_rule(PATH, view_func=create_schedules, methods=["POST"])
+
+
+async def create_schedules() -> Response:
+    caller = await authenticate_caller()
+    ctx = context()
+    obj = await read_json()
+    request_key = request_key_header()
+    if request_key is not None:
+        remembered = await ctx.db.read(
+            request_keys.recall_request,
+            tenant_id=caller.tenant_id,
+            request_key=request_key,
+            request_hash=request_hash(obj),
+            now=ctx.clock.now_ms(),
+        )
+        if remembered is not None:
+            return _stored(remembered, replayed=True)
+    specs = parse_batch(obj, policy=ctx.policy)
+    await _check_destinations(ctx, specs)
+    response, created = await _create(ctx, caller, specs, obj, request_key)
+    if created:
+        ctx.nudge()
+    return _stored(response, replayed=not created)
+
+
+async def _check_destinations(ctx: ApiContext, specs: Sequence[ScheduleSpec]) -> None:
+    """``check_destination`` once per distinct host; a refusal names every item with it."""
+    by_host: dict[str, list[int]] = {}
+    for index, spec in enumerate(specs):
+        by_host.setdefault((urlsplit(spec.target_url).hostname or "").lower(), []).append(index)
+    errors: list[FieldError] = []
+    limiter = trio.CapacityLimiter(_HOST_CHECKS_AT_ONCE)
+
+    async def check(indexes: list[int]) -> None:
+        async with limiter:
+            try:
+                await ctx.check_destination(specs[indexes[0]].target_url)
+            except ValidationError as error:
+                for index in indexes:
+                    errors.extend(at_index(index, error.errors))
+
+    async with trio.open_nursery() as nursery:
+        for indexes in by_host.values():
+            nursery.start_soon(check, indexes)
+    if errors:
+        raise ValidationError(sorted(errors, key=lambda e: e.index or 0))
+
+
+async def _create(
+    ctx: ApiContext,
+    caller: Caller,
+    specs: list[ScheduleSpec],
+    obj: object,
+    request_key: str | None,
+) -> tuple[StoredResponse, bool]:
+    now = ctx.clock.now_ms()
+    anchored_specs = [anchored(spec, now=now) for spec in specs]
+    warnings = await trio.to_thread.run_sync(
+        lambda: batch_warnings(anchored_specs, now=now), limiter=ctx.cpu
+    )
+
+    def render(created: list[Schedule]) -> StoredResponse:
+        shared = OccurrenceCache()  # this call's own: it runs on a worker thread
+        items = []
+        for schedule, found in zip(created, warnings, strict=True):
+            document = render_schedule(schedule, now=now, shared=shared)
+            document["warnings"] = found
+            items.append(document)
+        return StoredResponse(
+            status=201, body=json.dumps({"items": items}, ensure_ascii=False, separators=(",", ":"))
+        )
+
+    def create(conn: Connection) -> list[Schedule]:
+        return store.create_schedules(
+            conn,
+            tenant_id=caller.tenant_id,
+            specs=specs,
+            now=now,
+            max_schedules=ctx.max_schedules,
+            actor=caller.actor,
+        )
+
+    if request_key is None:
+        schedules = await ctx.db.write(create)
+        response = await trio.to_thread.run_sync(lambda: render(schedules), limiter=ctx.cpu)
+        return response, True
+    # Looked up again inside the write: two retries racing each other create one batch.
+    return await ctx.db.write(
+        request_keys.create_once,
+        tenant_id=caller.tenant_id,
+        request_key=request_key,
+        request_hash=request_hash(obj),
+        create=lambda conn: render(create(conn)),
+        now=now,
+    )
+
+
+def _stored(response: StoredResponse, *, replayed: bool) -> Response:
+    headers = {"Idempotent-Replayed": "true"} if replayed else {}
+    return Response(
+        response.body, status=response.status, headers=headers, content_type="application/json"
+    )
