@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from appliance.core.cron import dst_mark, occurrences_after, parse_cron
-from appliance.core.dst import DstMark, Fold, Gap, gaps_between
+from appliance.core.dst import DstMark, Fold, Gap, gaps_between, scan_gaps
 from appliance.core.instants import format_instant, parse_instant
 from appliance.core.occurrence_cache import OccurrenceCache
 from tests.core.test_cron_properties import EXPRESSIONS, STARTS, ZONES, take, valid
@@ -149,6 +149,25 @@ def test_gaps_between_finds_each_jump() -> None:
         ("2026-10-04T02:00:00", "2026-10-04T02:30:00")
     ]
     assert gaps_between(ZoneInfo("UTC"), 0, parse_instant("2027-01-01T00:00:00Z")) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    zone=st.sampled_from(["Europe/Berlin", "Australia/Lord_Howe", "America/Santiago", "UTC"]),
+    start=st.integers(min_value=0, max_value=4_102_444_800_000),  # 1970 to 2100
+    span=st.integers(min_value=0, max_value=3 * 366 * 86_400_000),
+)
+def test_gaps_kept_per_zone_and_year_are_the_gaps_scanned_over_the_span(
+    zone: str, start: int, span: int
+) -> None:
+    """The linter asks every create for the coming year's gaps; they are scanned once per
+    calendar year and kept, and must be exactly what a scan of the span itself finds
+    (spans across new year included, ms-precise bounds)."""
+    from zoneinfo import ZoneInfo
+
+    assert gaps_between(ZoneInfo(zone), start, start + span) == scan_gaps(
+        ZoneInfo(zone), start, start + span
+    )
 
 
 POLICIES = st.tuples(st.sampled_from([None, *Gap]), st.sampled_from([None, *Fold]))
