@@ -12,15 +12,23 @@ from __future__ import annotations
 from dataclasses import replace
 
 from appliance.core.jitter import planned_timing
+from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.schedules import ScheduleSpec
 from appliance.core.timing import ScheduleKind, default_anchor, kind_of
 from appliance.errors import ValidationError
 
 
-def first_fire_at(spec: ScheduleSpec, *, schedule_id: str, now: int) -> int | None:
-    """The ``scheduled_for`` of the first planned occurrence strictly after ``now``."""
+def first_fire_at(
+    spec: ScheduleSpec, *, schedule_id: str, now: int, shared: OccurrenceCache | None = None
+) -> int | None:
+    """The ``scheduled_for`` of the first planned occurrence strictly after ``now``.
+    ``shared``: the caller's occurrence cache (a batch's specs share their timings)."""
     occurrences = planned_timing(
-        spec, schedule_id=schedule_id, jitter_seconds=spec.jitter_seconds, after_ms=now
+        spec,
+        schedule_id=schedule_id,
+        jitter_seconds=spec.jitter_seconds,
+        after_ms=now,
+        shared=shared,
     )
     first = next(occurrences, None)
     return first.scheduled_for if first is not None else None
@@ -34,10 +42,12 @@ def anchored(spec: ScheduleSpec, *, now: int) -> ScheduleSpec:
     return replace(spec, start_at=default_anchor(now))
 
 
-def first_fire_or_refuse(spec: ScheduleSpec, *, schedule_id: str, now: int) -> int:
+def first_fire_or_refuse(
+    spec: ScheduleSpec, *, schedule_id: str, now: int, shared: OccurrenceCache | None = None
+) -> int:
     """The new cursor of a schedule whose timing is being set; a timing that would never
     fire after ``now`` is refused (422) rather than stored as already completed."""
-    cursor = first_fire_at(spec, schedule_id=schedule_id, now=now)
+    cursor = first_fire_at(spec, schedule_id=schedule_id, now=now, shared=shared)
     if cursor is not None:
         return cursor
     if kind_of(spec) is ScheduleKind.AT:
