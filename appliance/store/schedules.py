@@ -138,7 +138,9 @@ def create_schedules(
         if held + len(specs) > max_schedules:
             raise ScheduleLimitReached(max_schedules, held=held, adding=len(specs))
     ids = sorted(new_id("sch", now) for _ in specs)
-    shared = OccurrenceCache()  # this call's own: many specs of a batch share a timing
+    # A batch's own cache: its specs share a few timings. Not for one spec: the cache
+    # computes a chunk of occurrences where one croniter step answers.
+    shared = OccurrenceCache() if len(specs) > 1 else None
     created: list[Schedule] = []
     errors: list[FieldError] = []
     for index, (schedule_id, spec) in enumerate(zip(ids, specs, strict=True)):
