@@ -27,6 +27,7 @@ an address.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Sequence
@@ -129,6 +130,7 @@ _NAT64 = IPv6Network("64:ff9b::/96")
 _TEREDO = IPv6Network("2001::/32")
 
 NEVER = "which can never be allowed"
+_CHECKED_URLS = 4096  # target URLs that passed, kept with their policy
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 _NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
@@ -285,8 +287,16 @@ def check_target_url(url: str, policy: AddressPolicy) -> str:
     """Static checks of a delivery URL; raises ValidationError(field "target_url").
 
     Host names are not resolved here (``engine.delivery.check_destination`` does), but an
-    IP-literal host is judged at once. Returns ``url`` unchanged.
+    IP-literal host is judged at once. Returns ``url`` unchanged. A URL that passes is
+    remembered with its policy (a create checks it twice, a batch's items share a few);
+    a refused one is checked, and refused, every time.
     """
+    _passes(url, policy)
+    return url
+
+
+@functools.lru_cache(maxsize=_CHECKED_URLS)  # thread-safe; an exception is never cached
+def _passes(url: str, policy: AddressPolicy) -> None:
     parts = _split(url)
     host = _host_of(parts)
     literal = parse_ip_literal(host)
@@ -294,9 +304,8 @@ def check_target_url(url: str, policy: AddressPolicy) -> str:
         reason = block_reason(policy, literal)
         if reason is not None:
             raise ValidationError.single(_FIELD, describe_block(literal, reason))
-        return url
+        return
     _check_hostname(host)
-    return url
 
 
 def _split(url: str) -> SplitResult:

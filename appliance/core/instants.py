@@ -33,6 +33,7 @@ def format_scheduled_for(ms: int) -> str:
     return to_datetime(ms).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@functools.lru_cache(maxsize=4096)  # pure; a batch's schedules share their created_at
 def format_instant(ms: int) -> str:
     """RFC 3339 UTC text for any instant: seconds if whole, else milliseconds."""
     text = to_datetime(ms).strftime("%Y-%m-%dT%H:%M:%S")

@@ -80,8 +80,14 @@ def append_schedule_events(
                 actor=actor,
             )
         return
+    text = _data_text(data)
+    actor_text = None if actor is None else actor.text()
     conn.executemany(
-        _INSERT, [_row(tenant_id, type, now, sid, None, data, actor) for sid in schedule_ids]
+        _INSERT,
+        [
+            (new_id("evt", now), tenant_id, str(type), sid, None, now, text, actor_text)
+            for sid in schedule_ids
+        ],
     )
 
 
@@ -101,9 +107,13 @@ def _row(
         schedule_id,
         run_id,
         now,
-        json.dumps(dict(data or {}), separators=(",", ":"), sort_keys=True),
+        _data_text(data),
         None if actor is None else actor.text(),
     )
+
+
+def _data_text(data: Mapping[str, JsonValue] | None) -> str:
+    return json.dumps(dict(data or {}), separators=(",", ":"), sort_keys=True)
 
 
 def list_events(

@@ -281,3 +281,16 @@ def test_allowing_0_0_0_0_does_not_reach_the_host_itself() -> None:
 )  # fmt: skip
 def test_host_names_are_normalised_once_for_every_use(host: str, normalised: str) -> None:
     assert ascii_host(host) == normalised
+
+
+def test_a_url_that_passed_is_remembered_with_its_policy_only() -> None:
+    """Creates check a target URL twice and a batch's items share a few: a URL that passed
+    is kept, keyed by the policy too; a refusal is never kept."""
+    url = "http://10.20.30.40:8080/hook"
+    allowing = AddressPolicy.parse(["10.0.0.0/8"])
+    assert check_target_url(url, allowing) == url
+    assert check_target_url(url, allowing) == url
+    for _ in range(2):
+        with pytest.raises(ValidationError) as refused:
+            check_target_url(url, AddressPolicy())
+        assert [e.field for e in refused.value.errors] == ["target_url"]
