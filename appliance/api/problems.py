@@ -4,8 +4,9 @@ Rules this module guards (docs/architecture.md, "The API"):
 
 - One translation point from exceptions to responses, registered on the app by
   :func:`register_problem_handlers`: ``ValidationError`` → 422 with one ``errors`` entry per
-  field, ``NotFound`` → 404, ``VersionMismatch`` → 412, ``RequestKeyReused`` → 422,
-  ``ScheduleLimitReached`` → 409 ``schedule-limit``, ``Conflict`` → 409, werkzeug's HTTP
+  field (a batch item's with its ``index``), ``NotFound`` → 404, ``VersionMismatch`` → 412,
+  ``RequestKeyReused`` → 422, ``ScheduleLimitReached`` → 409 ``schedule-limit``,
+  ``Conflict`` → 409, werkzeug's HTTP
   errors (unknown route 404, 405 with ``Allow``, 413) keep their status, ``StoreError`` →
   503 (disk full, I/O: the operator's problem, logged), and :class:`Problem` carries
   anything a view decides itself (400, 401, 415). Anything else is a bug: logged with its

@@ -1,4 +1,5 @@
-"""``/v1/schedules`` views: create, read, list, patch, delete, pause, resume, trigger.
+"""``/v1/schedules`` views: create, read, list, patch, delete, pause, resume, trigger
+(creating many at once is :mod:`appliance.api.schedule_batch`).
 
 Rules this module guards (docs/architecture.md, "The API"):
 
