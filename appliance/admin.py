@@ -17,7 +17,8 @@ from appliance.runtime import secure_data_dir
 from appliance.settings import Settings
 from appliance.store.api_keys import ApiKey, IssuedKey, Scope, issue_api_key, list_api_keys
 from appliance.store.api_keys import revoke_api_key as store_revoke_api_key
-from appliance.store.database import Connection, Database
+from appliance.store.connection import Connection
+from appliance.store.database import Database
 from appliance.store.suspension import resume_tenant, suspend_tenant
 from appliance.store.tenants import (
     NewTenant,

@@ -21,7 +21,8 @@ from appliance.core.passwords import hash_password
 from appliance.errors import ValidationError
 from appliance.runtime import secure_data_dir
 from appliance.settings import Settings
-from appliance.store.database import Connection, Database
+from appliance.store.connection import Connection
+from appliance.store.database import Database
 from appliance.store.users import Role, User, create_user, find_tenant_id, issue_setup_token
 
 COMMANDS = ("user", "admin")

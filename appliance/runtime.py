@@ -54,6 +54,7 @@ from appliance.errors import ConfigError, StoreError
 from appliance.lifecycle import Lifecycle, pet_watchdog
 from appliance.sdnotify import notify, watchdog_interval_s
 from appliance.settings import Settings
+from appliance.store.backend import Store
 from appliance.store.database import Database
 from appliance.store.datadir import DIR_MODE, tighten_modes
 from appliance.store.incarnations import (
@@ -147,7 +148,7 @@ async def _run(
     settings: Settings,
     clock: WallClock,
     policy: AddressPolicy,
-    db: Database,
+    db: Store,
     task_status: trio.TaskStatus[Started],
 ) -> None:
     notify("STATUS=reclaiming runs left by an earlier process")
@@ -281,7 +282,7 @@ async def _drain(
             nursery.cancel_scope.cancel()
 
 
-def _writer_round_trip(db: Database) -> Callable[[], Awaitable[None]]:
+def _writer_round_trip(db: Store) -> Callable[[], Awaitable[None]]:
     async def round_trip() -> None:
         await db.write(_nothing)
 
@@ -293,7 +294,7 @@ def _nothing(conn: object) -> None:
 
 
 async def _audit_destinations(
-    db: Database, policy: AddressPolicy, *, task_status: trio.TaskStatus[None]
+    db: Store, policy: AddressPolicy, *, task_status: trio.TaskStatus[None]
 ) -> None:
     """Say once how many active schedules the address policy refuses (one short read,
     then host names resolved off the critical path)."""
@@ -395,7 +396,7 @@ def _bind_failure(settings: Settings, exc: OSError) -> str:
 
 
 async def _check(
-    db: Database, incarnation: str, clock: WallClock, *, task_status: trio.TaskStatus[None]
+    db: Store, incarnation: str, clock: WallClock, *, task_status: trio.TaskStatus[None]
 ) -> None:
     """The database check, beside the services (it reads the whole file); recorded on the
     incarnation when it passes (the operator's "last integrity check")."""

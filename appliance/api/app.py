@@ -36,7 +36,7 @@ from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
-from appliance.store.database import Database
+from appliance.store.backend import Store
 from appliance.store.event_hub import EventHub
 
 # A 64 KiB body escaped inside a JSON string can double in size; anything beyond this is
@@ -46,7 +46,7 @@ MAX_REQUEST_BYTES = 256 * 1024
 
 def create_app(
     *,
-    db: Database,
+    db: Store,
     clock: WallClock,
     nudge: Callable[[], None],
     check_destination: Callable[[str], Awaitable[None]],

@@ -36,6 +36,7 @@ from appliance.engine.planner import Planner
 from appliance.engine.pruner import Pruner, PrunerConfig
 from appliance.engine.reaper import Reaper, ReaperConfig
 from appliance.engine.wakeup import Wakeup
+from appliance.store.backend import Store
 from appliance.store.claims import renew_leases as store_renew_leases
 from appliance.store.database import Database
 from appliance.store.plan_pass import PlannerConfig
@@ -108,7 +109,7 @@ class Engine:
 
 def build_engine(
     *,
-    db: Database,
+    db: Store,
     clock: WallClock,
     client: Exchange,
     incarnation_id: str,
@@ -145,15 +146,15 @@ def build_engine(
         ),
         pruner=None if config.pruner is None else Pruner(db=db, clock=clock, config=config.pruner),
         checkpointer=None
-        if config.checkpointer is None
+        if config.checkpointer is None or not isinstance(db, Database)
         else Checkpointer(db=db, clock=clock, config=config.checkpointer),
         notifier=None
         if config.notifier is None
         else Notifier(db=db, clock=clock, client=client, config=config.notifier, rand=rand),
         planner_wakeup=planner_wakeup,
         dispatcher_wakeup=dispatcher_wakeup,
-        backups=None
-        if config.backups is None
+        backups=None  # a SQLite file's; PostgreSQL's backups are pg_dump's (docs/scale-out.md)
+        if config.backups is None or db.path is None
         else Backups(db_path=db.path, clock=clock, config=config.backups),
         liveness=None
         if config.liveness is None
@@ -162,7 +163,7 @@ def build_engine(
 
 
 def _planner(
-    db: Database,
+    db: Store,
     clock: WallClock,
     config: PlannerConfig | None,
     wakeup: Wakeup,

@@ -22,7 +22,8 @@ from appliance.clock import WallClock
 from appliance.core.events import EventType
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.engine.wakeup import Wakeup
-from appliance.store.database import Connection, Database
+from appliance.store.backend import Store
+from appliance.store.connection import Connection
 from appliance.store.events import SYSTEM_TENANT, append_event
 from appliance.store.plan_pass import PlannerConfig, PlanResult, plan_once
 
@@ -51,7 +52,7 @@ class Planner:
     def __init__(
         self,
         *,
-        db: Database,
+        db: Store,
         clock: WallClock,
         wakeup: Wakeup,
         on_planned: Callable[[], None],

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import trio
 
 from appliance.clock import WallClock
-from appliance.store.database import Database
+from appliance.store.backend import Store
 from appliance.store.notifications import prune_notifications
 from appliance.store.request_keys import prune_request_keys
 from appliance.store.retention import Pruned, prune
@@ -26,7 +26,7 @@ class PrunerConfig:
 
 
 class Pruner:
-    def __init__(self, *, db: Database, clock: WallClock, config: PrunerConfig) -> None:
+    def __init__(self, *, db: Store, clock: WallClock, config: PrunerConfig) -> None:
         self._db = db
         self._clock = clock
         self._config = config

@@ -29,7 +29,8 @@ import trio
 
 from appliance.clock import WallClock
 from appliance.engine.wakeup import Wakeup
-from appliance.store.database import Connection, Database
+from appliance.store.backend import Store
+from appliance.store.connection import Connection
 from appliance.store.reclaim import earliest_lease_expiry, reclaim_expired
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class Reaper:
     def __init__(
         self,
         *,
-        db: Database,
+        db: Store,
         clock: WallClock,
         on_reclaimed: Callable[[], None],
         config: ReaperConfig | None = None,

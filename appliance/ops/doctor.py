@@ -20,6 +20,7 @@ from appliance import __version__
 from appliance.clock import SystemClock
 from appliance.errors import StoreError
 from appliance.settings import Settings
+from appliance.store.backend import Store
 from appliance.store.database import BUSY_TIMEOUT_MS, Database
 from appliance.store.datadir import COMPANIONS
 from appliance.store.migrate import current_version, migrations
@@ -159,7 +160,7 @@ def _database(settings: Settings) -> Iterator[Finding]:
     yield from _files(settings)
 
 
-def _schema(db: Database, settings: Settings) -> Iterator[Finding]:
+def _schema(db: Store, settings: Settings) -> Iterator[Finding]:
     version, known = db.read_now(current_version), len(migrations())
     mode = db.read_now(journal_mode)
     checked = db.read_now(quick_check)

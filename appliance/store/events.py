@@ -7,12 +7,11 @@ import itertools
 import json
 from collections.abc import Mapping
 
-import apsw
-
 from appliance.core.events import Actor, Event, EventType, JsonValue
 from appliance.core.ids import new_id
 from appliance.core.notifications import NOTIFIED_TYPES
 from appliance.store import rows
+from appliance.store.connection import Connection, Rows
 from appliance.store.notifications import enqueue_notification
 
 # Events not scoped to a tenant (e.g. clock jumps) belong to this pseudo tenant.
@@ -31,7 +30,7 @@ _SELECT = f"SELECT {_COLUMNS.select} FROM events"
 
 
 def append_event(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     type: EventType,
@@ -42,9 +41,9 @@ def append_event(
     actor: Actor | None = None,
 ) -> int:
     """Append one event; returns its sequence number."""
-    conn.execute(
+    seq: int = conn.execute(
         "INSERT INTO events (id, tenant_id, type, schedule_id, run_id, occurred_at, data, actor)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
         (
             new_id("evt", now),
             tenant_id,
@@ -55,8 +54,7 @@ def append_event(
             json.dumps(dict(data or {}), separators=(",", ":"), sort_keys=True),
             None if actor is None else actor.text(),
         ),
-    )
-    seq = conn.last_insert_rowid()
+    ).fetchone()[0]
     if type in NOTIFIED_TYPES:  # its notification commits with it (store/notifications.py)
         for event in _COLUMNS.all(conn.execute(f"{_SELECT} WHERE seq = ?", (seq,))):
             enqueue_notification(conn, event, now=now)
@@ -64,7 +62,7 @@ def append_event(
 
 
 def list_events(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     after: int = 0,
@@ -97,13 +95,13 @@ def list_events(
     return _COLUMNS.all(itertools.islice(merged, limit))
 
 
-def latest_seq(conn: apsw.Connection) -> int:
+def latest_seq(conn: Connection) -> int:
     """The sequence number of the newest event (0 when there is none)."""
     row = conn.execute("SELECT max(seq) FROM events").fetchone()
     return int(row[0]) if row and row[0] is not None else 0
 
 
-def events_after(conn: apsw.Connection, *, after: int, limit: int) -> list[Event]:
+def events_after(conn: Connection, *, after: int, limit: int) -> list[Event]:
     """Every tenant's events with ``seq > after``, oldest first (the live stream's hub)."""
     return _COLUMNS.all(
         conn.execute(f"{_SELECT} WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit))
@@ -111,13 +109,13 @@ def events_after(conn: apsw.Connection, *, after: int, limit: int) -> list[Event
 
 
 def _page(
-    conn: apsw.Connection,
+    conn: Connection,
     where: str,
     params: list[object],
     after: int,
     limit: int,
     types: frozenset[EventType] | None,
-) -> apsw.Cursor:
+) -> Rows:
     """The rows (unbuilt, stepped as they are read) of one bounded scan in ``seq`` order."""
     sql = f"{_SELECT} WHERE {where} AND seq > ?"
     params = [*params, after]

@@ -16,12 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-import apsw
-
 from appliance.core.events import Actor
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import Conflict
 from appliance.store import rows
+from appliance.store.connection import Connection
 from appliance.store.schedules import create_schedule
 
 REQUEST_KEY_TTL_MS: Final = 24 * 3600 * 1000
@@ -54,7 +53,7 @@ _COLUMNS: Final = rows.Columns(
 
 
 def create_schedule_once(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     spec: ScheduleSpec,
@@ -77,15 +76,18 @@ def create_schedule_once(
     )
     response = render(schedule)
     conn.execute(
-        "INSERT OR REPLACE INTO request_keys"
-        " (tenant_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO request_keys"
+        " (tenant_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (tenant_id, key) DO UPDATE SET request_hash = excluded.request_hash,"
+        " status = excluded.status, response = excluded.response,"
+        " created_at = excluded.created_at",
         (tenant_id, request_key, request_hash, response.status, response.body, now),
     )
     return response, True
 
 
 def recall_request(
-    conn: apsw.Connection, *, tenant_id: str, request_key: str, request_hash: str, now: int
+    conn: Connection, *, tenant_id: str, request_key: str, request_hash: str, now: int
 ) -> StoredResponse | None:
     """The response remembered for a live ``request_key``, or None. Raises
     :class:`RequestKeyReused` if the key was used with another request."""
@@ -104,7 +106,7 @@ def recall_request(
     return StoredResponse(status=remembered.status, body=remembered.response)
 
 
-def prune_request_keys(conn: apsw.Connection, *, now: int) -> int:
+def prune_request_keys(conn: Connection, *, now: int) -> int:
     """Forget ``Idempotency-Key`` records past :data:`REQUEST_KEY_TTL_MS`; returns how many.
     Expired keys are already ignored, so this only bounds the table (for the pruner)."""
     conn.execute("DELETE FROM request_keys WHERE created_at <= ?", (now - REQUEST_KEY_TTL_MS,))

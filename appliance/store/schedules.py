@@ -31,8 +31,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import apsw
-
 from appliance.core.cursor import anchored, first_fire_at, first_fire_or_refuse
 from appliance.core.dst import Fold, Gap
 from appliance.core.events import Actor, EventType, JsonValue
@@ -42,6 +40,7 @@ from appliance.core.schedule_input import changed_fields
 from appliance.core.schedules import CatchupPolicy, Overlap, PayloadKind, Schedule, ScheduleSpec
 from appliance.errors import Conflict, NotFound
 from appliance.store import rows
+from appliance.store.connection import Connection
 from appliance.store.events import append_event
 from appliance.store.plan_pass import settle_schedule
 from appliance.store.runs import withdraw_future_runs, withdraw_open_runs
@@ -147,7 +146,7 @@ class ScheduleLimitReached(Conflict):
         self.limit = limit
 
 
-def count_schedules(conn: apsw.Connection, *, tenant_id: str) -> int:
+def count_schedules(conn: Connection, *, tenant_id: str) -> int:
     """How many live schedules the tenant has (served by ``schedules_tenant``)."""
     row = conn.execute(
         "SELECT COUNT(*) FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL", (tenant_id,)
@@ -156,7 +155,7 @@ def count_schedules(conn: apsw.Connection, *, tenant_id: str) -> int:
 
 
 def create_schedule(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     spec: ScheduleSpec,
@@ -181,7 +180,7 @@ def create_schedule(
     return require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
 
 
-def get_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> Schedule | None:
+def get_schedule(conn: Connection, *, tenant_id: str, schedule_id: str) -> Schedule | None:
     row = conn.execute(
         f"SELECT {_COLUMNS.select} FROM schedules"
         " WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL",
@@ -190,7 +189,7 @@ def get_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> 
     return None if row is None else _COLUMNS.one(row)
 
 
-def require_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> Schedule:
+def require_schedule(conn: Connection, *, tenant_id: str, schedule_id: str) -> Schedule:
     """The live schedule, or :class:`NotFound`."""
     schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
     if schedule is None:
@@ -199,7 +198,7 @@ def require_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str)
 
 
 def list_schedules(
-    conn: apsw.Connection, *, tenant_id: str, limit: int, after_id: str | None = None
+    conn: Connection, *, tenant_id: str, limit: int, after_id: str | None = None
 ) -> list[Schedule]:
     """Up to ``limit`` live schedules ordered by id, after ``after_id``. Ids are ULIDs, so
     this is creation order to the millisecond (random within one)."""
@@ -213,7 +212,7 @@ def list_schedules(
 
 
 def update_schedule(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     schedule_id: str,
@@ -257,7 +256,7 @@ def update_schedule(
 
 
 def delete_schedule(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     schedule_id: str,
@@ -287,7 +286,7 @@ def delete_schedule(
 
 
 def settled(
-    conn: apsw.Connection,
+    conn: Connection,
     tenant_id: str,
     schedule_id: str,
     *,
@@ -313,7 +312,7 @@ def check_version(current: Schedule, expected: int | None) -> None:
 
 
 def write_spec(
-    conn: apsw.Connection, current: Schedule, spec: ScheduleSpec, *, cursor: int | None, now: int
+    conn: Connection, current: Schedule, spec: ScheduleSpec, *, cursor: int | None, now: int
 ) -> int:
     """Store ``spec`` and ``cursor`` over ``current`` (compare-and-set); the new version."""
     version = current.version + 1
@@ -327,7 +326,7 @@ def write_spec(
     return version
 
 
-def _compare_and_set(conn: apsw.Connection, sql: str, params: tuple[object, ...]) -> None:
+def _compare_and_set(conn: Connection, sql: str, params: tuple[object, ...]) -> None:
     conn.execute(sql, params)
     if conn.changes() != 1:
         # Writes are serialised and the row was read in this transaction: unreachable
@@ -350,7 +349,7 @@ def _spec_values(spec: ScheduleSpec) -> tuple[object, ...]:
 
 
 def event(
-    conn: apsw.Connection,
+    conn: Connection,
     kind: EventType,
     tenant_id: str,
     schedule_id: str,
