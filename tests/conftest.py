@@ -1,4 +1,5 @@
-"""Shared fixtures: real SQLite files in tmp_path, the conformance vectors."""
+"""Shared fixtures: real SQLite files in tmp_path, the conformance vectors, a throwaway
+PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 import pytest
 
 from appliance.store.database import Database
+from tests import postgres_cluster
+from tests.postgres_cluster import Cluster
 
 VECTORS_PATH = Path(__file__).parent / "vectors" / "delivery-contract.json"
 
@@ -33,3 +36,53 @@ def inline_db(tmp_path: Path) -> Iterator[Database]:
     database = Database.open(tmp_path / "steeple.db", threaded=False)
     yield database
     database.close()
+
+
+# A throwaway PostgreSQL server (tests/postgres_cluster.py), shared by the session; each
+# test that asks for `pg_dsn` gets a database of its own. Where PostgreSQL cannot run the
+# tests skip with PG_SKIP and the reason, and the run lists them at the end: never silently.
+PG_SKIP = "PostgreSQL unavailable: "
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    problem = postgres_cluster.unavailable()
+    if problem:
+        pytest.skip(PG_SKIP + problem)
+    cluster = postgres_cluster.start_cluster(tmp_path_factory.mktemp("pg"))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def pg_dsn(pg_cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty database of its own for this test: its superuser DSN."""
+    name = pg_cluster.next_database_name(request.node.name)
+    dsn = pg_cluster.create_database(name)
+    yield dsn
+    pg_cluster.drop_database(name)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs the server is marked `postgres` (`-m "not postgres"` leaves it)."""
+    for item in items:
+        if "pg_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Name what is missing and every test it kept from running (-ra folds them into one
+    line: the fixture's)."""
+    skipped = [
+        (report.nodeid, report.longrepr[2])
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and PG_SKIP in report.longrepr[2]
+    ]
+    if not skipped:
+        return
+    reason = skipped[0][1].split(PG_SKIP, 1)[1]
+    terminalreporter.section("PostgreSQL missing: its tests did not run", yellow=True)
+    terminalreporter.line(f"missing: {reason}")
+    terminalreporter.line(f"skipped {len(skipped)} test(s):")
+    for nodeid, _ in skipped:
+        terminalreporter.line(f"  {nodeid}")

@@ -9,6 +9,7 @@ system temporary directory, since pytest's own temporary directories are private
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pwd
 import re
@@ -78,6 +79,33 @@ def runs_as_root_problem() -> str:
     except KeyError:
         return f"running as root and no `{SERVER_USER}` OS user to run PostgreSQL as"
     return ""
+
+
+def unavailable() -> str:
+    """What is missing to run the PostgreSQL tests here, or ``""`` when nothing is."""
+    bin_dir, reason = find_postgres_bin()
+    if bin_dir is None:
+        return reason
+    problem = runs_as_root_problem()
+    if problem:
+        return problem
+    missing = [name for name in ("psycopg", "psycopg_pool") if not _importable(name)]
+    if missing:
+        return f"{' and '.join(missing)} not installed (pip install 'steeple[postgres]')"
+    return ""
+
+
+def describe() -> str:
+    """One line for a test run's header: where the server binaries are, or what is missing."""
+    problem = unavailable()
+    if problem:
+        return f"MISSING, the tests marked `postgres` will skip (listed at the end): {problem}"
+    bin_dir, _ = find_postgres_bin()
+    return f"server binaries in {bin_dir}"
+
+
+def _importable(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
 
 
 def free_port() -> int:
