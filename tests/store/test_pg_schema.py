@@ -1,8 +1,9 @@
 """The PostgreSQL migrations (appliance/store/postgres/migrations) give, after every
 version, the schema the SQLite migrations (appliance/store/migrations) give: the same
 tables; the same columns in the same order, with matching types, nullability and
-defaults; the same primary and foreign keys; the same index names, each unique or not,
-partial or not, over the same columns. A missing or drifting migration fails here.
+defaults; the same primary keys, foreign keys, UNIQUE constraints and number of CHECK
+constraints; the same index names, each unique or not, partial or not, over the same
+columns. A missing or drifting migration fails here.
 
 Each PostgreSQL file is applied with raw psycopg in one transaction, as the runner does;
 the SQLite side is migrated by appliance.store.migrate (apsw). The PG-only `rowid`
@@ -64,6 +65,8 @@ class Table:
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
     foreign_keys: frozenset[tuple[tuple[str, ...], str, tuple[str, ...]]]
+    uniques: frozenset[tuple[str, ...]]  # UNIQUE constraints' columns
+    checks: int  # how many CHECK constraints (SQLite does not show their terms)
     indexes: dict[str, Index]
 
 
@@ -102,7 +105,11 @@ def _sqlite_table(conn: apsw.Connection, table: str) -> Table:
         entry[0].append(str(child_col))
         entry[2].append(str(parent_col))
     indexes = {}
+    uniques = set()
     for _, name, unique, origin, partial in conn.execute(f"PRAGMA index_list({table})"):
+        if origin == "u":
+            cols = conn.execute(f"PRAGMA index_info({name})").fetchall()
+            uniques.add(tuple(str(row[2]) for row in cols))
         if origin != "c":  # sqlite_autoindex_*: a PRIMARY KEY or UNIQUE constraint's own
             continue
         keys = [row for row in conn.execute(f"PRAGMA index_xinfo({name})") if row[5]]
@@ -116,8 +123,17 @@ def _sqlite_table(conn: apsw.Connection, table: str) -> Table:
         columns=columns,
         primary_key=primary_key,
         foreign_keys=frozenset((tuple(a), parent, tuple(b)) for a, parent, b in fks.values()),
+        uniques=frozenset(uniques),
+        checks=_sqlite_checks(conn, table),
         indexes=indexes,
     )
+
+
+def _sqlite_checks(conn: apsw.Connection, table: str) -> int:
+    """CHECK clauses in the table's stored CREATE TABLE (ADD COLUMN appends to it)."""
+    [(sql,)] = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchall()
+    without_comments = re.sub(r"--[^\n]*", "", str(sql))
+    return len(re.findall(r"\bCHECK\s*\(", without_comments, re.IGNORECASE))
 
 
 def _sqlite_key(cid: int, name: str | None, collation: str) -> str | None:
@@ -158,7 +174,7 @@ SELECT c.relname, k.contype, k.confrelid::regclass::text,
 FROM pg_constraint k
 JOIN pg_class c ON c.oid = k.conrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
-WHERE k.contype IN ('p', 'f')
+WHERE k.contype IN ('p', 'f', 'u', 'c')
 """
 # Indexes made by CREATE INDEX: those backing a PRIMARY KEY or UNIQUE constraint are left
 # out, as SQLite's sqlite_autoindex_* are.
@@ -188,11 +204,17 @@ def pg_schema(conn: Any) -> dict[str, Table]:
         columns[table].append(Column(name, type_, not_null, plain))
     keys: dict[str, tuple[str, ...]] = {}
     fks: dict[str, set[tuple[tuple[str, ...], str, tuple[str, ...]]]] = {}
+    uniques: dict[str, set[tuple[str, ...]]] = {}
+    checks: dict[str, int] = {}
     for table, kind, parent, cols, parent_cols in conn.execute(_PG_CONSTRAINTS):
         if kind == "p":
             keys[table] = tuple(cols)
-        else:
+        elif kind == "f":
             fks.setdefault(table, set()).add((tuple(cols), parent, tuple(parent_cols)))
+        elif kind == "c":
+            checks[table] = checks.get(table, 0) + 1
+        elif tuple(cols) != ("rowid",):  # job_runs' rowid index: PG-only (0001's header)
+            uniques.setdefault(table, set()).add(tuple(cols))
     indexes: dict[str, dict[str, Index]] = {}
     for table, name, unique, partial, cols, desc in conn.execute(_PG_INDEXES):
         indexes.setdefault(table, {})[name] = Index(
@@ -206,6 +228,8 @@ def pg_schema(conn: Any) -> dict[str, Table]:
             columns=tuple(cols),
             primary_key=keys.get(table, ()),
             foreign_keys=frozenset(fks.get(table, ())),
+            uniques=frozenset(uniques.get(table, ())),
+            checks=checks.get(table, 0),
             indexes=indexes.get(table, {}),
         )
         for table, cols in columns.items()
