@@ -439,3 +439,32 @@ def test_0019_backfills_reclaimed_at_as_sqlite_does(pg: Any, lite: apsw.Connecti
             (6, None),
         ]
     )
+
+
+# The store's upserts name these conflict targets (store/materialise.py, store/backfill.py,
+# store/notifications.py, store/request_keys.py, bodies' INSERT OR IGNORE): PostgreSQL wants
+# a unique index on exactly those columns, and refuses the statement when planning it.
+CONFLICT_TARGETS = [
+    ("job_runs", ("schedule_id", "scheduled_for")),
+    ("bodies", ("digest",)),
+    ("notification_targets", ("tenant_id",)),
+    ("notifications", ("event_seq", "url")),
+    ("request_keys", ("tenant_id", "key")),
+]
+
+
+def _explain_upsert(pg: Any, table: str, columns: tuple[str, ...]) -> None:
+    names = ", ".join(columns)
+    values = ", ".join(["NULL"] * len(columns))
+    pg.execute(
+        f"EXPLAIN INSERT INTO {table} ({names}) VALUES ({values}) ON CONFLICT ({names}) DO NOTHING"
+    )
+
+
+def test_the_store_s_conflict_targets_have_their_unique_index(pg: Any) -> None:
+    for _, sql in PG_FILES:
+        pg_apply(pg, sql)
+    for table, columns in CONFLICT_TARGETS:
+        _explain_upsert(pg, table, columns)
+    with pytest.raises(psycopg.errors.InvalidColumnReference):  # what a missing one does
+        _explain_upsert(pg, "bodies", ("content_type",))
