@@ -41,7 +41,7 @@ def inline_db(tmp_path: Path) -> Iterator[Database]:
 # A throwaway PostgreSQL server (tests/postgres_cluster.py), shared by the session; each
 # test that asks for `pg_dsn` gets a database of its own. Where PostgreSQL cannot run the
 # tests skip with PG_SKIP and the reason, and the run lists them at the end: never silently.
-PG_SKIP = "PostgreSQL unavailable: "
+PG_SKIP = postgres_cluster.SKIP_PREFIX
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,8 @@ TOOLS = ("initdb", "pg_ctl", "postgres")
 # Where Debian's `postgresql` package puts the server binaries (one directory per major).
 DEBIAN_BINS = Path("/usr/lib/postgresql")
 BIN_ENV = "STEEPLE_POSTGRES_BIN"  # a directory holding initdb, pg_ctl and postgres
+# How a test skipped for want of PostgreSQL says so (tests/conftest.py lists them all).
+SKIP_PREFIX = "PostgreSQL unavailable: "
 SERVER_USER = "postgres"
 SUPERUSER = "postgres"
 MAX_CONNECTIONS = 200

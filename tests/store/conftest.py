@@ -14,7 +14,9 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import apsw
 import pytest
 
 from appliance.core.ids import new_id
@@ -123,3 +125,21 @@ def make_schedule(db: Database, tenant: str) -> MakeSchedule:
         return db.write_now(insert_schedule, tenant_id=tenant, row=row, now=T0)
 
     return make
+
+
+@pytest.fixture
+def pg(pg_dsn: str) -> Iterator[Any]:
+    """An autocommit psycopg connection to this test's fresh PostgreSQL database."""
+    import psycopg
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def lite() -> Iterator[apsw.Connection]:
+    """An empty in-memory SQLite database, foreign keys on as the store has them."""
+    conn = apsw.Connection(":memory:")
+    conn.execute("PRAGMA foreign_keys=ON")
+    yield conn
+    conn.close()
