@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeAlias
 
-from appliance import admin
+from appliance import admin, storage
 from appliance.core.instants import format_instant
-from appliance.errors import ConfigError
+from appliance.errors import ConfigError, StoreError
 from appliance.ops import backup, doctor, healthcheck, init, status
 from appliance.settings import CONFIG_FILENAME, Settings
 from appliance.store.datadir import DIR_MODE
@@ -95,6 +95,12 @@ def add_commands(commands: Commands, add_common: AddCommon) -> None:
 def run(settings: Settings, args: argparse.Namespace) -> int | None:
     """Run one of the commands of :func:`add_commands` and return its exit status; None
     for any other command."""
+    if settings.uses_postgres and args.command in ("backup", "restore"):
+        raise StoreError(
+            f"`steeple {args.command}` copies the SQLite file; this appliance runs on"
+            " PostgreSQL, whose backups are pg_dump's or point-in-time recovery's"
+            ' (docs/scale-out.md, "Backups")'
+        )
     if args.command == "init":
         _init(settings, args)
     elif args.command == "backup":
@@ -131,9 +137,13 @@ def _migrate(settings: Settings, *, dry_run: bool) -> None:
         listed = ", ".join(f"{n:04d}" for n in done.pending)
         print(f"steeple: schema {done.before}; would apply {listed}", file=sys.stderr)  # noqa: T201
     else:
+        kept = (
+            "PostgreSQL's backups are the rollback"
+            if settings.uses_postgres
+            else f"the schema before is kept in {settings.data_dir / BACKUPS_DIRNAME}"
+        )
         print(  # noqa: T201
-            f"steeple: migrated schema {done.before} -> {done.after}; the schema before is"
-            f" kept in {settings.data_dir / BACKUPS_DIRNAME}",
+            f"steeple: migrated schema {done.before} -> {done.after}; {kept}",
             file=sys.stderr,
         )
 
@@ -178,6 +188,9 @@ def guard(settings: Settings, command: str) -> None:
     """Refuse a missing data directory (unless ``command`` creates one); say which
     database the command uses."""
     if command in CREATE_DATA_DIR:
+        return
+    if settings.uses_postgres:
+        print(f"steeple: database {storage.describe(settings)}", file=sys.stderr)  # noqa: T201
         return
     if not settings.data_dir.is_dir():
         raise ConfigError(

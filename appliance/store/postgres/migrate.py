@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from importlib import resources
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from appliance.errors import StoreError
+
+if TYPE_CHECKING:
+    import psycopg
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
