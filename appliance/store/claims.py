@@ -110,6 +110,10 @@ _SET_CLAIMED = (
     " attempt = attempt + 1, lease_owner = :owner, lease_token = lower(hex(randomblob(16))),"
     " lease_expires_at = :expires, heartbeat_at = :now, updated_at = :now"
 )
+# Replicas on PostgreSQL pass over rows another replica's claim has locked instead of
+# waiting for it (the dialect turns this comment into the clause; SQLite's single writer
+# has nothing to skip): docs/adr/0044-postgresql-store.md.
+SKIP_LOCKED: Final = "/* FOR UPDATE SKIP LOCKED */"
 # Tenants take turns: a run's turn is its rank among its tenant's due runs plus the runs
 # its tenant has running. At most :limit due runs are read per tenant below its cap.
 _CLAIM: Final = (
@@ -117,7 +121,7 @@ _CLAIM: Final = (
     " t.running + ROW_NUMBER() OVER (PARTITION BY t.tenant_id ORDER BY r.due_at)"
     " FROM room t JOIN job_runs r ON r.rowid IN (SELECT rowid FROM job_runs"
     f" WHERE tenant_id = t.tenant_id AND state IN {CLAIMABLE_SQL} AND due_at <= :now"
-    " ORDER BY due_at LIMIT :limit) WHERE t.running < :cap)"
+    f" ORDER BY due_at LIMIT :limit {SKIP_LOCKED}) WHERE t.running < :cap)"
     f" {_SET_CLAIMED}"
     " WHERE id IN (SELECT id FROM turns WHERE turn <= :cap ORDER BY turn, due_at LIMIT :limit)"
     " RETURNING id"
@@ -126,7 +130,8 @@ _CLAIM: Final = (
 # due_at order, so the pick is one range read of its index (:limit within its cap).
 _CLAIM_ALONE: Final = (
     f"{_SET_CLAIMED} WHERE id IN (SELECT id FROM job_runs WHERE tenant_id = :tenant"
-    f" AND state IN {CLAIMABLE_SQL} AND due_at <= :now ORDER BY due_at LIMIT :limit)"
+    f" AND state IN {CLAIMABLE_SQL} AND due_at <= :now ORDER BY due_at LIMIT :limit"
+    f" {SKIP_LOCKED})"
     " RETURNING id"
 )
 

@@ -4,19 +4,21 @@ Store functions are written once (:mod:`appliance.store.connection`); the few pl
 the two dialects differ are rewritten here, by a scanner that knows string literals and
 parentheses, never by the callers (docs/adr/0044-postgresql-store.md):
 
-============================  ====================================================
-SQLite                        PostgreSQL
-============================  ====================================================
-``?``, ``:name``              ``%s``, ``%(name)s`` (a literal ``%`` becomes ``%%``)
-``max(a, b)``, ``min(a, b)``  ``greatest(a, b)``, ``least(a, b)`` (scalar forms only)
-``instr(h, n)``               ``strpos(h, n)``
-``json_each(x)``              ``json_array_elements_text(CAST(x AS json))``
-``lower(hex(randomblob(16)))``  32 random hex digits (``gen_random_uuid``)
-``CAST(x AS INTEGER)``        ``CAST(x AS BIGINT)`` (times are epoch milliseconds)
-``t INDEXED BY i``            ``t`` (PostgreSQL's planner picks its own index)
-``temp.t``, ``WITHOUT ROWID``  ``pg_temp.t``, nothing
-``PRAGMA page_count`` etc.    the same figure from PostgreSQL (:data:`PRAGMAS`)
-============================  ====================================================
+- ``?`` and ``:name`` → ``%s`` and ``%(name)s`` (a literal ``%`` becomes ``%%``);
+  ``?NNN`` is refused (:class:`DialectError`).
+- ``max(a, b)``, ``min(a, b)`` → ``greatest(a, b)``, ``least(a, b)`` (the scalar forms
+  only: one argument is the aggregate, the same in both).
+- ``instr(h, n)`` → ``strpos(h, n)``.
+- ``json_each(x)`` → ``json_array_elements_text(CAST(x AS json))`` (its column is
+  ``value`` in both).
+- ``lower(hex(randomblob(16)))`` → 32 random hex digits from ``gen_random_uuid()``.
+- ``CAST(x AS INTEGER)`` → ``CAST(x AS BIGINT)`` (instants are epoch milliseconds).
+- ``t INDEXED BY i`` → ``t`` (PostgreSQL's planner picks its own index).
+- ``temp.t`` → ``pg_temp.t``; ``WITHOUT ROWID`` → nothing.
+- ``/* FOR UPDATE SKIP LOCKED */`` → the clause itself (a claim's pick: SQLite reads a
+  comment, and its single writer has nothing to skip).
+- ``PRAGMA user_version`` and the size pragmas → the same figure read from PostgreSQL
+  (:data:`PRAGMAS`); any other pragma is refused.
 
 Anything else must already mean the same in both (``ON CONFLICT``, ``RETURNING``,
 window functions, ``WITH RECURSIVE``); the contract suite runs every store test on both.
@@ -28,6 +30,7 @@ import functools
 import re
 
 _RANDOM_TOKEN = "lower(hex(randomblob(16)))"
+_SKIP_LOCKED = "/* FOR UPDATE SKIP LOCKED */"
 _PG_RANDOM_TOKEN = "replace(CAST(gen_random_uuid() AS text), '-', '')"
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RENAMED = {"instr": "strpos"}
@@ -60,7 +63,9 @@ def to_postgres(sql: str) -> str:
         if sql not in PRAGMAS:
             raise DialectError(f"no PostgreSQL reading for {sql!r}")
         return PRAGMAS[sql]
-    sql = sql.replace(_RANDOM_TOKEN, _PG_RANDOM_TOKEN)
+    sql = sql.replace(_RANDOM_TOKEN, _PG_RANDOM_TOKEN).replace(
+        _SKIP_LOCKED, "FOR UPDATE SKIP LOCKED"
+    )
     out: list[str] = []
     i, n = 0, len(sql)
     while i < n:
