@@ -33,6 +33,7 @@ from appliance.store.lockfile import LockFile
 from appliance.store.migrate import migrations
 from appliance.store.notifications import list_notifications, set_target
 from appliance.store.plan_pass import PlannerConfig, plan_once
+from appliance.store.postgres import transfer
 from appliance.store.postgres.database import PgDatabase
 from appliance.store.runs import list_attempts, list_runs
 from appliance.store.schedules import list_schedules
@@ -296,6 +297,25 @@ def test_a_failure_midway_leaves_the_target_without_rows(source: Source, pg_dsn:
     rows = target_rows(pg_dsn)
     assert rows and set(rows.values()) == {0}  # the schema migrated; no row of the copy
     migrate_store(source.path, pg_dsn, dry_run=True)  # and still empty enough to retry
+
+
+def test_a_copy_that_differs_from_the_source_is_not_committed(
+    source: Source, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_sequences = transfer._set_sequences
+
+    def and_change_a_key(raw: Any, name: str, identities: list[str], *, floor: int) -> None:
+        set_sequences(raw, name, identities, floor=floor)
+        if name == "job_runs":  # as a lossy copy might: the row is there, its key is not
+            raw.execute(
+                "UPDATE job_runs SET idempotency_key = 'other'"
+                " WHERE rowid = (SELECT min(rowid) FROM job_runs)"
+            )
+
+    monkeypatch.setattr(transfer, "_set_sequences", and_change_a_key)
+    with pytest.raises(StoreError, match="job_runs: the copy's id, idempotency_key"):
+        migrate_store(source.path, pg_dsn, dry_run=False)
+    assert set(target_rows(pg_dsn).values()) == {0}
 
 
 def test_a_dry_run_counts_and_writes_nothing(source: Source, pg_dsn: str) -> None:

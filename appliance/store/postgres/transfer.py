@@ -199,6 +199,9 @@ def copy_store(conn: PgConnection, lite: apsw.Connection, *, shown: str) -> list
     raw = conn.raw
     tables = source_tables(lite)
     raw.execute(f"LOCK TABLE {', '.join(_q(t.name) for t in tables)} IN EXCLUSIVE MODE")
+    # Locked within the store's statement timeout; the copy's reads of big tables may take
+    # longer than one request's statement should.
+    raw.execute("SET LOCAL statement_timeout = 0")
     refuse_unless_empty(Target(version=0, rows=_target_counts(raw)), shown)
     floors = _autoincrement_floors(lite)
     counts = source_counts(lite, tables)
@@ -285,7 +288,9 @@ def _verify(
     source = _digest(_read(lite, table, columns))
     listed = ", ".join(map(_q, columns))
     order = ", ".join(map(_q, table.key))
-    target = _digest(raw.execute(f"SELECT {listed} FROM {_q(table.name)} ORDER BY {order}"))
+    with raw.cursor(name=f"checksum_{table.name}") as rows:  # server-side: streamed
+        rows.execute(f"SELECT {listed} FROM {_q(table.name)} ORDER BY {order}".encode())
+        target = _digest(rows)
     if source != target:
         raise StoreError(
             f"table {table.name}: the copy's {', '.join(checked)} differ from SQLite's"
