@@ -111,6 +111,20 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Source:
         db.write_now(revoke_api_key, tenant_id=tenant_id, key_id=spare.key.id, now=now)
         db.write_now(set_target, tenant_id=tenant_id, url=receiver.url, now=now)
         db.write_now(append_event, tenant_id=tenant_id, type=EventType.RUN_FAILED, now=now)
+        # Values a copy must escape: control characters, backslashes, non-ASCII, any byte.
+        tricky = "tab\there\nnewline \\N back\\slash ünï 😀"
+        db.write_now(
+            append_event,
+            tenant_id=tenant_id,
+            type=EventType.SCHEDULE_UPDATED,
+            now=now,
+            data={"text": tricky},
+        )
+        db.write_now(
+            lambda c: c.execute(
+                "UPDATE schedules SET body = ? WHERE name = 'weekday'", (bytes(range(256)),)
+            )
+        )
     finally:
         db.close()
     return Source(

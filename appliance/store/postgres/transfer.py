@@ -10,15 +10,13 @@ Rules this module guards (docs/scale-out.md, "Moving from SQLite to PostgreSQL")
   values, and the copy verified (row counts, and checksums of key columns) before the
   commit. Any failure rolls the whole copy back, leaving the target as it was.
 - SQLite's implicit ``rowid`` orders rows in some queries; PostgreSQL's tables have an
-  explicit ``rowid`` identity for them, which gets SQLite's value (``OVERRIDING SYSTEM
-  VALUE``), so the order survives.
+  explicit ``rowid`` identity for them, which gets SQLite's value, so the order survives.
 - Both schemas must have the same columns; a difference is refused, naming it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +30,6 @@ from appliance.store.postgres.connection import PgConnection
 from appliance.store.postgres.database import PgDatabase
 from appliance.store.postgres.migrate import current_version
 
-BATCH = 1000  # rows per executemany
 SCHEMA_TABLE = "steeple_schema"  # PostgreSQL's version bookkeeping: not a Steeple table
 ROWID = "rowid"
 # The columns whose checksum must agree on both sides after the copy, besides the counts
@@ -199,8 +196,8 @@ def copy_store(conn: PgConnection, lite: apsw.Connection, *, shown: str) -> list
     raw = conn.raw
     tables = source_tables(lite)
     raw.execute(f"LOCK TABLE {', '.join(_q(t.name) for t in tables)} IN EXCLUSIVE MODE")
-    # Locked within the store's statement timeout; the copy's reads of big tables may take
-    # longer than one request's statement should.
+    # The lock waited at most the store's statement timeout; reading and checking big
+    # tables may take longer than that.
     raw.execute("SET LOCAL statement_timeout = 0")
     refuse_unless_empty(Target(version=0, rows=_target_counts(raw)), shown)
     floors = _autoincrement_floors(lite)
@@ -242,19 +239,16 @@ def _copied_columns(table: Table, identities: list[str]) -> tuple[str, ...]:
 def _copy_table(
     raw: psycopg.Connection[Any], lite: apsw.Connection, table: Table, *, identities: list[str]
 ) -> None:
+    """``COPY … FROM STDIN``: it writes identity columns as given (as ``OVERRIDING SYSTEM
+    VALUE`` would), and is several times faster than row-by-row inserts."""
     columns = _copied_columns(table, identities)
-    overriding = " OVERRIDING SYSTEM VALUE" if identities else ""
-    insert = (
-        f"INSERT INTO {_q(table.name)} ({', '.join(map(_q, columns))}){overriding}"
-        f" VALUES ({', '.join(['%s'] * len(columns))})"
-    )
-    rows = _read(lite, table, columns)
-    with raw.cursor() as cursor:
-        while batch := list(itertools.islice(rows, BATCH)):
-            try:
-                cursor.executemany(insert, batch)
-            except psycopg.Error as exc:
-                raise StoreError(f"copying table {table.name} failed: {exc}") from exc
+    statement = f"COPY {_q(table.name)} ({', '.join(map(_q, columns))}) FROM STDIN"
+    try:
+        with raw.cursor() as cursor, cursor.copy(statement.encode()) as copy:
+            for row in _read(lite, table, columns):
+                copy.write_row(row)
+    except psycopg.Error as exc:
+        raise StoreError(f"copying table {table.name} failed: {exc}") from exc
 
 
 def _set_sequences(
