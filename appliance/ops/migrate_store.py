@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from appliance.errors import ConfigError, StoreError
@@ -29,8 +28,7 @@ from appliance.store.database import Database
 from appliance.store.lockfile import LockFile
 from appliance.store.migrate import current_version, migrations
 
-if TYPE_CHECKING:
-    from types import ModuleType
+NEEDS_PSYCOPG = "a postgresql:// database needs psycopg: pip install 'steeple[postgres]' ({})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,7 +64,10 @@ def parse_target(text: str) -> str:
     """A ``postgresql://`` URL libpq accepts. Never echoes it (it may hold a password)."""
     if not is_postgres(text):
         raise ConfigError("--to", "expected a postgresql://USER@HOST:PORT/DATABASE URL")
-    psycopg = _postgres("psycopg")
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise StoreError(NEEDS_PSYCOPG.format(exc)) from exc
     try:
         psycopg.conninfo.conninfo_to_dict(text)
     except psycopg.Error as exc:
@@ -91,22 +92,28 @@ def _migrate(source: Path, url: str, *, dry_run: bool) -> MigrationReport:
         raise ConfigError(
             "--from", f"{source} is not a file: give the stopped appliance's steeple.db"
         )
-    database = _postgres("appliance.store.postgres.database")
-    transfer = _postgres("appliance.store.postgres.transfer")
+    try:
+        from appliance.store.postgres import transfer
+    except ImportError as exc:
+        raise StoreError(NEEDS_PSYCOPG.format(exc)) from exc
     shown = shown_url(url)
     with LockFile(source.with_name(source.name + ".lock")):
         lite = Database.open(source, migrate_schema=False)  # and quick_check: copy no damage
         try:
-            version = _check_source_version(lite, source)
-            _refuse_unless_empty_target(database, transfer, url, shown)
-            counts: dict[str, int] = transfer.count_source(lite)
+            version = _check_versions(lite, source, postgres=transfer.schema_version())
+            transfer.check_target(url, shown=shown, version=version)
             if dry_run:
                 tables = [
                     TableReport(name=n, rows=r, copied=None, checksum=None)
-                    for n, r in counts.items()
+                    for n, r in transfer.count_source(lite).items()
                 ]
             else:
-                tables = _copy(database, transfer, lite, url, shown)
+                tables = [
+                    TableReport(
+                        name=c.name, rows=c.source_rows, copied=c.target_rows, checksum=c.checksum
+                    )
+                    for c in transfer.copy_to(lite, url, shown=shown)
+                ]
         finally:
             lite.close()
     return MigrationReport(
@@ -114,7 +121,9 @@ def _migrate(source: Path, url: str, *, dry_run: bool) -> MigrationReport:
     )
 
 
-def _check_source_version(lite: Database, source: Path) -> int:
+def _check_versions(lite: Database, source: Path, *, postgres: int) -> int:
+    """The source's schema version, refused unless it is this Steeple's (and this
+    Steeple's PostgreSQL schema has the same version)."""
     version = lite.read_now(current_version)
     latest = len(migrations())
     if version < latest:
@@ -127,71 +136,30 @@ def _check_source_version(lite: Database, source: Path) -> int:
             f"{source} is at schema version {version}, newer than this Steeple's ({latest}):"
             " run migrate-store with the Steeple that wrote it"
         )
-    pg_latest = len(_postgres("appliance.store.postgres.migrate").migrations())
-    if pg_latest != latest:
+    if postgres != latest:
         raise StoreError(
-            f"this Steeple's PostgreSQL schema (version {pg_latest}) is not its SQLite schema"
+            f"this Steeple's PostgreSQL schema (version {postgres}) is not its SQLite schema"
             f" (version {latest}): install a released Steeple"
         )
     return version
 
 
-def _refuse_unless_empty_target(
-    database: ModuleType, transfer: ModuleType, url: str, shown: str
-) -> None:
-    """Look without migrating: a refused target is left exactly as it was."""
-    pg = database.PgDatabase.open(url, pool_size=1, migrate_schema=False)
-    try:
-        target = pg.read_now(transfer.survey_target)
-    finally:
-        pg.close()
-    if target.version > len(migrations()):
-        raise StoreError(
-            f"the target {shown} is at schema version {target.version}, newer than this"
-            " Steeple's: it is not an empty database"
-        )
-    transfer.refuse_unless_empty(target, shown)
-
-
-def _copy(
-    database: ModuleType, transfer: ModuleType, lite: Database, url: str, shown: str
-) -> list[TableReport]:
-    pg = database.PgDatabase.open(url, pool_size=1)  # migrates the schema
-    try:
-        copied = transfer.copy_into(lite, pg, shown=shown)
-    finally:
-        pg.close()
-    return [
-        TableReport(name=c.name, rows=c.source_rows, copied=c.target_rows, checksum=c.checksum)
-        for c in copied
-    ]
-
-
-def _postgres(module: str) -> ModuleType:
-    """A module that needs the optional PostgreSQL dependencies, or the fix."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise StoreError(
-            f"a postgresql:// database needs psycopg: pip install 'steeple[postgres]' ({exc})"
-        ) from exc
-
-
 def shown_url(url: str) -> str:
     """``url`` without its password (what every message names)."""
     try:
-        shown: str = _postgres("appliance.store.postgres.database").redacted(url)
+        from appliance.store.postgres.database import redacted
+
+        return redacted(url)
     except Exception:  # noqa: BLE001 - a URL libpq cannot parse is named, not shown
         return "postgresql://…"
-    return shown
 
 
 def _scrub(text: str, url: str) -> str:
     """``text`` on one line, with the URL's password (as given, and decoded) masked."""
     try:
-        password = str(_postgres("psycopg").conninfo.conninfo_to_dict(url).get("password") or "")
+        import psycopg
+
+        password = str(psycopg.conninfo.conninfo_to_dict(url).get("password") or "")
     except Exception:  # noqa: BLE001 - unparsable: mask the URL's userinfo part instead
         password = url.partition("://")[2].partition("@")[0].partition(":")[2]
     line = " ".join(text.split())

@@ -28,7 +28,7 @@ from appliance.errors import StoreError
 from appliance.store.database import Database
 from appliance.store.postgres.connection import PgConnection
 from appliance.store.postgres.database import PgDatabase
-from appliance.store.postgres.migrate import current_version
+from appliance.store.postgres.migrate import current_version, migrations
 
 SCHEMA_TABLE = "steeple_schema"  # PostgreSQL's version bookkeeping: not a Steeple table
 ROWID = "rowid"
@@ -306,11 +306,37 @@ def _digest(rows: Iterable[Any]) -> str:
 # --- entry points: a SQLite store to a PostgreSQL one -------------------------------------
 
 
+def schema_version() -> int:
+    """The version this Steeple's PostgreSQL migrations reach."""
+    return len(migrations())
+
+
 def count_source(lite: Database) -> dict[str, int]:
     """Rows per table of the SQLite store, parents first (what a copy would write)."""
     return lite.read_now(lambda conn: source_counts(conn, source_tables(conn)))
 
 
-def copy_into(lite: Database, pg: PgDatabase, *, shown: str) -> list[Copied]:
-    """Copy ``lite`` (read in one snapshot) into ``pg`` (in one transaction)."""
-    return lite.read_now(lambda conn: pg.write_now(copy_store, conn, shown=shown))
+def check_target(url: str, *, shown: str, version: int) -> None:
+    """Refuse a target with rows, or at a schema newer than ``version``. Looks without
+    migrating: a refused target is left exactly as it was."""
+    pg = PgDatabase.open(url, pool_size=1, migrate_schema=False)
+    try:
+        target = pg.read_now(survey_target)
+    finally:
+        pg.close()
+    if target.version > version:
+        raise StoreError(
+            f"the target {shown} is at schema version {target.version}, newer than the"
+            f" source's ({version}): it is not an empty database"
+        )
+    refuse_unless_empty(target, shown)
+
+
+def copy_to(lite: Database, url: str, *, shown: str) -> list[Copied]:
+    """Migrate the schema of the database at ``url``, then copy ``lite`` (read in one
+    snapshot) into it in one transaction."""
+    pg = PgDatabase.open(url, pool_size=1)
+    try:
+        return lite.read_now(lambda conn: pg.write_now(copy_store, conn, shown=shown))
+    finally:
+        pg.close()
