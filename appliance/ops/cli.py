@@ -4,7 +4,9 @@ Guards every command shares, so an operator never acts on the wrong database una
 
 - each prints the database it opened (stderr: stdout stays machine-readable);
 - each but ``serve``, ``init`` and ``healthcheck`` refuses a data directory that does not
-  exist, with the fix, instead of creating an empty database that nothing serves.
+  exist, with the fix, instead of creating an empty database that nothing serves;
+- ``migrate-store`` is given both its databases (no data directory), and names them in
+  its report.
 """
 
 from __future__ import annotations

@@ -280,6 +280,15 @@ def test_new_rows_continue_after_the_copied_numbers(source: Source, pg_dsn: str)
         pg.close()
 
 
+def test_a_target_with_the_schema_and_no_rows_is_accepted(
+    source: Source, pg_store_dsn: str
+) -> None:
+    report = migrate_store(source.path, pg_store_dsn, dry_run=False)
+
+    assert {t.name: t.copied for t in report.tables} == target_rows(pg_store_dsn)
+    assert report.rows == sum(sqlite_rows(source.path).values()) > 0
+
+
 def test_a_second_copy_into_a_filled_target_is_refused_and_changes_nothing(
     source: Source, pg_dsn: str
 ) -> None:
@@ -361,6 +370,16 @@ def test_refused_until_the_source_is_migrated(tmp_path: Path, pg_dsn: str) -> No
 
     with pytest.raises(StoreError, match=f"steeple migrate --data-dir {tmp_path}"):
         migrate_store(path, pg_dsn, dry_run=False)
+    assert target_rows(pg_dsn) == {}
+
+
+def test_refused_for_a_source_newer_than_this_steeple(source: Source, pg_dsn: str) -> None:
+    conn = apsw.Connection(str(source.path))
+    conn.execute(f"PRAGMA user_version = {len(migrations()) + 1}")
+    conn.close()
+
+    with pytest.raises(StoreError, match="newer than this Steeple's"):
+        migrate_store(source.path, pg_dsn, dry_run=True)
     assert target_rows(pg_dsn) == {}
 
 
