@@ -4,7 +4,9 @@ Guards every command shares, so an operator never acts on the wrong database una
 
 - each prints the database it opened (stderr: stdout stays machine-readable);
 - each but ``serve``, ``init`` and ``healthcheck`` refuses a data directory that does not
-  exist, with the fix, instead of creating an empty database that nothing serves.
+  exist, with the fix, instead of creating an empty database that nothing serves;
+- ``migrate-store`` is given both its databases (no data directory), and names them in
+  its report.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TypeAlias
 from appliance import admin, storage
 from appliance.core.instants import format_instant
 from appliance.errors import ConfigError, StoreError
-from appliance.ops import backup, doctor, healthcheck, init, status
+from appliance.ops import backup, doctor, healthcheck, init, migrate_store, status
 from appliance.settings import CONFIG_FILENAME, Settings
 from appliance.store.datadir import DIR_MODE
 from appliance.store.snapshot import BACKUPS_DIRNAME
@@ -29,6 +31,8 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 # Commands that may run before the data directory exists.
 CREATE_DATA_DIR = frozenset({"serve", "init", "healthcheck"})
+# Commands that name their databases in their arguments, not by the data directory.
+OWN_DATABASES = frozenset({"migrate-store"})
 
 
 def add_tenant_commands(actions: Commands, add_common: AddCommon) -> None:
@@ -90,6 +94,18 @@ def add_commands(commands: Commands, add_common: AddCommon) -> None:
     probe.add_argument("--listen", metavar="HOST:PORT", help="default: the listen setting")
     for parser in (backup, restore, migrate, doctor, status, probe):
         add_common(parser)
+    _add_migrate_store(commands)
+
+
+def _add_migrate_store(commands: Commands) -> None:
+    move = commands.add_parser(
+        "migrate-store",
+        help="copy a stopped SQLite appliance's database into an empty PostgreSQL database",
+    )
+    move.add_argument("--from", dest="source", required=True, metavar="sqlite:PATH")
+    move.add_argument("--to", dest="target", required=True, metavar="postgresql://…")
+    move.add_argument("--dry-run", action="store_true", help="check and count; write nothing")
+    move.set_defaults(data_dir=None, config=None)
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int | None:
@@ -116,6 +132,13 @@ def run(settings: Settings, args: argparse.Namespace) -> int | None:
         print(backup.RESTORE_NOTE, file=sys.stderr)  # noqa: T201
     elif args.command == "migrate":
         _migrate(settings, dry_run=args.dry_run)
+    elif args.command == "migrate-store":
+        report = migrate_store.migrate_store(
+            migrate_store.parse_source(args.source),
+            migrate_store.parse_target(args.target),
+            dry_run=args.dry_run,
+        )
+        print(migrate_store.render(report))  # noqa: T201
     elif args.command == "doctor":
         return _doctor(settings)
     elif args.command == "status":
@@ -187,7 +210,7 @@ def _init(settings: Settings, args: argparse.Namespace) -> None:
 def guard(settings: Settings, command: str) -> None:
     """Refuse a missing data directory (unless ``command`` creates one); say which
     database the command uses."""
-    if command in CREATE_DATA_DIR:
+    if command in CREATE_DATA_DIR or command in OWN_DATABASES:
         return
     if settings.uses_postgres:
         print(f"steeple: database {storage.describe(settings)}", file=sys.stderr)  # noqa: T201
