@@ -46,6 +46,7 @@ from appliance.engine.checkpointer import CheckpointerConfig
 from appliance.engine.delivery import DeliveryClient, check_destination, probe_answer, send
 from appliance.engine.delivery.audit import refused_destinations, report
 from appliance.engine.dispatcher import DispatchConfig
+from appliance.engine.leadership import LeadershipConfig
 from appliance.engine.liveness import LivenessConfig
 from appliance.engine.notifier import NotifierConfig
 from appliance.engine.pruner import PrunerConfig
@@ -319,6 +320,7 @@ def engine_config(settings: Settings) -> EngineConfig:
         dispatch = replace(dispatch, max_sleep_s=poll_s)
         planner = replace(planner, max_sleep_s=poll_s)
     return EngineConfig(
+        leadership=LeadershipConfig() if settings.uses_postgres else None,
         planner=planner,
         dispatch=dispatch,
         pruner=PrunerConfig(retention_ms=settings.retention_days * 86_400_000),
