@@ -37,6 +37,7 @@ from quart_trio import QuartTrio
 from appliance.api.bodies import json_response
 from appliance.api.context import context
 from appliance.api.problems import Problem
+from appliance.errors import StoreError
 from appliance.lifecycle import Lifecycle
 from appliance.store.backend import Store
 from appliance.store.database import WalCheckpoint
@@ -373,7 +374,10 @@ async def readyz() -> Response:
 
 async def _database_check(db: Store) -> str | None:
     with trio.move_on_after(READY_TIMEOUT_S):
-        version = await db.read(current_version)
+        try:
+            version = await db.read(current_version)
+        except StoreError as exc:  # PostgreSQL away: out of the balancer until it is back
+            return str(exc)
         if version != len(migrations()):
             return f"the schema is at {version}, this Steeple needs {len(migrations())}"
         return None

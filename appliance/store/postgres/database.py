@@ -11,6 +11,12 @@ Rules this module guards (docs/adr/0044-postgresql-store.md):
   :data:`MAX_ATTEMPTS` times.
 - Reads run ``REPEATABLE READ READ ONLY``: one snapshot, never aborted.
 - ``statement_timeout`` bounds any statement trio cannot cancel.
+- **An outage is waited out.** When the server cannot be reached, or drops the connection
+  before ``COMMIT`` was sent (a restart, a failover, a network cut), the transaction is
+  run again on a new connection, with backoff, for up to :data:`OUTAGE_S`; a replica's
+  services stall meanwhile instead of stopping the process. A connection lost *during*
+  ``COMMIT`` leaves the outcome unknown: that is never retried, and raises
+  :class:`CommitUnknown`.
 - psycopg errors become :class:`~appliance.errors.StoreError` here and only here.
 """
 
@@ -37,6 +43,7 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 MAX_ATTEMPTS = 20  # runs of one transaction PostgreSQL keeps aborting as a conflict
+OUTAGE_S = 120.0  # how long a transaction waits for an unreachable server
 STATEMENT_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10.0
 _RETRIED = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
@@ -54,6 +61,29 @@ def redacted(url: str) -> str:
     host = info.get("host", "localhost")
     port = info.get("port", "5432")
     return f"postgresql://{info.get('user', '')}@{host}:{port}/{info.get('dbname', '')}"
+
+
+class CommitUnknown(StoreError):
+    """The connection was lost while ``COMMIT`` was on its way: it may have committed."""
+
+
+class _LostBeforeCommit(Exception):
+    """The server went away before ``COMMIT`` was sent: nothing was committed."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """A connection-level failure (no server, a dropped link, an admin shutdown), not a
+    statement's error: SQLSTATE class 08, 57P01-57P03, or none at all (client side)."""
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return True
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 def _translate(exc: psycopg.Error, url: str) -> StoreError:
@@ -119,16 +149,31 @@ class PgDatabase:
         return db
 
     def _transact(self, begin: str, fn: Callable[[PgConnection], T]) -> T:
-        for attempt in range(1, MAX_ATTEMPTS + 1):
+        conflicts, outage_until, pause = 0, None, 0.1
+        while True:
             try:
                 with self._pool.connection() as raw:
                     return _in_transaction(raw, begin, fn)
             except _RETRIED:
-                if attempt == MAX_ATTEMPTS:
+                conflicts += 1
+                if conflicts == MAX_ATTEMPTS:
                     raise
                 self.retried += 1
-                time.sleep(min(0.001 * 2**attempt, 0.1))  # a worker thread, off the loop
-        raise AssertionError("unreachable")
+                time.sleep(min(0.001 * 2**conflicts, 0.1))  # a worker thread, off the loop
+            except (_LostBeforeCommit, psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
+                cause = exc.cause if isinstance(exc, _LostBeforeCommit) else exc
+                if not isinstance(exc, _LostBeforeCommit) and not _unreachable(exc):
+                    raise
+                now = time.monotonic()
+                if outage_until is None:
+                    outage_until = now + OUTAGE_S
+                    log.warning(
+                        "the database %s is unreachable; waiting: %s", redacted(self.url), cause
+                    )
+                if now >= outage_until:
+                    raise cause from None
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
 
     def _call(self, begin: str, fn: Callable[[PgConnection], T]) -> T:
         try:
@@ -187,15 +232,29 @@ class PgDatabase:
 
 
 def _in_transaction(raw: psycopg.Connection[Any], begin: str, fn: Callable[[PgConnection], T]) -> T:
-    raw.execute(begin)
     try:
+        raw.execute(begin)
         result = fn(PgConnection(raw))
-    except BaseException:
-        if not raw.closed:
-            raw.execute("ROLLBACK")
+    except psycopg.OperationalError as exc:
+        if _unreachable(exc):  # the server rolled it back, if it ever began
+            raise _LostBeforeCommit(exc) from exc
+        _roll_back(raw)
         raise
-    raw.execute("COMMIT")
+    except BaseException:
+        _roll_back(raw)
+        raise
+    try:
+        raw.execute("COMMIT")
+    except psycopg.OperationalError as exc:
+        if _unreachable(exc):
+            raise CommitUnknown(f"the connection was lost while committing ({exc})") from exc
+        raise
     return result
+
+
+def _roll_back(raw: psycopg.Connection[Any]) -> None:
+    if not raw.closed and not raw.broken:
+        raw.execute("ROLLBACK")
 
 
 def _ping(conn: PgConnection) -> None:
