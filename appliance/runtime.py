@@ -157,8 +157,9 @@ async def _run(
             config=engine_config(settings),
         )
         await nursery.start(engine.run)
-        if isinstance(clock, SharedClock):
-            await nursery.start(storage.follow_database_clock, db, clock)
+        nudge = engine.nudge
+        if isinstance(clock, SharedClock):  # a replica on PostgreSQL
+            nudge = await storage.start_replica_services(nursery, settings, db, clock, nudge)  # type: ignore[arg-type]
         lifecycle.engine_running = True
         if previous is not None:  # a restart: report the downtime once planning caught up
             await nursery.start(
@@ -194,7 +195,7 @@ async def _run(
         app = create_app(
             db=db,
             clock=clock,
-            nudge=engine.nudge,
+            nudge=nudge,
             check_destination=check,
             policy=policy,
             version=__version__,
@@ -213,7 +214,7 @@ async def _run(
             UiContext(
                 db=db,
                 clock=clock,
-                nudge=engine.nudge,
+                nudge=nudge,
                 check_destination=check,
                 policy=policy,
                 max_schedules=settings.max_schedules_per_tenant,

@@ -59,6 +59,7 @@ class Settings:
     database: str = ""  # a postgresql:// URL; "": the SQLite file in data_dir
     database_pool_size: int = 8  # connections each replica holds (PostgreSQL)
     replica_poll_ms: int = 1000  # PostgreSQL: the longest a replica sleeps before looking
+    database_listen: bool = True  # PostgreSQL: LISTEN for the other replicas' wake-ups
     listen: Listen
     allow_targets: tuple[str, ...]
     dispatch_concurrency: int
@@ -245,6 +246,15 @@ SETTINGS: tuple[SettingDef, ...] = (
         parse=_bounded_int(2, 100),
         help="PostgreSQL connections this replica holds (the database needs replicas × "
         "this, plus a few for operators' commands).",
+    ),
+    SettingDef(
+        name="database_listen",
+        env="STEEPLE_DATABASE_LISTEN",
+        default=lambda: "true",
+        parse=_flag,
+        help="On PostgreSQL, hold one more connection that LISTENs for the other replicas' "
+        "wake-ups (a hint; the poll is the guarantee). false behind PgBouncer in "
+        "transaction mode.",
     ),
     SettingDef(
         name="replica_poll_ms",

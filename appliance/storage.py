@@ -5,13 +5,17 @@
 - PostgreSQL (``database = "postgresql://…"``): several replicas share one database, so
   there is no lock to hold, and nothing of the store lives in the data directory. The
   replicas share the database's clock (:class:`~appliance.clock.SharedClock`), measured
-  here and followed while the appliance runs (docs/scale-out.md, docs/adr/0044-postgresql-store.md).
+  here and followed while the appliance runs, and tell each other when work changed
+  (``LISTEN/NOTIFY``, a hint: :mod:`appliance.store.postgres.wakeups`). See
+  docs/scale-out.md and docs/adr/0044-postgresql-store.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -90,6 +94,68 @@ def secure_data_dir(settings: Settings) -> None:
             "tightened the modes of the data directory (it holds signing secrets): %s",
             ", ".join(map(str, changes)),
         )
+
+
+async def start_replica_services(
+    nursery: trio.Nursery,
+    settings: Settings,
+    db: PgDatabase,
+    clock: SharedClock,
+    nudge: Callable[[], None],
+) -> Callable[[], None]:
+    """Start what a replica runs beside its engine (following the database's clock,
+    announcing changes, listening for the others'); returns the nudge the API and UI call
+    after a change: this replica's, also announced to the others."""
+    await nursery.start(follow_database_clock, db, clock)
+    announcing = Announcing(db, nudge)
+    await nursery.start(announcing.run)
+    if settings.database_listen:
+        await nursery.start(listen_to_replicas, db, nudge)
+    return announcing
+
+
+class Announcing:
+    """``nudge``, and a ``NOTIFY`` to the other replicas after it (several calls while one
+    is sent make one more)."""
+
+    def __init__(self, db: PgDatabase, nudge: Callable[[], None]) -> None:
+        self._db = db
+        self._nudge = nudge
+        self._wanted = trio.Event()
+
+    def __call__(self) -> None:
+        self._nudge()
+        self._wanted.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await self._wanted.wait()
+            self._wanted = trio.Event()
+            await self._db.announce()
+
+
+async def listen_to_replicas(
+    db: PgDatabase,
+    nudge: Callable[[], None],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Nudge this replica whenever another announces a change, until cancelled."""
+    from appliance.store.postgres.wakeups import listen
+
+    stop = threading.Event()
+    token = trio.lowlevel.current_trio_token()
+
+    def woken() -> None:  # from the listening thread
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(nudge)
+
+    task_status.started()
+    try:
+        await trio.to_thread.run_sync(listen, db.url, woken, stop, abandon_on_cancel=True)
+    finally:
+        stop.set()
 
 
 def measure_offset(db: PgDatabase, clock: SharedClock) -> int:

@@ -45,6 +45,7 @@ T = TypeVar("T")
 MAX_ATTEMPTS = 20  # runs of one transaction PostgreSQL keeps aborting as a conflict
 OUTAGE_S = 120.0  # how long a transaction waits for an unreachable server
 STATEMENT_TIMEOUT_MS = 30_000
+WAKE_CHANNEL = "steeple_wake"  # LISTEN/NOTIFY: "look for work now" (a hint)
 CONNECT_TIMEOUT_S = 10.0
 _RETRIED = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 _WRITE = "BEGIN ISOLATION LEVEL SERIALIZABLE"
@@ -226,6 +227,20 @@ class PgDatabase:
     def database_now_ms(self) -> int:
         """The database's clock (``clock_timestamp()``) in epoch milliseconds. Blocking."""
         return self._call(_READ, _database_now_ms)
+
+    async def announce(self) -> None:
+        """Tell the other replicas that work changed (``NOTIFY``, a hint: see
+        :mod:`appliance.store.postgres.wakeups`). Its own statement, never inside a claim's
+        or a completion's transaction; a database that is away is not waited for."""
+
+        def send() -> None:
+            with self._pool.connection(timeout=1.0) as raw:
+                raw.execute(f"NOTIFY {WAKE_CHANNEL}")
+
+        try:
+            await self._run(send)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            log.info("could not tell the other replicas: %s", exc)
 
     def close(self) -> None:
         self._pool.close()
