@@ -4,6 +4,7 @@ PostgreSQL server."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,18 @@ def vectors() -> dict[str, Any]:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    """A migrated database file, threaded like production."""
+def db(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Database]:
+    """A migrated database file, threaded like production. With
+    ``STEEPLE_TEST_DATABASE=postgresql`` in the environment, a fresh PostgreSQL database
+    instead, for the API and UI suites (the store suite runs on both always:
+    tests/store/conftest.py)."""
+    if os.environ.get("STEEPLE_TEST_DATABASE") == "postgresql":
+        from appliance.store.postgres.database import PgDatabase
+
+        store = PgDatabase.open(request.getfixturevalue("pg_store_dsn"))
+        yield store  # type: ignore[misc]  # the same surface (store/backend.py Store)
+        store.close()
+        return
     database = Database.open(tmp_path / "steeple.db")
     yield database
     database.close()

@@ -62,7 +62,7 @@ def counts(conn: Connection, *, tenant_id: str, now: int) -> Counts:
         return int(row[0]) if row else 0
 
     live = "FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL"
-    finished = f"SELECT count(*) FROM ({FINISHED_SINCE_SQL} LIMIT {COUNT_CAP + 1})"
+    finished = f"SELECT count(*) FROM ({FINISHED_SINCE_SQL} LIMIT {COUNT_CAP + 1}) capped"
     return Counts(
         due_24h=one(
             f"SELECT count(*) {live} AND paused = 0 AND next_fire_at < ?", tenant_id, now + DAY_MS
