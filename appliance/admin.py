@@ -13,11 +13,11 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from appliance.clock import SystemClock
 from appliance.errors import NotFound
-from appliance.runtime import secure_data_dir
 from appliance.settings import Settings
+from appliance.storage import open_configured_store
 from appliance.store.api_keys import ApiKey, IssuedKey, Scope, issue_api_key, list_api_keys
 from appliance.store.api_keys import revoke_api_key as store_revoke_api_key
-from appliance.store.database import Connection, Database
+from appliance.store.connection import Connection
 from appliance.store.suspension import resume_tenant, suspend_tenant
 from appliance.store.tenants import (
     NewTenant,
@@ -39,8 +39,7 @@ T = TypeVar("T")
 def _write(
     settings: Settings, fn: Callable[Concatenate[Connection, P], T], *a: P.args, **kw: P.kwargs
 ) -> T:
-    secure_data_dir(settings)
-    db = Database.open(settings.db_path)
+    db = open_configured_store(settings)
     try:
         return db.write_now(fn, *a, **kw)
     finally:
@@ -63,8 +62,7 @@ def list_all_tenants(settings: Settings) -> list[Tenant]:
 def rename(settings: Settings, *, tenant_id: str, name: str) -> None:
     """Rename a tenant, also in a database not yet migrated: this is how the duplicate
     names that stop the unique-names migration are resolved."""
-    secure_data_dir(settings)
-    db = Database.open(settings.db_path, migrate_schema=False)
+    db = open_configured_store(settings, migrate_schema=False)
     try:
         db.write_now(rename_tenant, tenant_id=tenant_id, name=check_tenant_name(name))
     finally:

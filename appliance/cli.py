@@ -94,6 +94,11 @@ def _add_key_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", metavar="DIR", help="where steeple.db lives")
+    parser.add_argument(
+        "--database",
+        metavar="URL",
+        help="postgresql://… to use PostgreSQL (replicas) instead of the SQLite file",
+    )
     parser.add_argument("--config", metavar="FILE", type=Path, help="a TOML settings file")
 
 
@@ -101,6 +106,8 @@ def _settings(args: argparse.Namespace) -> Settings:
     overrides: dict[str, str] = {}
     if args.data_dir is not None:
         overrides["data_dir"] = args.data_dir
+    if getattr(args, "database", None) is not None:
+        overrides["database"] = args.database
     if getattr(args, "listen", None) is not None:
         overrides["listen"] = args.listen
     if getattr(args, "trust_proxy", None):

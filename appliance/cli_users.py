@@ -19,9 +19,9 @@ from pathlib import Path
 from appliance.clock import SystemClock
 from appliance.core.passwords import hash_password
 from appliance.errors import ValidationError
-from appliance.runtime import secure_data_dir
 from appliance.settings import Settings
-from appliance.store.database import Connection, Database
+from appliance.storage import open_configured_store
+from appliance.store.connection import Connection
 from appliance.store.users import Role, User, create_user, find_tenant_id, issue_setup_token
 
 COMMANDS = ("user", "admin")
@@ -81,8 +81,7 @@ def run(settings: Settings, args: argparse.Namespace) -> None:
         token = None if password_hash else issue_setup_token(conn, user_id=user.id, now=now)
         return user, token
 
-    secure_data_dir(settings)
-    db = Database.open(settings.db_path)
+    db = open_configured_store(settings)
     try:
         user, token = db.write_now(create)
     finally:

@@ -42,3 +42,22 @@ class TrioWallClock:
     def jump(self, delta_ms: int) -> None:
         """Step the wall clock by ``delta_ms`` (negative = backwards) without moving trio's."""
         self._offset_ms += delta_ms
+
+
+class SharedClock:
+    """Another clock's reading corrected by an offset: the time the replicas of one
+    PostgreSQL database share (docs/scale-out.md). The offset is the database's clock
+    minus ``base``'s, measured by :func:`appliance.storage.follow_database_clock`, so
+    replicas whose own clocks disagree by minutes still compare leases and due times on
+    one timeline."""
+
+    def __init__(self, base: WallClock, offset_ms: int = 0) -> None:
+        self._base = base
+        self.offset_ms = offset_ms
+
+    def now_ms(self) -> int:
+        return self._base.now_ms() + self.offset_ms
+
+    def base_ms(self) -> int:
+        """The uncorrected reading (for measuring the offset)."""
+        return self._base.now_ms()

@@ -28,14 +28,14 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
 
-from appliance import __version__
-from appliance.clock import SystemClock, WallClock
+from appliance import __version__, storage
+from appliance.clock import SharedClock, SystemClock, WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.core.breaker import BreakerConfig
 from appliance.core.dedupe_test import ProbeAnswer
@@ -46,23 +46,23 @@ from appliance.engine.checkpointer import CheckpointerConfig
 from appliance.engine.delivery import DeliveryClient, check_destination, probe_answer, send
 from appliance.engine.delivery.audit import refused_destinations, report
 from appliance.engine.dispatcher import DispatchConfig
+from appliance.engine.leadership import LeadershipConfig
 from appliance.engine.liveness import LivenessConfig
 from appliance.engine.notifier import NotifierConfig
 from appliance.engine.pruner import PrunerConfig
 from appliance.engine.restarts import report_restart
-from appliance.errors import ConfigError, StoreError
+from appliance.errors import ConfigError
 from appliance.lifecycle import Lifecycle, pet_watchdog
 from appliance.sdnotify import notify, watchdog_interval_s
 from appliance.settings import Settings
-from appliance.store.database import Database
-from appliance.store.datadir import DIR_MODE, tighten_modes
+from appliance.store.backend import Store
 from appliance.store.incarnations import (
     end_incarnation,
     previous_incarnation,
     record_check,
     register_incarnation,
 )
-from appliance.store.lockfile import LockFile
+from appliance.store.plan_pass import PlannerConfig
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.stats import active_targets
 
@@ -102,59 +102,49 @@ async def serve(
     log.info(
         "steeple %s: database %s, settings from %s",
         __version__,
-        settings.db_path,
+        storage.describe(settings),
         settings.config_file or "defaults, environment and flags",
     )
-    lock = _lock_data_dir(settings)
-    try:
+    with storage.data_dir_lock(settings):
         notify("STATUS=opening and migrating the database")
-        db = Database.open(settings.db_path, check=False)  # checked beside the services
+        db = storage.open_configured_store(settings, check=False)  # checked beside services
         try:
+            if settings.uses_postgres:
+                clock = await _shared_clock(db, clock)
             await _run(settings, clock, policy, db, task_status)
         finally:
             db.close()  # after the nursery: a hard cancel skips the app's after_serving
-    finally:
-        lock.release()
 
 
-def _lock_data_dir(settings: Settings) -> LockFile:
-    """The data directory, private and locked; one line with the fix if it cannot be."""
-    lock = LockFile(settings.lock_path)
-    try:
-        secure_data_dir(settings)
-        lock.acquire()
-    except OSError as exc:
-        raise StoreError(
-            f"cannot use the data directory {settings.data_dir} ({exc.strerror}): run"
-            " Steeple as the user that owns it, or choose another with --data-dir"
-        ) from None
-    return lock
+async def _shared_clock(db: Store, clock: WallClock) -> SharedClock:
+    """This replica's clock, corrected to the database's (docs/scale-out.md)."""
+    from appliance.store.postgres.database import PgDatabase
 
-
-def secure_data_dir(settings: Settings) -> None:
-    """Create the data directory private, or take group and other permissions off it and
-    its files, saying so once (docs/configuration.md, "The data directory")."""
-    settings.data_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    changes = tighten_modes(settings.db_path)
-    if changes:
+    assert isinstance(db, PgDatabase)
+    shared = SharedClock(clock)
+    shared.offset_ms = await trio.to_thread.run_sync(storage.measure_offset, db, shared)
+    if abs(shared.offset_ms) > storage.CLOCK_STEP_MS:
         log.warning(
-            "tightened the modes of the data directory (it holds signing secrets): %s",
-            ", ".join(map(str, changes)),
+            "this machine's clock is %+d ms off the database's: following the database",
+            -shared.offset_ms,
         )
+    return shared
 
 
 async def _run(
     settings: Settings,
     clock: WallClock,
     policy: AddressPolicy,
-    db: Database,
+    db: Store,
     task_status: trio.TaskStatus[Started],
 ) -> None:
     notify("STATUS=reclaiming runs left by an earlier process")
     started_at = clock.now_ms()
     incarnation = await db.write(register_incarnation, pid=os.getpid(), now=started_at)
-    previous = await db.read(previous_incarnation, incarnation_id=incarnation)  # before reclaim
-    reclaimed = await db.write(reclaim_previous, incarnation_id=incarnation, now=clock.now_ms())
+    previous, reclaimed = None, 0
+    if not settings.uses_postgres:  # replicas: another one's runs are live, not left behind
+        previous = await db.read(previous_incarnation, incarnation_id=incarnation)
+        reclaimed = await db.write(reclaim_previous, incarnation_id=incarnation, now=started_at)
     if reclaimed:
         log.warning("reclaimed %d runs left running by an earlier process", reclaimed)
     lifecycle = Lifecycle()
@@ -167,6 +157,9 @@ async def _run(
             config=engine_config(settings),
         )
         await nursery.start(engine.run)
+        nudge = engine.nudge
+        if isinstance(clock, SharedClock):  # a replica on PostgreSQL
+            nudge = await storage.start_replica_services(nursery, settings, db, clock, nudge)  # type: ignore[arg-type]
         lifecycle.engine_running = True
         if previous is not None:  # a restart: report the downtime once planning caught up
             await nursery.start(
@@ -202,7 +195,7 @@ async def _run(
         app = create_app(
             db=db,
             clock=clock,
-            nudge=engine.nudge,
+            nudge=nudge,
             check_destination=check,
             policy=policy,
             version=__version__,
@@ -221,7 +214,7 @@ async def _run(
             UiContext(
                 db=db,
                 clock=clock,
-                nudge=engine.nudge,
+                nudge=nudge,
                 check_destination=check,
                 policy=policy,
                 max_schedules=settings.max_schedules_per_tenant,
@@ -281,7 +274,7 @@ async def _drain(
             nursery.cancel_scope.cancel()
 
 
-def _writer_round_trip(db: Database) -> Callable[[], Awaitable[None]]:
+def _writer_round_trip(db: Store) -> Callable[[], Awaitable[None]]:
     async def round_trip() -> None:
         await db.write(_nothing)
 
@@ -293,7 +286,7 @@ def _nothing(conn: object) -> None:
 
 
 async def _audit_destinations(
-    db: Database, policy: AddressPolicy, *, task_status: trio.TaskStatus[None]
+    db: Store, policy: AddressPolicy, *, task_status: trio.TaskStatus[None]
 ) -> None:
     """Say once how many active schedules the address policy refuses (one short read,
     then host names resolved off the critical path)."""
@@ -311,16 +304,26 @@ def delivery_client(settings: Settings, policy: AddressPolicy) -> DeliveryClient
 
 
 def engine_config(settings: Settings) -> EngineConfig:
-    """The appliance's engine: every service, limits from the settings."""
+    """The appliance's engine: every service, limits from the settings. On PostgreSQL the
+    planner and dispatcher also wake every ``replica_poll_ms``: other replicas create work
+    that no nudge in this process announces (docs/scale-out.md)."""
+    dispatch = DispatchConfig(
+        concurrency=settings.dispatch_concurrency,
+        tenant_cap=settings.tenant_in_flight_cap,
+        user_agent=USER_AGENT,
+        breaker=None
+        if settings.breaker_failures == 0
+        else BreakerConfig(threshold=settings.breaker_failures),
+    )
+    planner = PlannerConfig()
+    if settings.uses_postgres:
+        poll_s = settings.replica_poll_ms / 1000
+        dispatch = replace(dispatch, max_sleep_s=poll_s)
+        planner = replace(planner, max_sleep_s=poll_s)
     return EngineConfig(
-        dispatch=DispatchConfig(
-            concurrency=settings.dispatch_concurrency,
-            tenant_cap=settings.tenant_in_flight_cap,
-            user_agent=USER_AGENT,
-            breaker=None
-            if settings.breaker_failures == 0
-            else BreakerConfig(threshold=settings.breaker_failures),
-        ),
+        leadership=LeadershipConfig() if settings.uses_postgres else None,
+        planner=planner,
+        dispatch=dispatch,
         pruner=PrunerConfig(retention_ms=settings.retention_days * 86_400_000),
         checkpointer=CheckpointerConfig(),
         notifier=NotifierConfig(user_agent=USER_AGENT),
@@ -395,7 +398,7 @@ def _bind_failure(settings: Settings, exc: OSError) -> str:
 
 
 async def _check(
-    db: Database, incarnation: str, clock: WallClock, *, task_status: trio.TaskStatus[None]
+    db: Store, incarnation: str, clock: WallClock, *, task_status: trio.TaskStatus[None]
 ) -> None:
     """The database check, beside the services (it reads the whole file); recorded on the
     incarnation when it passes (the operator's "last integrity check")."""

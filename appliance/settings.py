@@ -56,6 +56,10 @@ class Listen:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     data_dir: Path
+    database: str = ""  # a postgresql:// URL; "": the SQLite file in data_dir
+    database_pool_size: int = 8  # connections each replica holds (PostgreSQL)
+    replica_poll_ms: int = 1000  # PostgreSQL: the longest a replica sleeps before looking
+    database_listen: bool = True  # PostgreSQL: LISTEN for the other replicas' wake-ups
     listen: Listen
     allow_targets: tuple[str, ...]
     dispatch_concurrency: int
@@ -91,6 +95,15 @@ class Settings:
     @property
     def db_path(self) -> Path:
         return self.data_dir / DB_FILENAME
+
+    @property
+    def uses_postgres(self) -> bool:
+        return bool(self.database)
+
+    @property
+    def store_target(self) -> str | Path:
+        """What :func:`appliance.store.backend.open_store` opens: the URL or the file."""
+        return self.database or self.db_path
 
     @property
     def lock_path(self) -> Path:
@@ -175,6 +188,17 @@ def _log_format(name: str, text: str) -> LogFormat:
         raise ConfigError(name, f"expected one of {choices}, got {text!r}") from None
 
 
+def _database(name: str, text: str) -> str:
+    text = text.strip()
+    if text and not text.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(
+            name,
+            "expected a postgresql://USER:PASSWORD@HOST:PORT/DBNAME URL, or nothing for"
+            " SQLite (the file in data_dir)",
+        )
+    return text
+
+
 def _token(name: str, text: str) -> str:
     if text and (len(text) < 16 or not text.isprintable() or " " in text):
         raise ConfigError(name, "a token is at least 16 printable characters, no spaces")
@@ -204,6 +228,41 @@ SETTINGS: tuple[SettingDef, ...] = (
         parse=_path,
         help="Directory holding steeple.db (SQLite) and its lock file.",
         fallback_env="STATE_DIRECTORY",
+    ),
+    SettingDef(
+        name="database",
+        env="STEEPLE_DATABASE",
+        default=lambda: "",
+        parse=_database,
+        help="A postgresql://USER:PASSWORD@HOST:PORT/DBNAME URL to run as one of several "
+        "replicas on PostgreSQL (docs/scale-out.md); empty: the SQLite file in data_dir. "
+        "Secret: also read from STEEPLE_DATABASE_FILE or a systemd credential.",
+        secret=True,
+    ),
+    SettingDef(
+        name="database_pool_size",
+        env="STEEPLE_DATABASE_POOL_SIZE",
+        default=lambda: "8",
+        parse=_bounded_int(2, 100),
+        help="PostgreSQL connections this replica holds (the database needs replicas × "
+        "this, plus a few for operators' commands).",
+    ),
+    SettingDef(
+        name="database_listen",
+        env="STEEPLE_DATABASE_LISTEN",
+        default=lambda: "true",
+        parse=_flag,
+        help="On PostgreSQL, hold one more connection that LISTENs for the other replicas' "
+        "wake-ups (a hint; the poll is the guarantee). false behind PgBouncer in "
+        "transaction mode.",
+    ),
+    SettingDef(
+        name="replica_poll_ms",
+        env="STEEPLE_REPLICA_POLL_MS",
+        default=lambda: "1000",
+        parse=_bounded_int(50, 60_000),
+        help="On PostgreSQL, the longest a replica's planner and dispatcher sleep before "
+        "looking for work another replica created (a schedule, a run, a lease that lapsed).",
     ),
     SettingDef(
         name="listen",

@@ -1,8 +1,10 @@
-"""Shared fixtures: real SQLite files in tmp_path, the conformance vectors."""
+"""Shared fixtures: real SQLite files in tmp_path, the conformance vectors, a throwaway
+PostgreSQL server."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,8 @@ from typing import Any
 import pytest
 
 from appliance.store.database import Database
+from tests import postgres_cluster
+from tests.postgres_cluster import Cluster
 
 VECTORS_PATH = Path(__file__).parent / "vectors" / "delivery-contract.json"
 
@@ -20,8 +24,18 @@ def vectors() -> dict[str, Any]:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    """A migrated database file, threaded like production."""
+def db(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Database]:
+    """A migrated database file, threaded like production. With
+    ``STEEPLE_TEST_DATABASE=postgresql`` in the environment, a fresh PostgreSQL database
+    instead, for the API and UI suites (the store suite runs on both always:
+    tests/store/conftest.py)."""
+    if os.environ.get("STEEPLE_TEST_DATABASE") == "postgresql":
+        from appliance.store.postgres.database import PgDatabase
+
+        store = PgDatabase.open(request.getfixturevalue("pg_store_dsn"))
+        yield store  # type: ignore[misc]  # the same surface (store/backend.py Store)
+        store.close()
+        return
     database = Database.open(tmp_path / "steeple.db")
     yield database
     database.close()
@@ -33,3 +47,74 @@ def inline_db(tmp_path: Path) -> Iterator[Database]:
     database = Database.open(tmp_path / "steeple.db", threaded=False)
     yield database
     database.close()
+
+
+# A throwaway PostgreSQL server (tests/postgres_cluster.py), shared by the session; each
+# test that asks for `pg_dsn` gets a database of its own. Where PostgreSQL cannot run the
+# tests skip with PG_SKIP and the reason, and the run lists them at the end: never silently.
+PG_SKIP = postgres_cluster.SKIP_PREFIX
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    problem = postgres_cluster.unavailable()
+    if problem:
+        pytest.skip(PG_SKIP + problem)
+    cluster = postgres_cluster.start_cluster(tmp_path_factory.mktemp("pg"))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def pg_dsn(pg_cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty database of its own for this test: its superuser DSN."""
+    name = pg_cluster.next_database_name(request.node.name)
+    dsn = pg_cluster.create_database(name)
+    yield dsn
+    pg_cluster.drop_database(name)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs the server is marked `postgres` (`-m "not postgres"` leaves it)."""
+    for item in items:
+        if "pg_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Name what is missing and every test it kept from running (-ra folds them into one
+    line: the fixture's)."""
+    skipped = [
+        (report.nodeid, report.longrepr[2])
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and PG_SKIP in report.longrepr[2]
+    ]
+    if not skipped:
+        return
+    reason = skipped[0][1].split(PG_SKIP, 1)[1]
+    terminalreporter.section("PostgreSQL missing: its tests did not run", yellow=True)
+    terminalreporter.line(f"missing: {reason}")
+    terminalreporter.line(f"skipped {len(skipped)} test(s):")
+    for nodeid, _ in skipped:
+        terminalreporter.line(f"  {nodeid}")
+
+
+@pytest.fixture(scope="session")
+def pg_store_template(pg_cluster: Cluster) -> str:
+    """A database migrated once, that :func:`pg_store_dsn` copies for each test."""
+    from appliance.store.postgres.database import PgDatabase
+
+    name = "steeple_migrated"
+    PgDatabase.open(pg_cluster.create_database(name), pool_size=1).close()
+    return name
+
+
+@pytest.fixture
+def pg_store_dsn(
+    pg_cluster: Cluster, pg_store_template: str, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database for one test (a copy of the template)."""
+    name = pg_cluster.next_database_name(request.node.name)
+    dsn = pg_cluster.create_database(name, template=pg_store_template)
+    yield dsn
+    pg_cluster.drop_database(name)

@@ -39,7 +39,7 @@ from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
-from appliance.store.database import Database
+from appliance.store.backend import Store
 from appliance.store.event_hub import EventHub
 
 # A 64 KiB body escaped inside a JSON string can double in size; anything beyond this is
@@ -65,7 +65,7 @@ class _Request(TrioRequest):
 
 def create_app(
     *,
-    db: Database,
+    db: Store,
     clock: WallClock,
     nudge: Callable[[], None],
     check_destination: Callable[[str], Awaitable[None]],

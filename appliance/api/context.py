@@ -19,7 +19,7 @@ from appliance.core.addresses import AddressPolicy
 from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
 from appliance.core.occurrence_cache import OccurrenceCache
-from appliance.store.database import Database
+from appliance.store.backend import Store
 
 if TYPE_CHECKING:
     from appliance.store.event_hub import EventHub
@@ -29,7 +29,7 @@ _EXTENSION = "steeple"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApiContext:
-    db: Database
+    db: Store
     clock: WallClock
     nudge: Callable[[], None]  # wakes the planner and the dispatcher; sync, never blocks
     check_destination: Callable[[str], Awaitable[None]]  # resolve + policy; ValidationError

@@ -37,8 +37,10 @@ from quart_trio import QuartTrio
 from appliance.api.bodies import json_response
 from appliance.api.context import context
 from appliance.api.problems import Problem
+from appliance.errors import StoreError
 from appliance.lifecycle import Lifecycle
-from appliance.store.database import Database, WalCheckpoint
+from appliance.store.backend import Store
+from appliance.store.database import WalCheckpoint
 from appliance.store.figures import Figures
 from appliance.store.migrate import current_version, migrations
 from appliance.store.observed import Reading, SeenEvent, read_since
@@ -125,7 +127,7 @@ class Collector:
     version: str = ""
     lock: trio.Lock = field(default_factory=trio.Lock)
 
-    async def refresh(self, db: Database, now: int, version: str) -> None:
+    async def refresh(self, db: Store, now: int, version: str) -> None:
         async with self.lock:  # two scrapes at once must not count a row twice
             reading = await db.read(
                 read_since, events_from=self.counts.events_cursor, db_path=db.path, now=now
@@ -221,11 +223,12 @@ def _gauges(f: Figures) -> Iterator[Metric]:
     yield GaugeMetricFamily("steeple_tenants", "Tenants.", value=h.tenants)
     yield GaugeMetricFamily("steeple_db_bytes", "The database file's size.", value=f.db_bytes)
     yield GaugeMetricFamily("steeple_db_wal_bytes", "The WAL file's size.", value=f.wal_bytes)
-    yield GaugeMetricFamily(
-        "steeple_disk_free_bytes",
-        "Free space on the data directory's file system.",
-        value=f.free_disk_bytes,
-    )
+    if f.free_disk_bytes is not None:  # None on PostgreSQL: its disk is the server's
+        yield GaugeMetricFamily(
+            "steeple_disk_free_bytes",
+            "Free space on the data directory's file system.",
+            value=f.free_disk_bytes,
+        )
     yield GaugeMetricFamily(
         "steeple_db_freelist_pages", "Free pages in the database file.", value=h.freelist_count
     )
@@ -369,9 +372,12 @@ async def readyz() -> Response:
     return json_response({"status": "ready", "version": context().version})
 
 
-async def _database_check(db: Database) -> str | None:
+async def _database_check(db: Store) -> str | None:
     with trio.move_on_after(READY_TIMEOUT_S):
-        version = await db.read(current_version)
+        try:
+            version = await db.read(current_version)
+        except StoreError as exc:  # PostgreSQL away: out of the balancer until it is back
+            return str(exc)
         if version != len(migrations()):
             return f"the schema is at {version}, this Steeple needs {len(migrations())}"
         return None

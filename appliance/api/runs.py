@@ -24,7 +24,7 @@ from appliance.api.rendering import render_run, render_run_with_attempts
 from appliance.core.json_fields import FieldReader
 from appliance.errors import NotFound, ValidationError
 from appliance.store import runs as run_store
-from appliance.store.database import Connection
+from appliance.store.connection import Connection
 from appliance.store.manual import replay_run as store_replay_run
 from appliance.store.resend import resend_copy
 from appliance.store.schedules import get_schedule

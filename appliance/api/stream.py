@@ -15,7 +15,7 @@ from quart_trio import QuartTrio
 from appliance.api.auth import authenticate, checked_inputs
 from appliance.api.context import context
 from appliance.api.events import EventQuery, event_query
-from appliance.store.database import Database
+from appliance.store.backend import Store
 from appliance.store.event_hub import (
     HEARTBEAT_S,
     RETRY_MS,
@@ -46,9 +46,7 @@ async def stream_feed() -> Response:
     return response
 
 
-def _messages(
-    hub: EventHub, db: Database, tenant_id: str, query: EventQuery
-) -> AsyncIterator[bytes]:
+def _messages(hub: EventHub, db: Store, tenant_id: str, query: EventQuery) -> AsyncIterator[bytes]:
     return follow(
         hub,
         db,

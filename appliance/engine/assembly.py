@@ -20,6 +20,7 @@ wakes the planner and the dispatcher.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -30,12 +31,14 @@ from appliance.engine.backups import BackupConfig, Backups
 from appliance.engine.checkpointer import Checkpointer, CheckpointerConfig
 from appliance.engine.delivery import Exchange
 from appliance.engine.dispatcher import DispatchConfig, Dispatcher, RenewLeases
+from appliance.engine.leadership import Leadership, LeadershipConfig, always
 from appliance.engine.liveness import Liveness, LivenessConfig
 from appliance.engine.notifier import Notifier, NotifierConfig
 from appliance.engine.planner import Planner
 from appliance.engine.pruner import Pruner, PrunerConfig
 from appliance.engine.reaper import Reaper, ReaperConfig
 from appliance.engine.wakeup import Wakeup
+from appliance.store.backend import Store
 from appliance.store.claims import renew_leases as store_renew_leases
 from appliance.store.database import Database
 from appliance.store.plan_pass import PlannerConfig
@@ -59,6 +62,7 @@ class EngineConfig:
     notifier: NotifierConfig | None = field(default_factory=NotifierConfig)
     backups: BackupConfig | None = None  # scheduled backups (operators opt in)
     liveness: LivenessConfig | None = None  # the appliance's last-seen mark (restart reports)
+    leadership: LeadershipConfig | None = None  # replicas: planner, reaper, pruner on one
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +76,7 @@ class Engine:
     pruner: Pruner | None
     checkpointer: Checkpointer | None
     notifier: Notifier | None
+    leadership: Leadership | None
     planner_wakeup: Wakeup
     backups: Backups | None = None
     liveness: Liveness | None = None
@@ -81,6 +86,7 @@ class Engine:
     def services(self) -> tuple[Service, ...]:
         """In start order: the dispatcher only claims what the planner made due."""
         wired = (
+            self.leadership,  # first: the others ask it whether they lead
             self.planner,
             self.dispatcher,
             self.reaper,
@@ -108,7 +114,7 @@ class Engine:
 
 def build_engine(
     *,
-    db: Database,
+    db: Store,
     clock: WallClock,
     client: Exchange,
     incarnation_id: str,
@@ -119,7 +125,11 @@ def build_engine(
     """Wire the services of ``config`` for ``incarnation_id``. ``rand`` (the retry
     jitter's randomness) and ``renew_leases`` (the heartbeat's store call) are seams for
     tests; production passes neither."""
-    planner_wakeup, dispatcher_wakeup = Wakeup(), Wakeup()
+    planner_wakeup, dispatcher_wakeup, reaper_wakeup = Wakeup(), Wakeup(), Wakeup()
+    leadership = _leadership(
+        db, clock, incarnation_id, config.leadership, planner_wakeup, reaper_wakeup
+    )
+    leads = always if leadership is None else leadership.leads
     dispatcher = Dispatcher(
         db=db,
         clock=clock,
@@ -132,7 +142,8 @@ def build_engine(
     )
     return Engine(
         incarnation_id=incarnation_id,
-        planner=_planner(db, clock, config.planner, planner_wakeup, dispatcher_wakeup),
+        leadership=leadership,
+        planner=_planner(db, clock, config.planner, planner_wakeup, dispatcher_wakeup, leads),
         dispatcher=dispatcher,
         reaper=None
         if config.reaper is None
@@ -141,19 +152,23 @@ def build_engine(
             clock=clock,
             on_reclaimed=dispatcher_wakeup.nudge,
             config=config.reaper,
+            wakeup=reaper_wakeup,
             held=dispatcher.held_leases,
+            leads=leads,
         ),
-        pruner=None if config.pruner is None else Pruner(db=db, clock=clock, config=config.pruner),
+        pruner=None
+        if config.pruner is None
+        else Pruner(db=db, clock=clock, config=config.pruner, leads=leads),
         checkpointer=None
-        if config.checkpointer is None
+        if config.checkpointer is None or not isinstance(db, Database)
         else Checkpointer(db=db, clock=clock, config=config.checkpointer),
         notifier=None
         if config.notifier is None
         else Notifier(db=db, clock=clock, client=client, config=config.notifier, rand=rand),
         planner_wakeup=planner_wakeup,
         dispatcher_wakeup=dispatcher_wakeup,
-        backups=None
-        if config.backups is None
+        backups=None  # a SQLite file's; PostgreSQL's backups are pg_dump's (docs/scale-out.md)
+        if config.backups is None or db.path is None
         else Backups(db_path=db.path, clock=clock, config=config.backups),
         liveness=None
         if config.liveness is None
@@ -162,14 +177,39 @@ def build_engine(
 
 
 def _planner(
-    db: Database,
+    db: Store,
     clock: WallClock,
     config: PlannerConfig | None,
     wakeup: Wakeup,
     dispatcher_wakeup: Wakeup,
+    leads: Callable[[], bool],
 ) -> Planner | None:
     if config is None:
         return None
     return Planner(
-        db=db, clock=clock, wakeup=wakeup, on_planned=dispatcher_wakeup.nudge, config=config
+        db=db,
+        clock=clock,
+        wakeup=wakeup,
+        on_planned=dispatcher_wakeup.nudge,
+        config=config,
+        leads=leads,
+    )
+
+
+def _leadership(
+    db: Store,
+    clock: WallClock,
+    incarnation_id: str,
+    config: LeadershipConfig | None,
+    *elected_wakes: Wakeup,
+) -> Leadership | None:
+    if config is None:
+        return None
+
+    def elected() -> None:
+        for wakeup in elected_wakes:
+            wakeup.nudge()
+
+    return Leadership(
+        db=db, clock=clock, incarnation_id=incarnation_id, on_elected=elected, config=config
     )

@@ -18,9 +18,9 @@ from appliance.core.breaker import BreakerConfig, OriginState
 from appliance.core.events import EventType
 from appliance.core.instants import format_instant
 from appliance.core.retry import TransportFailure
+from appliance.store.backend import Store
 from appliance.store.breaker import announce_breaker, release_waiting
 from appliance.store.claims import ClaimedRun, Completion
-from appliance.store.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class Breakers:
     def __init__(
         self,
         config: BreakerConfig,
-        db: Database,
+        db: Store,
         clock: WallClock,
         released: Callable[[], None] = lambda: None,
     ) -> None:

@@ -73,10 +73,11 @@ from appliance.engine.delivery import Exchange, SendResult, send
 from appliance.engine.in_flight import InFlight
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
+from appliance.store.backend import Store
 from appliance.store.breaker import defer_run
 from appliance.store.claims import ClaimedRun, Completion, claim_runs, complete_run
 from appliance.store.claims import renew_leases as store_renew_leases
-from appliance.store.database import Connection, Database
+from appliance.store.connection import Connection
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ class Dispatcher:
     def __init__(
         self,
         *,
-        db: Database,
+        db: Store,
         clock: WallClock,
         client: Exchange,
         incarnation_id: str,

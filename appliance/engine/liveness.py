@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import trio
 
 from appliance.clock import WallClock
-from appliance.store.database import Database
+from appliance.store.backend import Store
 from appliance.store.incarnations import mark_seen
 
 
@@ -21,7 +21,7 @@ class LivenessConfig:
 
 class Liveness:
     def __init__(
-        self, *, db: Database, clock: WallClock, incarnation_id: str, config: LivenessConfig
+        self, *, db: Store, clock: WallClock, incarnation_id: str, config: LivenessConfig
     ) -> None:
         self._db = db
         self._clock = clock

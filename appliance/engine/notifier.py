@@ -47,7 +47,7 @@ from appliance.core.runs import Transition
 from appliance.engine.delivery import Exchange, SendResult, send
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
-from appliance.store.database import Database
+from appliance.store.backend import Store
 from appliance.store.notifications import (
     ClaimedNotification,
     NotificationOutcome,
@@ -72,7 +72,7 @@ class Notifier:
     def __init__(
         self,
         *,
-        db: Database,
+        db: Store,
         clock: WallClock,
         client: Exchange,
         config: NotifierConfig,

@@ -21,8 +21,10 @@ import trio
 from appliance.clock import WallClock
 from appliance.core.events import EventType
 from appliance.core.occurrence_cache import OccurrenceCache
+from appliance.engine.leadership import always
 from appliance.engine.wakeup import Wakeup
-from appliance.store.database import Connection, Database
+from appliance.store.backend import Store
+from appliance.store.connection import Connection
 from appliance.store.events import SYSTEM_TENANT, append_event
 from appliance.store.plan_pass import PlannerConfig, PlanResult, plan_once
 
@@ -51,13 +53,15 @@ class Planner:
     def __init__(
         self,
         *,
-        db: Database,
+        db: Store,
         clock: WallClock,
         wakeup: Wakeup,
         on_planned: Callable[[], None],
         config: PlannerConfig,
+        leads: Callable[[], bool] = always,
     ) -> None:
         self._db = db
+        self._leads = leads  # replicas: only the leader plans (engine/leadership.py)
         self._clock = clock
         self._wakeup = wakeup
         self._on_planned = on_planned
@@ -78,6 +82,8 @@ class Planner:
         """Check the clock, plan one pass, nudge the dispatcher if runs appeared. Returns
         the trio deadline for the next pass."""
         await self._check_clock()
+        if not self._leads():
+            return trio.current_time() + self._config.max_sleep_s
         now = self._clock.now_ms()
         result = await self._db.write(
             plan_once, now=now, config=self._config, occurrences=self._occurrences

@@ -5,12 +5,14 @@ on it, and a late pass only keeps rows a little longer."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
 
 from appliance.clock import WallClock
-from appliance.store.database import Database
+from appliance.engine.leadership import always
+from appliance.store.backend import Store
 from appliance.store.notifications import prune_notifications
 from appliance.store.request_keys import prune_request_keys
 from appliance.store.retention import Pruned, prune
@@ -26,8 +28,16 @@ class PrunerConfig:
 
 
 class Pruner:
-    def __init__(self, *, db: Database, clock: WallClock, config: PrunerConfig) -> None:
+    def __init__(
+        self,
+        *,
+        db: Store,
+        clock: WallClock,
+        config: PrunerConfig,
+        leads: Callable[[], bool] = always,
+    ) -> None:
         self._db = db
+        self._leads = leads  # replicas: only the leader prunes (engine/leadership.py)
         self._clock = clock
         self._config = config
 
@@ -38,7 +48,10 @@ class Pruner:
             await trio.sleep(self._config.interval_s)
 
     async def run_once(self) -> int:
-        """Prune until a batch comes back short; returns the rows deleted."""
+        """Prune until a batch comes back short; returns the rows deleted (0 on a replica
+        that does not lead)."""
+        if not self._leads():
+            return 0
         total = await self._db.write(prune_request_keys, now=self._clock.now_ms())
         while True:
             pruned: Pruned = await self._db.write(

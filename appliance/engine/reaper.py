@@ -28,8 +28,10 @@ from dataclasses import dataclass
 import trio
 
 from appliance.clock import WallClock
+from appliance.engine.leadership import always
 from appliance.engine.wakeup import Wakeup
-from appliance.store.database import Connection, Database
+from appliance.store.backend import Store
+from appliance.store.connection import Connection
 from appliance.store.reclaim import earliest_lease_expiry, reclaim_expired
 
 log = logging.getLogger(__name__)
@@ -70,14 +72,16 @@ class Reaper:
     def __init__(
         self,
         *,
-        db: Database,
+        db: Store,
         clock: WallClock,
         on_reclaimed: Callable[[], None],
         config: ReaperConfig | None = None,
         wakeup: Wakeup | None = None,
         held: Callable[[], frozenset[str]] = frozenset,
+        leads: Callable[[], bool] = always,
     ) -> None:
         self._db = db
+        self._leads = leads  # replicas: only the leader reaps (engine/leadership.py)
         self._clock = clock
         self._on_reclaimed = on_reclaimed
         self._held = held
@@ -92,6 +96,8 @@ class Reaper:
 
     async def run_once(self) -> float:
         """Reclaim expired leases; nudge the dispatcher if any. Returns the next deadline."""
+        if not self._leads():
+            return trio.current_time() + self._config.max_sleep_s
         now = self._clock.now_ms()
         result = await self._db.write(reap_once, now=now, config=self._config, spare=self._held())
         if result.reclaimed:

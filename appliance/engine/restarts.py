@@ -16,7 +16,7 @@ import trio
 
 from appliance.clock import WallClock
 from appliance.core.downtime import DowntimeReport
-from appliance.store.database import Database
+from appliance.store.backend import Store
 from appliance.store.incarnations import PreviousIncarnation
 from appliance.store.restarts import downtime_report, record_restart
 
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 async def report_restart(
     *,
-    db: Database,
+    db: Store,
     clock: WallClock,
     previous: PreviousIncarnation,
     restarted_at: int,

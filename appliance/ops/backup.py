@@ -16,6 +16,7 @@ from pathlib import Path
 from appliance.clock import SystemClock
 from appliance.core.instants import format_instant
 from appliance.settings import Settings
+from appliance.storage import open_configured_store
 from appliance.store.database import Database
 from appliance.store.lockfile import LockFile
 from appliance.store.migrate import current_version, migrations, pending
@@ -59,7 +60,10 @@ class Migration:
 
 def migrate(settings: Settings, *, dry_run: bool) -> Migration:
     """Apply pending migrations (a snapshot first), or with ``dry_run`` only list them.
-    Refuses while an appliance runs, and a database newer than this Steeple."""
+    Refuses while an appliance runs, and a database newer than this Steeple. On PostgreSQL
+    there is no snapshot: the database's own backups are the rollback (docs/scale-out.md)."""
+    if settings.uses_postgres:
+        return _migrate_postgres(settings, dry_run=dry_run)
     with LockFile(settings.lock_path):
         db = Database.open(settings.db_path, migrate_schema=False, check=False)
         try:
@@ -71,3 +75,19 @@ def migrate(settings: Settings, *, dry_run: bool) -> Migration:
             return Migration(before=before, after=before, pending=todo)
         Database.open(settings.db_path).close()  # snapshot, migrate, quick_check
     return Migration(before=before, after=len(migrations()), pending=todo)
+
+
+def _migrate_postgres(settings: Settings, *, dry_run: bool) -> Migration:
+    from appliance.store.postgres.migrate import migrations as pg_migrations
+
+    db = open_configured_store(settings, migrate_schema=False)
+    try:
+        before = db.read_now(current_version)
+    finally:
+        db.close()
+    known = len(pg_migrations())
+    todo = list(range(before + 1, known + 1))
+    if dry_run or not todo:
+        return Migration(before=before, after=before, pending=todo)
+    open_configured_store(settings).close()  # migrates, under the schema table's lock
+    return Migration(before=before, after=known, pending=todo)

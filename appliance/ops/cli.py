@@ -4,7 +4,9 @@ Guards every command shares, so an operator never acts on the wrong database una
 
 - each prints the database it opened (stderr: stdout stays machine-readable);
 - each but ``serve``, ``init`` and ``healthcheck`` refuses a data directory that does not
-  exist, with the fix, instead of creating an empty database that nothing serves.
+  exist, with the fix, instead of creating an empty database that nothing serves;
+- ``migrate-store`` is given both its databases (no data directory), and names them in
+  its report.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeAlias
 
-from appliance import admin
+from appliance import admin, storage
 from appliance.core.instants import format_instant
-from appliance.errors import ConfigError
-from appliance.ops import backup, doctor, healthcheck, init, status
+from appliance.errors import ConfigError, StoreError
+from appliance.ops import backup, doctor, healthcheck, init, migrate_store, status
 from appliance.settings import CONFIG_FILENAME, Settings
 from appliance.store.datadir import DIR_MODE
 from appliance.store.snapshot import BACKUPS_DIRNAME
@@ -29,6 +31,8 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 # Commands that may run before the data directory exists.
 CREATE_DATA_DIR = frozenset({"serve", "init", "healthcheck"})
+# Commands that name their databases in their arguments, not by the data directory.
+OWN_DATABASES = frozenset({"migrate-store"})
 
 
 def add_tenant_commands(actions: Commands, add_common: AddCommon) -> None:
@@ -90,11 +94,29 @@ def add_commands(commands: Commands, add_common: AddCommon) -> None:
     probe.add_argument("--listen", metavar="HOST:PORT", help="default: the listen setting")
     for parser in (backup, restore, migrate, doctor, status, probe):
         add_common(parser)
+    _add_migrate_store(commands)
+
+
+def _add_migrate_store(commands: Commands) -> None:
+    move = commands.add_parser(
+        "migrate-store",
+        help="copy a stopped SQLite appliance's database into an empty PostgreSQL database",
+    )
+    move.add_argument("--from", dest="source", required=True, metavar="sqlite:PATH")
+    move.add_argument("--to", dest="target", required=True, metavar="postgresql://…")
+    move.add_argument("--dry-run", action="store_true", help="check and count; write nothing")
+    move.set_defaults(data_dir=None, config=None)
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int | None:
     """Run one of the commands of :func:`add_commands` and return its exit status; None
     for any other command."""
+    if settings.uses_postgres and args.command in ("backup", "restore"):
+        raise StoreError(
+            f"`steeple {args.command}` copies the SQLite file; this appliance runs on"
+            " PostgreSQL, whose backups are pg_dump's or point-in-time recovery's"
+            ' (docs/scale-out.md, "Backups")'
+        )
     if args.command == "init":
         _init(settings, args)
     elif args.command == "backup":
@@ -110,6 +132,13 @@ def run(settings: Settings, args: argparse.Namespace) -> int | None:
         print(backup.RESTORE_NOTE, file=sys.stderr)  # noqa: T201
     elif args.command == "migrate":
         _migrate(settings, dry_run=args.dry_run)
+    elif args.command == "migrate-store":
+        report = migrate_store.migrate_store(
+            migrate_store.parse_source(args.source),
+            migrate_store.parse_target(args.target),
+            dry_run=args.dry_run,
+        )
+        print(migrate_store.render(report))  # noqa: T201
     elif args.command == "doctor":
         return _doctor(settings)
     elif args.command == "status":
@@ -131,9 +160,13 @@ def _migrate(settings: Settings, *, dry_run: bool) -> None:
         listed = ", ".join(f"{n:04d}" for n in done.pending)
         print(f"steeple: schema {done.before}; would apply {listed}", file=sys.stderr)  # noqa: T201
     else:
+        kept = (
+            "PostgreSQL's backups are the rollback"
+            if settings.uses_postgres
+            else f"the schema before is kept in {settings.data_dir / BACKUPS_DIRNAME}"
+        )
         print(  # noqa: T201
-            f"steeple: migrated schema {done.before} -> {done.after}; the schema before is"
-            f" kept in {settings.data_dir / BACKUPS_DIRNAME}",
+            f"steeple: migrated schema {done.before} -> {done.after}; {kept}",
             file=sys.stderr,
         )
 
@@ -177,7 +210,10 @@ def _init(settings: Settings, args: argparse.Namespace) -> None:
 def guard(settings: Settings, command: str) -> None:
     """Refuse a missing data directory (unless ``command`` creates one); say which
     database the command uses."""
-    if command in CREATE_DATA_DIR:
+    if command in CREATE_DATA_DIR or command in OWN_DATABASES:
+        return
+    if settings.uses_postgres:
+        print(f"steeple: database {storage.describe(settings)}", file=sys.stderr)  # noqa: T201
         return
     if not settings.data_dir.is_dir():
         raise ConfigError(

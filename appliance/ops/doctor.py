@@ -20,9 +20,12 @@ from appliance import __version__
 from appliance.clock import SystemClock
 from appliance.errors import StoreError
 from appliance.settings import Settings
+from appliance.storage import describe, open_configured_store
+from appliance.store.backend import Store
 from appliance.store.database import BUSY_TIMEOUT_MS, Database
 from appliance.store.datadir import COMPANIONS
 from appliance.store.migrate import current_version, migrations
+from appliance.store.postgres.migrate import migrations as pg_migrations
 from appliance.store.snapshot import last_backup
 from appliance.store.stats import journal_mode, quick_check, sqlite_version
 
@@ -140,6 +143,9 @@ def filesystem_type(path: Path, mounts: str | None = None) -> str:
 
 
 def _database(settings: Settings) -> Iterator[Finding]:
+    if settings.uses_postgres:
+        yield from _postgres(settings)
+        return
     if not settings.db_path.exists():
         yield Finding(
             level="warn",
@@ -159,7 +165,27 @@ def _database(settings: Settings) -> Iterator[Finding]:
     yield from _files(settings)
 
 
-def _schema(db: Database, settings: Settings) -> Iterator[Finding]:
+def _postgres(settings: Settings) -> Iterator[Finding]:
+    """The PostgreSQL database: reachable, and its schema version (docs/scale-out.md)."""
+    try:
+        db = open_configured_store(settings, migrate_schema=False, check=False)
+    except StoreError as exc:
+        yield Finding(level="fail", text=str(exc), fix="check the URL, the network, the server")
+        return
+    try:
+        version = db.read_now(current_version)
+    finally:
+        db.close()
+    known = len(pg_migrations())
+    level = "ok" if version == known else "warn" if version < known else "fail"
+    yield Finding(
+        level=level,
+        text=f"database {describe(settings)}: PostgreSQL, schema {version} of {known}",
+        fix="" if level == "ok" else "start this Steeple (it migrates) or install the newer one",
+    )
+
+
+def _schema(db: Store, settings: Settings) -> Iterator[Finding]:
     version, known = db.read_now(current_version), len(migrations())
     mode = db.read_now(journal_mode)
     checked = db.read_now(quick_check)

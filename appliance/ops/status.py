@@ -12,7 +12,7 @@ from appliance.clock import SystemClock
 from appliance.core.instants import format_instant
 from appliance.errors import StoreError
 from appliance.settings import Settings
-from appliance.store.database import Database
+from appliance.storage import describe, open_configured_store
 from appliance.store.figures import operator_figures
 from appliance.store.lockfile import holder
 from appliance.store.restarts import LastRestart
@@ -20,20 +20,20 @@ from appliance.store.restarts import LastRestart
 
 def figures(settings: Settings) -> dict[str, object]:
     """Name → value, in the order they are printed."""
-    if not settings.db_path.exists():
+    if not settings.uses_postgres and not settings.db_path.exists():
         raise StoreError(f"no database at {settings.db_path} yet: start `steeple serve` first")
     now = SystemClock().now_ms()
-    db = Database.open(settings.db_path, readers=1, migrate_schema=False, check=False)
+    db = open_configured_store(settings, migrate_schema=False, check=False)
     try:
-        f = db.read_now(operator_figures, db_path=settings.db_path, now=now)
+        f = db.read_now(operator_figures, db_path=db.path, now=now)
     finally:
         db.close()
     h = f.health
-    pid = holder(settings.lock_path)
+    pid = None if settings.uses_postgres else holder(settings.lock_path)
     return {
         "version": __version__,
-        "database": str(settings.db_path),
-        "appliance": "not running" if pid is None else f"running (pid {pid or '?'})",
+        "database": describe(settings),
+        "appliance": _running(settings, pid),
         "started_at": _instant(h.last_start_ms),
         "uptime_seconds": None
         if pid is None or h.last_start_ms is None
@@ -64,6 +64,12 @@ def figures(settings: Settings) -> dict[str, object]:
         else _age(now, f.last_backup_ms),
         **_restart(h.last_restart),
     }
+
+
+def _running(settings: Settings, pid: int | None) -> str:
+    if settings.uses_postgres:  # replicas on other machines hold no lock here
+        return "replicas (see each one's /readyz)"
+    return "not running" if pid is None else f"running (pid {pid or '?'})"
 
 
 def _restart(restart: LastRestart | None) -> dict[str, object]:

@@ -26,6 +26,7 @@ from appliance.core.events import Actor
 from appliance.core.ids import new_id
 from appliance.core.keys import display_prefix, hash_api_key, new_api_key
 from appliance.errors import Conflict, FieldError, NotFound, ValidationError
+from appliance.store.connection import Connection
 
 # last_used_at is refreshed when older than this; finer is noise and costs writes.
 LAST_USED_RESOLUTION_MS = 60_000
@@ -85,7 +86,7 @@ _COLUMNS = "id, tenant_id, name, scope, prefix, created_at, last_used_at, revoke
 
 
 def issue_api_key(
-    conn: apsw.Connection, *, tenant_id: str, name: str, scope: Scope, now: int
+    conn: Connection, *, tenant_id: str, name: str, scope: Scope, now: int
 ) -> IssuedKey:
     secret = new_api_key()
     key = ApiKey(
@@ -107,7 +108,7 @@ def issue_api_key(
 
 
 def list_api_keys(
-    conn: apsw.Connection, *, tenant_id: str, include_revoked: bool = False
+    conn: Connection, *, tenant_id: str, include_revoked: bool = False
 ) -> list[ApiKey]:
     """A tenant's keys, oldest first."""
     sql = f"SELECT {_COLUMNS} FROM api_keys WHERE tenant_id = ?"
@@ -116,12 +117,12 @@ def list_api_keys(
     return [_key(row) for row in conn.execute(sql + " ORDER BY created_at, rowid", (tenant_id,))]
 
 
-def get_api_key(conn: apsw.Connection, *, key_id: str) -> ApiKey | None:
+def get_api_key(conn: Connection, *, key_id: str) -> ApiKey | None:
     row = conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (key_id,)).fetchone()
     return None if row is None else _key(row)
 
 
-def caller_for_api_key(conn: apsw.Connection, *, api_key: str) -> Caller | None:
+def caller_for_api_key(conn: Connection, *, api_key: str) -> Caller | None:
     """Who ``api_key`` authorises, or None when it is unknown or revoked (a key of a
     suspended tenant is known: the caller refuses it, saying why)."""
     row = conn.execute(
@@ -147,7 +148,7 @@ def needs_last_used(caller: Caller, *, now: int) -> bool:
     return caller.last_used_at is None or now - caller.last_used_at >= LAST_USED_RESOLUTION_MS
 
 
-def touch_api_key(conn: apsw.Connection, *, key_id: str, now: int) -> None:
+def touch_api_key(conn: Connection, *, key_id: str, now: int) -> None:
     conn.execute(
         "UPDATE api_keys SET last_used_at = ? WHERE id = ?"
         " AND (last_used_at IS NULL OR last_used_at < ?)",
@@ -155,9 +156,7 @@ def touch_api_key(conn: apsw.Connection, *, key_id: str, now: int) -> None:
     )
 
 
-def revoke_api_key(
-    conn: apsw.Connection, *, tenant_id: str | None, key_id: str, now: int
-) -> ApiKey:
+def revoke_api_key(conn: Connection, *, tenant_id: str | None, key_id: str, now: int) -> ApiKey:
     """Revoke one key at once. ``tenant_id`` None: the operator's CLI, any tenant.
     Raises NotFound (no such live key for this tenant) or :class:`LastWriteKey`."""
     key = get_api_key(conn, key_id=key_id)
@@ -172,7 +171,7 @@ def revoke_api_key(
     return dataclasses.replace(key, revoked_at=now)
 
 
-def _live_write_keys(conn: apsw.Connection, tenant_id: str) -> int:
+def _live_write_keys(conn: Connection, tenant_id: str) -> int:
     row = conn.execute(
         "SELECT count(*) FROM api_keys WHERE tenant_id = ? AND scope = 'write'"
         " AND revoked_at IS NULL",

@@ -27,12 +27,11 @@ import itertools
 from dataclasses import dataclass
 from typing import Final
 
-import apsw
-
 from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.core.schedules import Schedule
 from appliance.core.timing import occurrences, previous_occurrence
 from appliance.errors import ValidationError
+from appliance.store.connection import Connection
 from appliance.store.manual import paced_start
 from appliance.store.materialise import insert_runs, schedule_body_digest
 from appliance.store.schedules import require_schedule
@@ -52,7 +51,7 @@ class Backfill:
 
 
 def backfill(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     schedule_id: str,
@@ -112,7 +111,7 @@ def _before(schedule: Schedule, wanted: list[int]) -> int | None:
 
 
 def _materialise(
-    conn: apsw.Connection,
+    conn: Connection,
     schedule: Schedule,
     missing: list[tuple[int, int | None]],
     now: int,

@@ -20,19 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import apsw
-
 from appliance.core.breaker import BREAKER_OPEN, origin_of
 from appliance.core.events import EventType, JsonValue
 from appliance.core.runs import RunState, Transition, check_transition
 from appliance.store.claims import ClaimedRun
+from appliance.store.connection import Connection
 from appliance.store.events import append_event
 from appliance.store.runs import RUNNING_SQL
 
 
-def defer_run(
-    conn: apsw.Connection, *, run: ClaimedRun, due_at: int, origin: str, now: int
-) -> bool:
+def defer_run(conn: Connection, *, run: ClaimedRun, due_at: int, origin: str, now: int) -> bool:
     """Put a claimed run back, not sent, until ``due_at``. False: the lease was lost."""
     target = check_transition(RunState.RUNNING, Transition.DEFER)
     conn.execute(
@@ -58,7 +55,7 @@ def defer_run(
     return True
 
 
-def release_waiting(conn: apsw.Connection, *, origin: str, now: int) -> int:
+def release_waiting(conn: Connection, *, origin: str, now: int) -> int:
     """Make the runs waiting for ``origin``'s breaker due ``now``; how many."""
     waiting = conn.execute(
         "SELECT r.id, s.target_url FROM job_runs r JOIN schedules s ON s.id = r.schedule_id"
@@ -75,7 +72,7 @@ def release_waiting(conn: apsw.Connection, *, origin: str, now: int) -> int:
 
 
 def announce_breaker(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_ids: Iterable[str],
     type: EventType,

@@ -41,12 +41,11 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-import apsw
-
 from appliance.core.retry import RetryBudget, RetryPolicy
 from appliance.core.retry_input import stored_policy
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, Transition, check_transition
 from appliance.store import rows
+from appliance.store.connection import Connection
 from appliance.store.overlap import gate_overlaps
 from appliance.store.pauses import pause_by_receiver
 from appliance.store.runs import (
@@ -111,6 +110,10 @@ _SET_CLAIMED = (
     " attempt = attempt + 1, lease_owner = :owner, lease_token = lower(hex(randomblob(16))),"
     " lease_expires_at = :expires, heartbeat_at = :now, updated_at = :now"
 )
+# Replicas on PostgreSQL pass over rows another replica's claim has locked instead of
+# waiting for it (the dialect turns this comment into the clause; SQLite's single writer
+# has nothing to skip): docs/adr/0044-postgresql-store.md.
+SKIP_LOCKED: Final = "/* FOR UPDATE SKIP LOCKED */"
 # Tenants take turns: a run's turn is its rank among its tenant's due runs plus the runs
 # its tenant has running. At most :limit due runs are read per tenant below its cap.
 _CLAIM: Final = (
@@ -118,7 +121,7 @@ _CLAIM: Final = (
     " t.running + ROW_NUMBER() OVER (PARTITION BY t.tenant_id ORDER BY r.due_at)"
     " FROM room t JOIN job_runs r ON r.rowid IN (SELECT rowid FROM job_runs"
     f" WHERE tenant_id = t.tenant_id AND state IN {CLAIMABLE_SQL} AND due_at <= :now"
-    " ORDER BY due_at LIMIT :limit) WHERE t.running < :cap)"
+    f" ORDER BY due_at LIMIT :limit {SKIP_LOCKED}) WHERE t.running < :cap)"
     f" {_SET_CLAIMED}"
     " WHERE id IN (SELECT id FROM turns WHERE turn <= :cap ORDER BY turn, due_at LIMIT :limit)"
     " RETURNING id"
@@ -127,7 +130,8 @@ _CLAIM: Final = (
 # due_at order, so the pick is one range read of its index (:limit within its cap).
 _CLAIM_ALONE: Final = (
     f"{_SET_CLAIMED} WHERE id IN (SELECT id FROM job_runs WHERE tenant_id = :tenant"
-    f" AND state IN {CLAIMABLE_SQL} AND due_at <= :now ORDER BY due_at LIMIT :limit)"
+    f" AND state IN {CLAIMABLE_SQL} AND due_at <= :now ORDER BY due_at LIMIT :limit"
+    f" {SKIP_LOCKED})"
     " RETURNING id"
 )
 
@@ -205,7 +209,7 @@ _NO_CAP: Final = 1 << 62
 
 
 def claim_runs(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     owner: str,
     now: int,
@@ -232,9 +236,7 @@ def claim_runs(
     return ClaimBatch(runs=claimed, next_due_at=next_due_at, capped=capped)
 
 
-def _details(
-    conn: apsw.Connection, *, owner: str, ids: list[str], now: int
-) -> tuple[ClaimedRun, ...]:
+def _details(conn: Connection, *, owner: str, ids: list[str], now: int) -> tuple[ClaimedRun, ...]:
     """The claimed runs with what their attempts need, and their ``attempts`` rows."""
     batch = {"ids": json.dumps(ids), "owner": owner, "now": now}
     conn.execute(
@@ -254,7 +256,7 @@ def _details(
     return tuple(replace(run, secrets=secrets.get(run.tenant_id, ())) for run in runs)
 
 
-def _waiting(conn: apsw.Connection, *, now: int, cap: int) -> tuple[int | None, frozenset[str]]:
+def _waiting(conn: Connection, *, now: int, cap: int) -> tuple[int | None, frozenset[str]]:
     earliest: int | None = None
     capped: set[str] = set()
     for tenant in _WAITING_COLUMNS.all(conn.execute(_WAITING)):
@@ -266,7 +268,7 @@ def _waiting(conn: apsw.Connection, *, now: int, cap: int) -> tuple[int | None, 
     return earliest, frozenset(capped)
 
 
-def renew_leases(conn: apsw.Connection, *, owner: str, now: int, lease_ms: int) -> frozenset[str]:
+def renew_leases(conn: Connection, *, owner: str, now: int, lease_ms: int) -> frozenset[str]:
     """The heartbeat: extend every unexpired lease ``owner`` holds to ``now + lease_ms``.
     Returns the lease tokens renewed: a delivery whose token is missing has lost its lease
     (expired, reclaimed, or completed) and must stop."""
@@ -297,9 +299,7 @@ class Completion:
     signed_at: int | None = None  # unix seconds the request was signed at (None: not built)
 
 
-def complete_run(
-    conn: apsw.Connection, *, run: ClaimedRun, completion: Completion, now: int
-) -> bool:
+def complete_run(conn: Connection, *, run: ClaimedRun, completion: Completion, now: int) -> bool:
     """Apply an attempt's result, fenced on the lease token. False: the lease was lost,
     the attempt is recorded ``stale`` and nothing else changed."""
     target = check_transition(RunState.RUNNING, completion.transition)
@@ -343,7 +343,7 @@ def complete_run(
 
 
 def _finish_attempt(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     run: ClaimedRun,
     completion: Completion,
@@ -375,7 +375,7 @@ def _finish_attempt(
 
 
 def _announce(
-    conn: apsw.Connection, *, run: ClaimedRun, completion: Completion, state: RunState, now: int
+    conn: Connection, *, run: ClaimedRun, completion: Completion, state: RunState, now: int
 ) -> None:
     """A failure's ``reason`` is its failure reason; a retry's is the transport failure
     class, if there was one; a success has neither (nor an error)."""

@@ -40,7 +40,6 @@ log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 T = TypeVar("T")
-Connection = apsw.Connection
 BUSY_TIMEOUT_MS = 5000
 
 

@@ -34,7 +34,7 @@ import trio
 
 from appliance.core.envelope import render_event
 from appliance.core.events import Event, EventType
-from appliance.store.database import Database
+from appliance.store.backend import Store
 from appliance.store.events import SYSTEM_TENANT, events_after, latest_seq, list_events
 
 HEARTBEAT_S = 15
@@ -104,7 +104,7 @@ class Live:
 class EventHub:
     """Reads new events once, renders each once, and fans them out to every live stream."""
 
-    db: Database
+    db: Store
     buffer: int = 1024  # messages per subscription (≈ 0.5 MB at most)
     interval_s: float = FAN_OUT_INTERVAL_S
     dropped: int = 0  # subscriptions ended because their client fell behind
@@ -233,7 +233,7 @@ class StreamQuery:
 
 
 async def follow(
-    hub: EventHub, db: Database, tenant_id: str, query: StreamQuery
+    hub: EventHub, db: Store, tenant_id: str, query: StreamQuery
 ) -> AsyncIterator[bytes]:
     """A tenant's stream: the stored feed after ``query.after``, then the live hub, each
     event once, a heartbeat comment when idle; ends when the hub drops or closes it."""

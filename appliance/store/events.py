@@ -7,12 +7,11 @@ import itertools
 import json
 from collections.abc import Mapping, Sequence
 
-import apsw
-
 from appliance.core.events import Actor, Event, EventType, JsonValue
 from appliance.core.ids import new_id
 from appliance.core.notifications import NOTIFIED_TYPES
 from appliance.store import rows
+from appliance.store.connection import Connection, Rows
 from appliance.store.notifications import enqueue_notification
 
 # Events not scoped to a tenant (e.g. clock jumps) belong to this pseudo tenant.
@@ -37,7 +36,7 @@ _INSERT = (
 
 
 def append_event(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     type: EventType,
@@ -48,8 +47,9 @@ def append_event(
     actor: Actor | None = None,
 ) -> int:
     """Append one event; returns its sequence number."""
-    conn.execute(_INSERT, _row(tenant_id, type, now, schedule_id, run_id, data, actor))
-    seq = conn.last_insert_rowid()
+    seq: int = conn.execute(
+        f"{_INSERT} RETURNING seq", _row(tenant_id, type, now, schedule_id, run_id, data, actor)
+    ).fetchone()[0]
     if type in NOTIFIED_TYPES:  # its notification commits with it (store/notifications.py)
         for event in _COLUMNS.all(conn.execute(f"{_SELECT} WHERE seq = ?", (seq,))):
             enqueue_notification(conn, event, now=now)
@@ -57,7 +57,7 @@ def append_event(
 
 
 def append_schedule_events(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     type: EventType,
@@ -117,7 +117,7 @@ def _data_text(data: Mapping[str, JsonValue] | None) -> str:
 
 
 def list_events(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     after: int = 0,
@@ -150,13 +150,13 @@ def list_events(
     return _COLUMNS.all(itertools.islice(merged, limit))
 
 
-def latest_seq(conn: apsw.Connection) -> int:
+def latest_seq(conn: Connection) -> int:
     """The sequence number of the newest event (0 when there is none)."""
     row = conn.execute("SELECT max(seq) FROM events").fetchone()
     return int(row[0]) if row and row[0] is not None else 0
 
 
-def events_after(conn: apsw.Connection, *, after: int, limit: int) -> list[Event]:
+def events_after(conn: Connection, *, after: int, limit: int) -> list[Event]:
     """Every tenant's events with ``seq > after``, oldest first (the live stream's hub)."""
     return _COLUMNS.all(
         conn.execute(f"{_SELECT} WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit))
@@ -164,13 +164,13 @@ def events_after(conn: apsw.Connection, *, after: int, limit: int) -> list[Event
 
 
 def _page(
-    conn: apsw.Connection,
+    conn: Connection,
     where: str,
     params: list[object],
     after: int,
     limit: int,
     types: frozenset[EventType] | None,
-) -> apsw.Cursor:
+) -> Rows:
     """The rows (unbuilt, stepped as they are read) of one bounded scan in ``seq`` order."""
     sql = f"{_SELECT} WHERE {where} AND seq > ?"
     params = [*params, after]

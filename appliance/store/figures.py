@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-import apsw
-
+from appliance.store.connection import Connection
 from appliance.store.events import SYSTEM_TENANT
 from appliance.store.incarnations import last_check
 from appliance.store.snapshot import last_backup
@@ -37,7 +36,7 @@ class Figures:
     health: Health
     db_bytes: int
     wal_bytes: int
-    free_disk_bytes: int  # on the data directory's file system
+    free_disk_bytes: int | None  # on the data directory's file system (None: PostgreSQL's)
     last_backup_ms: int | None
     last_check_ms: int | None  # the last database check (quick_check at boot) that passed
     delivered_per_minute: float  # runs succeeded, over the last WINDOW_MS
@@ -47,16 +46,19 @@ class Figures:
     clock_jumps_24h: int
 
 
-def operator_figures(conn: apsw.Connection, *, db_path: Path, now: int) -> Figures:
+def operator_figures(conn: Connection, *, db_path: Path | None, now: int) -> Figures:
+    """The operator's figures. ``db_path`` None: the store is PostgreSQL, whose size is
+    its pages (``health``), and whose WAL, disk and backups are PostgreSQL's to report."""
     delivered, failed = _finished_counts(conn, since=now - WINDOW_MS)
     lateness = _lateness(conn, since=now - WINDOW_MS)
-    backup = last_backup(db_path.parent)
+    backup = None if db_path is None else last_backup(db_path.parent)
     minutes = WINDOW_MS / 60_000
+    state = health(conn, now=now)
     return Figures(
-        health=health(conn, now=now),
-        db_bytes=_size(db_path),
-        wal_bytes=_size(db_path.with_name(db_path.name + "-wal")),
-        free_disk_bytes=shutil.disk_usage(db_path.parent).free,
+        health=state,
+        db_bytes=state.page_size * state.page_count if db_path is None else _size(db_path),
+        wal_bytes=0 if db_path is None else _size(db_path.with_name(db_path.name + "-wal")),
+        free_disk_bytes=None if db_path is None else shutil.disk_usage(db_path.parent).free,
         last_backup_ms=None if backup is None else backup.at_ms,
         last_check_ms=last_check(conn),
         delivered_per_minute=round(delivered / minutes, 2),
@@ -75,7 +77,7 @@ def percentile(values: list[int], p: int) -> int | None:
     return values[rank - 1]
 
 
-def _finished_counts(conn: apsw.Connection, *, since: int) -> tuple[int, int]:
+def _finished_counts(conn: Connection, *, since: int) -> tuple[int, int]:
     """Runs succeeded and failed since ``since``: index entries only (one range of
     ``job_runs_tenant_finished`` per tenant and state)."""
     sql = (
@@ -91,7 +93,7 @@ def _finished_counts(conn: apsw.Connection, *, since: int) -> tuple[int, int]:
     return counted[0], counted[1]
 
 
-def _lateness(conn: apsw.Connection, *, since: int) -> list[int]:
+def _lateness(conn: Connection, *, since: int) -> list[int]:
     """The lateness of the newest runs finished (succeeded or failed) at their first
     attempt, sorted — the rule :mod:`appliance.store.observed` counts for the histogram."""
     rows = conn.execute(
@@ -106,7 +108,7 @@ def _lateness(conn: apsw.Connection, *, since: int) -> list[int]:
     return sorted(max(0, int(str(late))) for (late,) in rows)
 
 
-def _clock_jumps(conn: apsw.Connection, *, since: int) -> int:
+def _clock_jumps(conn: Connection, *, since: int) -> int:
     total = 0
     for occurred_at, data in conn.execute(
         "SELECT occurred_at, data FROM events WHERE tenant_id = ? AND type = ? ORDER BY seq DESC",

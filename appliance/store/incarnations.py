@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import apsw
-
 from appliance.core.ids import new_id
 from appliance.store import rows
+from appliance.store.connection import Connection
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,7 +36,7 @@ class PreviousIncarnation:
         return max(signs)
 
 
-def register_incarnation(conn: apsw.Connection, *, pid: int, now: int) -> str:
+def register_incarnation(conn: Connection, *, pid: int, now: int) -> str:
     """Record this process start; returns its ``inc_`` id (the lease owner)."""
     incarnation_id = new_id("inc", now)
     conn.execute(
@@ -47,9 +46,7 @@ def register_incarnation(conn: apsw.Connection, *, pid: int, now: int) -> str:
     return incarnation_id
 
 
-def previous_incarnation(
-    conn: apsw.Connection, *, incarnation_id: str
-) -> PreviousIncarnation | None:
+def previous_incarnation(conn: Connection, *, incarnation_id: str) -> PreviousIncarnation | None:
     """The latest incarnation before ``incarnation_id`` (None on a first start). Read it
     before this one finishes any run: the last finished run is the previous one's."""
     row = conn.execute(
@@ -76,7 +73,7 @@ _LAST_FINISHED = (
 )
 
 
-def mark_seen(conn: apsw.Connection, *, incarnation_id: str, now: int) -> None:
+def mark_seen(conn: Connection, *, incarnation_id: str, now: int) -> None:
     """This incarnation is alive at ``now``."""
     conn.execute(
         "UPDATE incarnations SET last_seen_at = ? WHERE id = ?",
@@ -84,7 +81,7 @@ def mark_seen(conn: apsw.Connection, *, incarnation_id: str, now: int) -> None:
     )
 
 
-def end_incarnation(conn: apsw.Connection, *, incarnation_id: str, now: int) -> None:
+def end_incarnation(conn: Connection, *, incarnation_id: str, now: int) -> None:
     """Mark a clean shutdown."""
     conn.execute(
         "UPDATE incarnations SET ended_at = ? WHERE id = ? AND ended_at IS NULL",
@@ -92,12 +89,12 @@ def end_incarnation(conn: apsw.Connection, *, incarnation_id: str, now: int) -> 
     )
 
 
-def record_check(conn: apsw.Connection, *, incarnation_id: str, now: int) -> None:
+def record_check(conn: Connection, *, incarnation_id: str, now: int) -> None:
     """The database check of this process start passed at ``now``."""
     conn.execute("UPDATE incarnations SET checked_at = ? WHERE id = ?", (now, incarnation_id))
 
 
-def last_check(conn: apsw.Connection) -> int | None:
+def last_check(conn: Connection) -> int | None:
     """When a database check last passed, or None (never recorded)."""
     row = conn.execute("SELECT max(checked_at) FROM incarnations").fetchone()
     return None if row is None or row[0] is None else int(row[0])

@@ -27,8 +27,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-import apsw
-
 from appliance.core.runs import (
     RunState,
     Transition,
@@ -39,6 +37,7 @@ from appliance.core.runs import (
 )
 from appliance.core.timing import previous_occurrence
 from appliance.errors import Conflict, NotFound, StoreError, ValidationError
+from appliance.store.connection import Connection
 from appliance.store.materialise import insert_runs, schedule_body_digest
 from appliance.store.run_search import RunFilter, search_runs
 from appliance.store.runs import CLAIMABLE_SQL, RunRecord, get_run, must_get_run
@@ -62,7 +61,7 @@ class ReplayCount:
 
 
 def trigger_schedule(
-    conn: apsw.Connection, *, tenant_id: str, schedule_id: str, now: int
+    conn: Connection, *, tenant_id: str, schedule_id: str, now: int
 ) -> tuple[RunRecord, bool]:
     """A manual occurrence of a live schedule at ``now`` (whole second), due now:
     ``(run, created)``; ``created`` is False when this second was already triggered."""
@@ -87,7 +86,7 @@ def trigger_schedule(
     return must_get_run(conn, tenant_id=tenant_id, run_id=run.id), created
 
 
-def replay_run(conn: apsw.Connection, *, tenant_id: str, run_id: str, now: int) -> RunRecord:
+def replay_run(conn: Connection, *, tenant_id: str, run_id: str, now: int) -> RunRecord:
     """Reopen a finished run of a live schedule as ``pending``, due now. NotFound;
     Conflict if the run is not finished or its schedule was deleted."""
     run = get_run(conn, tenant_id=tenant_id, run_id=run_id)
@@ -105,7 +104,7 @@ def replay_run(conn: apsw.Connection, *, tenant_id: str, run_id: str, now: int) 
 
 
 def replay_runs(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     run_ids: Sequence[str],
@@ -135,7 +134,7 @@ def replay_runs(
 
 
 def replay_matching(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     where: RunFilter,
@@ -167,7 +166,7 @@ def replay_matching(
     )
 
 
-def _live_schedules(conn: apsw.Connection, tenant_id: str, runs: Sequence[RunRecord]) -> set[str]:
+def _live_schedules(conn: Connection, tenant_id: str, runs: Sequence[RunRecord]) -> set[str]:
     return {
         schedule_id
         for schedule_id in {r.schedule_id for r in runs}
@@ -176,7 +175,7 @@ def _live_schedules(conn: apsw.Connection, tenant_id: str, runs: Sequence[RunRec
 
 
 def _reopen_paced(
-    conn: apsw.Connection,
+    conn: Connection,
     tenant_id: str,
     runs: Sequence[RunRecord],
     *,
@@ -191,7 +190,7 @@ def _reopen_paced(
     _reopen(conn, [(run, start + int(n * step)) for n, run in enumerate(ordered)], now=now)
 
 
-def paced_start(conn: apsw.Connection, tenant_id: str, *, now: int, step: float) -> int:
+def paced_start(conn: Connection, tenant_id: str, *, now: int, step: float) -> int:
     """When the next paced run of a tenant may be due: one ``step`` (ms) after its last
     replayed or backfilled run still waiting (those carry ``budget_from``), or now."""
     waiting = conn.execute(
@@ -202,7 +201,7 @@ def paced_start(conn: apsw.Connection, tenant_id: str, *, now: int, step: float)
     return now if waiting is None or waiting[0] is None else max(now, int(waiting[0] + step))
 
 
-def _reopen(conn: apsw.Connection, runs: Sequence[tuple[RunRecord, int]], *, now: int) -> None:
+def _reopen(conn: Connection, runs: Sequence[tuple[RunRecord, int]], *, now: int) -> None:
     """Finished runs back to ``pending``, each due at its ``due_at``, with a fresh attempt
     budget and retry window from then; one statement for all."""
     before = conn.total_changes()

@@ -20,11 +20,10 @@ import hashlib
 from collections.abc import Sequence
 from typing import Final
 
-import apsw
-
 from appliance.core.payload_template import render, run_values
 from appliance.core.runs import TERMINAL, NewRun
 from appliance.core.schedules import Schedule
+from appliance.store.connection import Connection
 
 # NewRun's field names are the job_runs columns they fill, in order.
 _INSERT: Final = (
@@ -34,7 +33,7 @@ _INSERT: Final = (
 )
 
 
-def insert_runs(conn: apsw.Connection, runs: Sequence[NewRun], *, now: int) -> set[str]:
+def insert_runs(conn: Connection, runs: Sequence[NewRun], *, now: int) -> set[str]:
     """Insert every run whose occurrence has none yet; the ids of those this call created.
     A row that meets the unique index (already planned, already triggered, or a racing
     planner got there first) is skipped."""
@@ -45,18 +44,18 @@ def insert_runs(conn: apsw.Connection, runs: Sequence[NewRun], *, now: int) -> s
     return {run_id for (run_id,) in conn.executemany(_INSERT, params)}
 
 
-def store_body(conn: apsw.Connection, *, content_type: str, body: bytes) -> str:
+def store_body(conn: Connection, *, content_type: str, body: bytes) -> str:
     """Store body bytes once; returns their digest."""
     digest = hashlib.sha256(content_type.encode("utf-8") + b"\0" + body).hexdigest()
     conn.execute(
-        "INSERT OR IGNORE INTO bodies (digest, content_type, body) VALUES (?, ?, ?)",
+        "INSERT INTO bodies (digest, content_type, body) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
         (digest, content_type, body),
     )
     return digest
 
 
 def run_body_digest(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     content_type: str,
     template: bytes,
@@ -71,7 +70,7 @@ def run_body_digest(
 
 
 def schedule_body_digest(
-    conn: apsw.Connection, schedule: Schedule, *, scheduled_for: int, previous: int | None
+    conn: Connection, schedule: Schedule, *, scheduled_for: int, previous: int | None
 ) -> str:
     """Store the body of the run of ``schedule`` at ``scheduled_for``: the schedule's bytes,
     or its template rendered (``previous``: the timing's occurrence before it,

@@ -22,11 +22,10 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 
-import apsw
-
 from appliance.core.events import Event
 from appliance.core.notifications import NOTIFIED_TYPES, idempotency_key, notification_body
 from appliance.store import rows
+from appliance.store.connection import Connection
 from appliance.store.tenants import active_secrets_of
 
 
@@ -102,7 +101,7 @@ _ROWS = rows.Columns(
 )
 
 
-def set_target(conn: apsw.Connection, *, tenant_id: str, url: str, now: int) -> None:
+def set_target(conn: Connection, *, tenant_id: str, url: str, now: int) -> None:
     """Set (or replace) a tenant's notification URL."""
     conn.execute(
         "INSERT INTO notification_targets (tenant_id, url, created_at, updated_at)"
@@ -112,21 +111,21 @@ def set_target(conn: apsw.Connection, *, tenant_id: str, url: str, now: int) -> 
     )
 
 
-def get_target(conn: apsw.Connection, *, tenant_id: str) -> str | None:
+def get_target(conn: Connection, *, tenant_id: str) -> str | None:
     row = conn.execute(
         "SELECT url FROM notification_targets WHERE tenant_id = ?", (tenant_id,)
     ).fetchone()
     return None if row is None else rows.text(row[0])
 
 
-def delete_target(conn: apsw.Connection, *, tenant_id: str) -> bool:
+def delete_target(conn: Connection, *, tenant_id: str) -> bool:
     """Remove a tenant's notification URL; False when it had none. Rows already in the
     outbox are still delivered: they were promised when their event was written."""
     conn.execute("DELETE FROM notification_targets WHERE tenant_id = ?", (tenant_id,))
     return conn.changes() > 0
 
 
-def enqueue_notification(conn: apsw.Connection, event: Event, *, now: int) -> None:
+def enqueue_notification(conn: Connection, event: Event, *, now: int) -> None:
     """Within the event's own transaction: queue its delivery to the tenant's notification
     URL, if the type is notified and the tenant has one."""
     if event.type not in NOTIFIED_TYPES:
@@ -151,7 +150,7 @@ def enqueue_notification(conn: apsw.Connection, event: Event, *, now: int) -> No
     )
 
 
-def next_notification_due(conn: apsw.Connection) -> int | None:
+def next_notification_due(conn: Connection) -> int | None:
     """When the earliest pending row becomes claimable (epoch ms), or None."""
     row = conn.execute(
         "SELECT min(max(due_at, coalesce(leased_until, 0))) FROM notifications"
@@ -161,7 +160,7 @@ def next_notification_due(conn: apsw.Connection) -> int | None:
 
 
 def claim_notifications(
-    conn: apsw.Connection, *, now: int, lease_ms: int, limit: int
+    conn: Connection, *, now: int, lease_ms: int, limit: int
 ) -> list[ClaimedNotification]:
     """Lease up to ``limit`` due rows, oldest due first, each with its tenant's active
     secrets (newest first)."""
@@ -183,7 +182,7 @@ def claim_notifications(
 
 
 def complete_notification(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     notification_id: int,
     attempt: int,
@@ -210,7 +209,7 @@ def complete_notification(
     return conn.changes() > 0
 
 
-def list_notifications(conn: apsw.Connection, *, tenant_id: str) -> list[Notification]:
+def list_notifications(conn: Connection, *, tenant_id: str) -> list[Notification]:
     """A tenant's outbox rows, oldest first."""
     return _ROWS.all(
         conn.execute(
@@ -220,7 +219,7 @@ def list_notifications(conn: apsw.Connection, *, tenant_id: str) -> list[Notific
     )
 
 
-def prune_notifications(conn: apsw.Connection, *, before: int, limit: int) -> int:
+def prune_notifications(conn: Connection, *, before: int, limit: int) -> int:
     """Delete up to ``limit`` finished rows (delivered or failed before ``before``, found
     through ``notifications_finished``); pending rows are never deleted. Returns the count."""
     conn.execute(

@@ -15,8 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import apsw
-
+from appliance.store.connection import Connection
 from appliance.store.figures import Figures, operator_figures
 
 BATCH = 50_000  # events read per scrape at most; the rest at the next one
@@ -47,7 +46,7 @@ class Reading:
 
 
 def read_since(
-    conn: apsw.Connection, *, events_from: int | None, db_path: Path, now: int
+    conn: Connection, *, events_from: int | None, db_path: Path | None, now: int
 ) -> Reading:
     """The operator's figures (:func:`appliance.store.figures.operator_figures`) plus the
     counted events after ``events_from``; with None (the first scrape) the cursor starts
@@ -61,7 +60,7 @@ def read_since(
     return Reading(figures=figures, events_to=events_to, events=events)
 
 
-def _events_after(conn: apsw.Connection, seq: int) -> tuple[int, list[SeenEvent]]:
+def _events_after(conn: Connection, seq: int) -> tuple[int, list[SeenEvent]]:
     rows = conn.execute(
         "SELECT e.seq, e.type, e.data, CASE WHEN e.type IN"
         " ('schedule.run.succeeded', 'schedule.run.failed') AND r.attempt = 1"

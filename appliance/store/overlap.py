@@ -29,12 +29,11 @@ from __future__ import annotations
 import itertools
 from typing import Final, NamedTuple
 
-import apsw
-
 from appliance.core.events import EventType
 from appliance.core.instants import format_scheduled_for
 from appliance.core.runs import RunState, Transition, check_transition, sources
 from appliance.core.schedules import Overlap
+from appliance.store.connection import Connection
 from appliance.store.events import append_event
 
 HOLD_MS: Final = 1_000
@@ -54,7 +53,7 @@ class _Open(NamedTuple):
     overlap: str
 
 
-def gate_overlaps(conn: apsw.Connection, *, now: int) -> int:
+def gate_overlaps(conn: Connection, *, now: int) -> int:
     """Skip or hold the come occurrences of busy schedules (see the module's rules);
     returns how many were skipped."""
     found = [
@@ -72,7 +71,7 @@ def gate_overlaps(conn: apsw.Connection, *, now: int) -> int:
     return skipped
 
 
-def _gate_schedule(conn: apsw.Connection, runs: list[_Open], *, now: int) -> int:
+def _gate_schedule(conn: Connection, runs: list[_Open], *, now: int) -> int:
     busy = any(run.state != RunState.PENDING or run.attempt > 0 for run in runs)
     come = [
         r for r in runs if r.state == RunState.PENDING and not r.attempt and r.scheduled_for <= now
@@ -96,7 +95,7 @@ def _gate_schedule(conn: apsw.Connection, runs: list[_Open], *, now: int) -> int
     return skipped
 
 
-def _skip(conn: apsw.Connection, run: _Open, *, now: int) -> None:
+def _skip(conn: Connection, run: _Open, *, now: int) -> None:
     conn.execute(
         f"UPDATE job_runs SET state = '{_SKIPPED}', failure_reason = ?, finished_at = ?,"
         f" updated_at = ? WHERE id = ? AND state IN ({_SKIP_FROM})",

@@ -15,11 +15,10 @@ import enum
 from dataclasses import dataclass
 from typing import Final
 
-import apsw
-
 from appliance.core.events import Event
 from appliance.core.runs import RunState
 from appliance.core.schedules import Schedule
+from appliance.store.connection import Connection
 from appliance.store.events import SYSTEM_TENANT, list_events
 from appliance.store.runs import RUN_COLUMNS, RunRecord, state_list
 from appliance.store.schedules import get_schedule
@@ -57,13 +56,13 @@ class Status(enum.StrEnum):
     PAUSED = "paused"
 
 
-def counts(conn: apsw.Connection, *, tenant_id: str, now: int) -> Counts:
+def counts(conn: Connection, *, tenant_id: str, now: int) -> Counts:
     def one(sql: str, *params: object) -> int:
         row = conn.execute(sql, params).fetchone()
         return int(row[0]) if row else 0
 
     live = "FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL"
-    finished = f"SELECT count(*) FROM ({FINISHED_SINCE_SQL} LIMIT {COUNT_CAP + 1})"
+    finished = f"SELECT count(*) FROM ({FINISHED_SINCE_SQL} LIMIT {COUNT_CAP + 1}) capped"
     return Counts(
         due_24h=one(
             f"SELECT count(*) {live} AND paused = 0 AND next_fire_at < ?", tenant_id, now + DAY_MS
@@ -79,7 +78,7 @@ def counts(conn: apsw.Connection, *, tenant_id: str, now: int) -> Counts:
     )
 
 
-def next_due(conn: apsw.Connection, *, tenant_id: str, limit: int) -> list[Schedule]:
+def next_due(conn: Connection, *, tenant_id: str, limit: int) -> list[Schedule]:
     """The live, unpaused schedules that fire soonest, soonest first."""
     rows = conn.execute(
         "SELECT id FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL AND paused = 0"
@@ -90,7 +89,7 @@ def next_due(conn: apsw.Connection, *, tenant_id: str, limit: int) -> list[Sched
 
 
 def find_schedules(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     status: Status,
@@ -115,7 +114,7 @@ def find_schedules(
     return _schedules(conn, tenant_id, [str(row[0]) for row in rows])
 
 
-def last_outcome(conn: apsw.Connection, *, schedule_id: str) -> RunRecord | None:
+def last_outcome(conn: Connection, *, schedule_id: str) -> RunRecord | None:
     """The newest finished run of a schedule (by occurrence), or None."""
     row = conn.execute(
         f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE schedule_id = ?"
@@ -125,7 +124,7 @@ def last_outcome(conn: apsw.Connection, *, schedule_id: str) -> RunRecord | None
     return None if row is None else RUN_COLUMNS.one(row)
 
 
-def attention(conn: apsw.Connection, *, tenant_id: str, now: int, limit: int) -> list[RunRecord]:
+def attention(conn: Connection, *, tenant_id: str, now: int, limit: int) -> list[RunRecord]:
     """Runs of the last 24 h that failed or were missed, newest (by when they ended)
     first. The pick reads index entries only; just the ``limit`` rows shown are read."""
     rows = conn.execute(
@@ -138,7 +137,7 @@ def attention(conn: apsw.Connection, *, tenant_id: str, now: int, limit: int) ->
     return RUN_COLUMNS.all(rows)
 
 
-def recent_events(conn: apsw.Connection, *, tenant_id: str, limit: int) -> list[Event]:
+def recent_events(conn: Connection, *, tenant_id: str, limit: int) -> list[Event]:
     """The tenant's newest ``limit`` feed events (its own and the system's), oldest first,
     read through the feed's own :func:`list_events`."""
     row = conn.execute(
@@ -149,7 +148,7 @@ def recent_events(conn: apsw.Connection, *, tenant_id: str, limit: int) -> list[
     return list_events(conn, tenant_id=tenant_id, after=after, limit=limit)
 
 
-def _schedules(conn: apsw.Connection, tenant_id: str, ids: list[str]) -> list[Schedule]:
+def _schedules(conn: Connection, tenant_id: str, ids: list[str]) -> list[Schedule]:
     found = (get_schedule(conn, tenant_id=tenant_id, schedule_id=i) for i in ids)
     return [schedule for schedule in found if schedule is not None]
 
@@ -167,7 +166,7 @@ class TenantSummary:
     suspended_at: int | None  # None: active
 
 
-def tenant_summaries(conn: apsw.Connection, *, now: int) -> list[TenantSummary]:
+def tenant_summaries(conn: Connection, *, now: int) -> list[TenantSummary]:
     """Every tenant (the ``system`` one excluded) by name, with its live schedules, users
     and runs failed in the last 24 h."""
     rows = conn.execute(
@@ -178,7 +177,7 @@ def tenant_summaries(conn: apsw.Connection, *, now: int) -> list[TenantSummary]:
         "  WHERE r.state IN"
         "  ('cancelled', 'failed', 'missed', 'succeeded') AND r.tenant_id = t.id"
         "  AND r.state = 'failed' AND COALESCE(r.finished_at, r.updated_at) >= ?"
-        f"  LIMIT {COUNT_CAP + 1}))"
+        f"  LIMIT {COUNT_CAP + 1}) capped)"
         " FROM tenants t WHERE t.id != ? ORDER BY t.name, t.id",
         (now - DAY_MS, SYSTEM_TENANT),
     )

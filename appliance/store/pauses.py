@@ -22,12 +22,11 @@ import json
 from dataclasses import replace
 from typing import Final
 
-import apsw
-
 from appliance.core.cursor import first_fire_at
 from appliance.core.events import Actor, EventType
 from appliance.core.schedules import Schedule
 from appliance.errors import ValidationError
+from appliance.store.connection import Connection
 from appliance.store.events import append_event
 from appliance.store.plan_pass import settle_schedule
 from appliance.store.runs import withdraw_open_runs
@@ -68,7 +67,7 @@ def parse_pause(obj: object) -> str | None:
 
 
 def pause_schedule(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     schedule_id: str,
@@ -83,7 +82,7 @@ def pause_schedule(
 
 
 def resume_schedule(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     schedule_id: str,
@@ -97,7 +96,7 @@ def resume_schedule(
 
 
 def _set_paused(
-    conn: apsw.Connection,
+    conn: Connection,
     tenant_id: str,
     schedule_id: str,
     paused: bool,
@@ -122,7 +121,7 @@ def _set_paused(
 
 
 def pause_by_receiver(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     schedule_id: str,
@@ -154,7 +153,7 @@ def pause_by_receiver(
     return True
 
 
-def pause_note(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> str | None:
+def pause_note(conn: Connection, *, tenant_id: str, schedule_id: str) -> str | None:
     """The note of the tenant's pause in force on ``schedule_id`` (None: not paused by
     its tenant, or paused without a note). Reads back from the newest pause or resume."""
     row = conn.execute(

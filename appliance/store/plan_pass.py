@@ -43,7 +43,7 @@ from appliance.core.runs import NewRun, RunState, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy, Overlap
 from appliance.core.timing import is_plain_cron, previous_occurrence
 from appliance.errors import ValidationError
-from appliance.store.database import Connection
+from appliance.store.connection import Connection
 from appliance.store.events import append_event
 from appliance.store.materialise import insert_runs, run_body_digest, store_body
 from appliance.store.planning import (

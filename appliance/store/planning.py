@@ -24,11 +24,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import apsw
-
 from appliance.core.schedules import CatchupPolicy
 from appliance.errors import StoreError
 from appliance.store import rows
+from appliance.store.connection import Connection
 from appliance.store.suspension import SUSPENDED_TENANTS_SQL
 
 # Literal conditions matching the ``schedules_due`` partial index.
@@ -72,7 +71,7 @@ _DUE_COLUMNS = rows.Columns(
 )
 
 
-def due_cursors(conn: apsw.Connection, *, horizon: int, limit: int) -> list[DueSchedule]:
+def due_cursors(conn: Connection, *, horizon: int, limit: int) -> list[DueSchedule]:
     """Unpaused, undeleted schedules of active tenants whose cursor is at or before
     ``horizon`` (epoch ms), earliest cursor first, at most ``limit`` — only the columns
     planning needs."""
@@ -85,7 +84,7 @@ def due_cursors(conn: apsw.Connection, *, horizon: int, limit: int) -> list[DueS
     )
 
 
-def due_cursor(conn: apsw.Connection, *, schedule_id: str, horizon: int) -> DueSchedule | None:
+def due_cursor(conn: Connection, *, schedule_id: str, horizon: int) -> DueSchedule | None:
     """One schedule, as :func:`due_cursors` reads it, if it is plannable and its cursor is
     at or before ``horizon``; else None."""
     row = conn.execute(
@@ -102,7 +101,7 @@ class CursorMove(NamedTuple):
     new: int | None  # None: never fires again
 
 
-def advance_cursors(conn: apsw.Connection, moves: Sequence[CursorMove]) -> None:
+def advance_cursors(conn: Connection, moves: Sequence[CursorMove]) -> None:
     """Move each cursor from ``expected`` to ``new`` (None: never fires again), with one
     prepared statement. Raises StoreError — the caller's transaction rolls back — if any
     ``new`` is not after its ``expected`` or any cursor no longer reads ``expected``:
@@ -118,9 +117,8 @@ def advance_cursors(conn: apsw.Connection, moves: Sequence[CursorMove]) -> None:
     moved = [
         sid
         for (sid,) in conn.executemany(
-            "UPDATE schedules SET next_fire_at = ?3 WHERE id = ?1 AND next_fire_at = ?2"
-            " RETURNING id",
-            moves,
+            "UPDATE schedules SET next_fire_at = ? WHERE id = ? AND next_fire_at = ? RETURNING id",
+            [(move.new, move.schedule_id, move.expected) for move in moves],
         )
     ]
     if len(moved) != len(moves):
@@ -132,7 +130,7 @@ def advance_cursors(conn: apsw.Connection, moves: Sequence[CursorMove]) -> None:
             remaining[move.schedule_id] -= 1
 
 
-def earliest_cursor(conn: apsw.Connection) -> int | None:
+def earliest_cursor(conn: Connection) -> int | None:
     """The earliest cursor of any plannable schedule (served by ``schedules_due``)."""
     row = conn.execute(f"SELECT MIN(next_fire_at) FROM schedules WHERE {PLAN_SQL}").fetchone()
     return None if row is None or row[0] is None else int(row[0])

@@ -31,12 +31,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import apsw
-
 from appliance.core.retry import RetryBudget, RetryPolicy, decide_reclaim
 from appliance.core.retry_input import stored_policy
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, check_transition
 from appliance.store import rows
+from appliance.store.connection import Connection
 from appliance.store.runs import (
     ATTEMPTED_RUN_SQL,
     RUNNING_SQL,
@@ -121,7 +120,7 @@ _RUNNING_ROWS: Final = (
 )
 
 
-def reclaim_previous(conn: apsw.Connection, *, incarnation_id: str, now: int) -> int:
+def reclaim_previous(conn: Connection, *, incarnation_id: str, now: int) -> int:
     """Boot: take back every run earlier incarnations left ``running`` (not charged to
     their budgets) and mark those incarnations ended. Returns how many runs."""
     running = _COLUMNS.all(
@@ -139,7 +138,7 @@ def reclaim_previous(conn: apsw.Connection, *, incarnation_id: str, now: int) ->
 
 
 def reclaim_expired(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     now: int,
     ceiling_ms: int,
@@ -162,7 +161,7 @@ def reclaim_expired(
     return len(running)
 
 
-def earliest_lease_expiry(conn: apsw.Connection, *, spare: Collection[str] = ()) -> int | None:
+def earliest_lease_expiry(conn: Connection, *, spare: Collection[str] = ()) -> int | None:
     """When the next lease lapses if nobody renews it, leases in ``spare`` aside (served
     by ``job_runs_leases``, in order, stopping at the first one not spared)."""
     row = conn.execute(
@@ -181,7 +180,7 @@ def _tokens(spare: Collection[str]) -> str:
 
 
 def abandon_runs(
-    conn: apsw.Connection, running: Sequence[RunningRun], *, error: str, now: int, restart: bool
+    conn: Connection, running: Sequence[RunningRun], *, error: str, now: int, restart: bool
 ) -> list[RunState]:
     """Take back each run; ``restart``: the whole appliance died. Returns each run's new
     state (``retry_wait``, ``failed``, or ``cancelled`` when its schedule was paused or
@@ -189,9 +188,7 @@ def abandon_runs(
     return [_abandon(conn, run, error=error, now=now, restart=restart) for run in running]
 
 
-def _abandon(
-    conn: apsw.Connection, run: RunningRun, *, error: str, now: int, restart: bool
-) -> RunState:
+def _abandon(conn: Connection, run: RunningRun, *, error: str, now: int, restart: bool) -> RunState:
     decision = decide_reclaim(
         run.retry,
         budget=run.budget,

@@ -20,11 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-import apsw
-
 from appliance.core.schedules import Schedule
 from appliance.errors import Conflict, NotFound, StoreError
 from appliance.store import rows
+from appliance.store.connection import Connection
 from appliance.store.runs import RunRecord, get_run, list_attempts
 from appliance.store.schedules import get_schedule
 from appliance.store.tenants import MAX_ACTIVE_SECRETS, active_secrets
@@ -55,7 +54,7 @@ _SECRETS_AT: Final = (
 
 
 def run_and_schedule(
-    conn: apsw.Connection, *, tenant_id: str, run_id: str, gone: str
+    conn: Connection, *, tenant_id: str, run_id: str, gone: str
 ) -> tuple[RunRecord, Schedule]:
     """The tenant's run and its live schedule: NotFound for another tenant's or no run,
     Conflict (saying ``gone``) when its schedule was deleted."""
@@ -69,7 +68,7 @@ def run_and_schedule(
 
 
 def run_request(
-    conn: apsw.Connection, *, tenant_id: str, run_id: str, as_sent: bool, now: int
+    conn: Connection, *, tenant_id: str, run_id: str, as_sent: bool, now: int
 ) -> RunRequest:
     """The tenant's run ``run_id`` ready to rebuild, signed now or as its last attempt
     was. NotFound; Conflict (see the module rules)."""
@@ -105,14 +104,14 @@ def run_request(
     )
 
 
-def _secrets_at(conn: apsw.Connection, tenant_id: str, second: int) -> tuple[str, ...]:
+def _secrets_at(conn: Connection, tenant_id: str, second: int) -> tuple[str, ...]:
     """The tenant's secrets active during unix second ``second``, newest first."""
     span = {"tenant": tenant_id, "start": second * 1000, "end": second * 1000 + 1000}
     found = conn.execute(_SECRETS_AT, {**span, "most": MAX_ACTIVE_SECRETS})
     return tuple(rows.text(secret) for (secret,) in found)
 
 
-def _body(conn: apsw.Connection, run_id: str) -> tuple[bytes, str]:
+def _body(conn: Connection, run_id: str) -> tuple[bytes, str]:
     row = conn.execute(
         "SELECT b.body, b.content_type FROM job_runs r JOIN bodies b ON b.digest = r.body_digest"
         " WHERE r.id = ?",

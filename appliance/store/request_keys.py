@@ -16,12 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-import apsw
-
 from appliance.core.events import Actor
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import Conflict
 from appliance.store import rows
+from appliance.store.connection import Connection
 from appliance.store.schedules import create_schedule
 
 REQUEST_KEY_TTL_MS: Final = 24 * 3600 * 1000
@@ -54,7 +53,7 @@ _COLUMNS: Final = rows.Columns(
 
 
 def create_schedule_once(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     spec: ScheduleSpec,
@@ -68,7 +67,7 @@ def create_schedule_once(
     """Create under an ``Idempotency-Key``: ``(response, created)``. A live key with the
     same ``request_hash`` returns the remembered response and creates nothing."""
 
-    def create(conn: apsw.Connection) -> StoredResponse:
+    def create(conn: Connection) -> StoredResponse:
         return render(
             create_schedule(
                 conn,
@@ -87,12 +86,12 @@ def create_schedule_once(
 
 
 def create_once(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     request_key: str,
     request_hash: str,
-    create: Callable[[apsw.Connection], StoredResponse],
+    create: Callable[[Connection], StoredResponse],
     now: int,
 ) -> tuple[StoredResponse, bool]:
     """``create(conn)``'s response, remembered under ``request_key``: ``(response,
@@ -105,15 +104,18 @@ def create_once(
         return remembered, False
     response = create(conn)
     conn.execute(
-        "INSERT OR REPLACE INTO request_keys"
-        " (tenant_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO request_keys"
+        " (tenant_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (tenant_id, key) DO UPDATE SET request_hash = excluded.request_hash,"
+        " status = excluded.status, response = excluded.response,"
+        " created_at = excluded.created_at",
         (tenant_id, request_key, request_hash, response.status, response.body, now),
     )
     return response, True
 
 
 def recall_request(
-    conn: apsw.Connection, *, tenant_id: str, request_key: str, request_hash: str, now: int
+    conn: Connection, *, tenant_id: str, request_key: str, request_hash: str, now: int
 ) -> StoredResponse | None:
     """The response remembered for a live ``request_key``, or None. Raises
     :class:`RequestKeyReused` if the key was used with another request."""
@@ -132,7 +134,7 @@ def recall_request(
     return StoredResponse(status=remembered.status, body=remembered.response)
 
 
-def prune_request_keys(conn: apsw.Connection, *, now: int) -> int:
+def prune_request_keys(conn: Connection, *, now: int) -> int:
     """Forget ``Idempotency-Key`` records past :data:`REQUEST_KEY_TTL_MS`; returns how many.
     Expired keys are already ignored, so this only bounds the table (for the pruner)."""
     conn.execute("DELETE FROM request_keys WHERE created_at <= ?", (now - REQUEST_KEY_TTL_MS,))

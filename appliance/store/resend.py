@@ -27,8 +27,6 @@ from __future__ import annotations
 import itertools
 from typing import Final
 
-import apsw
-
 from appliance.core.events import Actor, EventType
 from appliance.core.instants import format_scheduled_for
 from appliance.core.runs import RunState, Trigger, occurrence_run
@@ -36,6 +34,7 @@ from appliance.core.schedules import Schedule
 from appliance.core.timing import occurrences
 from appliance.errors import Conflict, StoreError
 from appliance.store import rows
+from appliance.store.connection import Connection
 from appliance.store.events import append_event
 from appliance.store.materialise import insert_runs
 from appliance.store.reproduce import run_and_schedule
@@ -45,7 +44,7 @@ SLOT_WINDOW_MS: Final = 3_600_000  # how far back a copy's second is looked for
 
 
 def resend_copy(
-    conn: apsw.Connection, *, tenant_id: str, run_id: str, now: int, actor: Actor | None = None
+    conn: Connection, *, tenant_id: str, run_id: str, now: int, actor: Actor | None = None
 ) -> tuple[RunRecord, bool]:
     """A copy of the tenant's run ``run_id``, pending and due now: ``(copy, created)``.
     NotFound; Conflict for a run of a deleted schedule or when no second is free."""
@@ -95,14 +94,14 @@ def resend_copy(
     return must_get_run(conn, tenant_id=tenant_id, run_id=copy.id), True
 
 
-def _body_digest(conn: apsw.Connection, run_id: str) -> str:
+def _body_digest(conn: Connection, run_id: str) -> str:
     row = conn.execute("SELECT body_digest FROM job_runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
         raise StoreError(f"run {run_id} vanished inside its own transaction")
     return rows.text(row[0])
 
 
-def _free_second(conn: apsw.Connection, schedule: Schedule, *, before: int) -> int:
+def _free_second(conn: Connection, schedule: Schedule, *, before: int) -> int:
     """The latest second before ``before`` with no row of ``schedule`` and no occurrence
     of its timing, within :data:`SLOT_WINDOW_MS`; Conflict if there is none."""
     low, high = before - SLOT_WINDOW_MS, before - 1000

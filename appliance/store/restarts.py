@@ -20,11 +20,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
 from appliance.core.downtime import DowntimeReport
 from appliance.core.events import EventType
 from appliance.core.schedules import CatchupPolicy
+from appliance.store.connection import Connection
 from appliance.store.events import SYSTEM_TENANT, append_event
 from appliance.store.incarnations import PreviousIncarnation
 
@@ -49,7 +48,7 @@ class Tally:
     missed: dict[CatchupPolicy, int]
 
 
-def tally_downtime(conn: apsw.Connection, *, since: int, until: int) -> Tally:
+def tally_downtime(conn: Connection, *, since: int, until: int) -> Tally:
     """What became of the occurrences scheduled in ``[since, until)``."""
     late: Counter[CatchupPolicy] = Counter()
     missed: Counter[CatchupPolicy] = Counter()
@@ -59,7 +58,7 @@ def tally_downtime(conn: apsw.Connection, *, since: int, until: int) -> Tally:
 
 
 def downtime_report(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     previous: PreviousIncarnation,
     restarted_at: int,
@@ -81,7 +80,7 @@ def downtime_report(
     )
 
 
-def record_restart(conn: apsw.Connection, *, report: DowntimeReport, now: int) -> int:
+def record_restart(conn: Connection, *, report: DowntimeReport, now: int) -> int:
     """Record ``appliance.restarted``; returns its sequence number."""
     return append_event(
         conn,
@@ -98,7 +97,7 @@ class LastRestart:
     data: dict[str, Any]  # the event's data (contracts/events/appliance.restarted.json)
 
 
-def last_restart(conn: apsw.Connection) -> LastRestart | None:
+def last_restart(conn: Connection) -> LastRestart | None:
     """The latest downtime report (``events_tenant_type``: one index probe)."""
     row = conn.execute(
         "SELECT occurred_at, data FROM events WHERE tenant_id = ? AND type = ?"

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import apsw
-
 from appliance.core.runs import TERMINAL
+from appliance.store.connection import Connection
 
 DAY_MS = 86_400_000
 MAX_RETRY_SPAN_MS = 7 * DAY_MS  # ADR 0032: a retry window is at most 7 days
@@ -49,7 +48,7 @@ class Pruned:
         return self.runs + self.attempts + self.events + self.bodies
 
 
-def prune(conn: apsw.Connection, *, now: int, retention_ms: int, limit: int) -> Pruned:
+def prune(conn: Connection, *, now: int, retention_ms: int, limit: int) -> Pruned:
     """Delete up to ``limit`` finished runs (and their attempts) and up to ``limit`` events
     older than ``retention_ms``, then unreferenced bodies. Refuses a retention period
     shorter than the dedupe horizon."""

@@ -22,9 +22,8 @@ import heapq
 import itertools
 from dataclasses import dataclass
 
-import apsw
-
 from appliance.core.runs import RunState
+from appliance.store.connection import Connection
 from appliance.store.runs import RUN_COLUMNS, RunRecord
 
 Position = tuple[int, str]  # (scheduled_for, id) of the last run of the previous page
@@ -40,7 +39,7 @@ class RunFilter:
 
 
 def search_runs(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     where: RunFilter,
@@ -62,7 +61,7 @@ def search_runs(
 
 
 def _range(
-    conn: apsw.Connection,
+    conn: Connection,
     tenant_id: str,
     where: RunFilter,
     state: RunState | None,

@@ -24,8 +24,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-import apsw
-
 from appliance.core.events import EventType, JsonScalar
 from appliance.core.instants import format_instant, format_scheduled_for
 from appliance.core.runs import (
@@ -38,6 +36,7 @@ from appliance.core.runs import (
 )
 from appliance.errors import StoreError
 from appliance.store import rows
+from appliance.store.connection import Connection
 from appliance.store.events import append_event
 
 
@@ -136,7 +135,7 @@ _ATTEMPT_COLUMNS: Final = rows.Columns(
 )
 
 
-def get_run(conn: apsw.Connection, *, tenant_id: str, run_id: str) -> RunRecord | None:
+def get_run(conn: Connection, *, tenant_id: str, run_id: str) -> RunRecord | None:
     """The run, or None if it does not exist or belongs to another tenant."""
     row = conn.execute(
         f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE id = ? AND tenant_id = ?",
@@ -145,7 +144,7 @@ def get_run(conn: apsw.Connection, *, tenant_id: str, run_id: str) -> RunRecord 
     return None if row is None else RUN_COLUMNS.one(row)
 
 
-def must_get_run(conn: apsw.Connection, *, tenant_id: str, run_id: str) -> RunRecord:
+def must_get_run(conn: Connection, *, tenant_id: str, run_id: str) -> RunRecord:
     """The run just written in this transaction."""
     run = get_run(conn, tenant_id=tenant_id, run_id=run_id)
     if run is None:
@@ -153,7 +152,7 @@ def must_get_run(conn: apsw.Connection, *, tenant_id: str, run_id: str) -> RunRe
     return run
 
 
-def list_attempts(conn: apsw.Connection, *, run_id: str) -> list[AttemptRecord]:
+def list_attempts(conn: Connection, *, run_id: str) -> list[AttemptRecord]:
     """Every attempt of a run, first first. Callers check the run's tenant first."""
     return _ATTEMPT_COLUMNS.all(
         conn.execute(
@@ -164,7 +163,7 @@ def list_attempts(conn: apsw.Connection, *, run_id: str) -> list[AttemptRecord]:
 
 
 def list_runs(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     schedule_id: str,
@@ -186,7 +185,7 @@ def list_runs(
 # --- withdrawal ---------------------------------------------------------------------------
 
 
-def withdraw_future_runs(conn: apsw.Connection, *, schedule_id: str, now: int) -> int:
+def withdraw_future_runs(conn: Connection, *, schedule_id: str, now: int) -> int:
     """An edited schedule: delete the never-attempted rows of occurrences still in the
     future, so the new spec (re-derived cursor) can plan those slots. Occurrences already
     due under the old spec keep their runs and are delivered. Returns rows deleted."""
@@ -198,7 +197,7 @@ def withdraw_future_runs(conn: apsw.Connection, *, schedule_id: str, now: int) -
     return conn.changes()
 
 
-def withdraw_open_runs(conn: apsw.Connection, *, schedule_id: str, now: int) -> int:
+def withdraw_open_runs(conn: Connection, *, schedule_id: str, now: int) -> int:
     """A paused or deleted schedule: future rows are withdrawn (:func:`withdraw_future_runs`)
     and every other open row (pending or retry_wait) becomes ``cancelled``. Running rows
     finish their attempt. Returns rows touched."""
@@ -213,7 +212,7 @@ def withdraw_open_runs(conn: apsw.Connection, *, schedule_id: str, now: int) -> 
     return deleted + conn.changes()
 
 
-def cancel_if_withdrawn(conn: apsw.Connection, *, run_id: str, attempt: int, now: int) -> bool:
+def cancel_if_withdrawn(conn: Connection, *, run_id: str, attempt: int, now: int) -> bool:
     """A run just sent to ``retry_wait`` whose schedule was paused or deleted while this
     attempt was in flight gets no retry behind the tenant's back: it is cancelled, as the
     pause cancelled the schedule's other open runs. (A run replayed on an already paused
@@ -263,7 +262,7 @@ class AttemptedRun(Protocol):
 
 
 def announce_attempt(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     run: AttemptedRun,
     state: RunState,
@@ -316,7 +315,7 @@ def run_event_data(
     }
 
 
-def expect_one(conn: apsw.Connection, what: str) -> None:
+def expect_one(conn: Connection, what: str) -> None:
     # Inside one BEGIN IMMEDIATE transaction a row read a moment ago cannot change under
     # us; if it did, something bypassed the writer connection and the write must not stand.
     if conn.changes() != 1:

@@ -36,8 +36,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Final
 
-import apsw
-
 from appliance.core.cursor import anchored, first_fire_at, first_fire_or_refuse
 from appliance.core.events import Actor, EventType, JsonValue
 from appliance.core.ids import new_id
@@ -46,6 +44,7 @@ from appliance.core.schedule_input import changed_fields
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import Conflict, FieldError, NotFound, ValidationError
 from appliance.store import rows
+from appliance.store.connection import Connection
 from appliance.store.events import append_event, append_schedule_events
 from appliance.store.plan_pass import settle_schedule
 from appliance.store.runs import withdraw_future_runs, withdraw_open_runs
@@ -91,7 +90,7 @@ class ScheduleLimitReached(Conflict):
         self.limit = limit
 
 
-def count_schedules(conn: apsw.Connection, *, tenant_id: str) -> int:
+def count_schedules(conn: Connection, *, tenant_id: str) -> int:
     """How many live schedules the tenant has (served by ``schedules_tenant``)."""
     row = conn.execute(
         "SELECT COUNT(*) FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL", (tenant_id,)
@@ -100,7 +99,7 @@ def count_schedules(conn: apsw.Connection, *, tenant_id: str) -> int:
 
 
 def create_schedule(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     spec: ScheduleSpec,
@@ -120,7 +119,7 @@ def create_schedule(
 
 
 def create_schedules(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     specs: Sequence[ScheduleSpec],
@@ -175,7 +174,7 @@ def create_schedules(
     return created  # what a read of them answers (tests/store/test_create_schedules.py)
 
 
-def get_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> Schedule | None:
+def get_schedule(conn: Connection, *, tenant_id: str, schedule_id: str) -> Schedule | None:
     row = conn.execute(
         f"SELECT {COLUMNS.select} FROM schedules"
         " WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL",
@@ -184,7 +183,7 @@ def get_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> 
     return None if row is None else COLUMNS.one(row)
 
 
-def require_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str) -> Schedule:
+def require_schedule(conn: Connection, *, tenant_id: str, schedule_id: str) -> Schedule:
     """The live schedule, or :class:`NotFound`."""
     schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
     if schedule is None:
@@ -193,7 +192,7 @@ def require_schedule(conn: apsw.Connection, *, tenant_id: str, schedule_id: str)
 
 
 def list_schedules(
-    conn: apsw.Connection, *, tenant_id: str, limit: int, after_id: str | None = None
+    conn: Connection, *, tenant_id: str, limit: int, after_id: str | None = None
 ) -> list[Schedule]:
     """Up to ``limit`` live schedules ordered by id, after ``after_id``. Ids are ULIDs, so
     this is creation order to the millisecond (random within one)."""
@@ -207,7 +206,7 @@ def list_schedules(
 
 
 def update_schedule(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     schedule_id: str,
@@ -251,7 +250,7 @@ def update_schedule(
 
 
 def delete_schedule(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     tenant_id: str,
     schedule_id: str,
@@ -281,7 +280,7 @@ def delete_schedule(
 
 
 def settled(
-    conn: apsw.Connection,
+    conn: Connection,
     tenant_id: str,
     schedule_id: str,
     *,
@@ -307,7 +306,7 @@ def check_version(current: Schedule, expected: int | None) -> None:
 
 
 def write_spec(
-    conn: apsw.Connection, current: Schedule, spec: ScheduleSpec, *, cursor: int | None, now: int
+    conn: Connection, current: Schedule, spec: ScheduleSpec, *, cursor: int | None, now: int
 ) -> int:
     """Store ``spec`` and ``cursor`` over ``current`` (compare-and-set); the new version."""
     version = current.version + 1
@@ -321,7 +320,7 @@ def write_spec(
     return version
 
 
-def _compare_and_set(conn: apsw.Connection, sql: str, params: tuple[object, ...]) -> None:
+def _compare_and_set(conn: Connection, sql: str, params: tuple[object, ...]) -> None:
     conn.execute(sql, params)
     if conn.changes() != 1:
         # Writes are serialised and the row was read in this transaction: unreachable
@@ -330,7 +329,7 @@ def _compare_and_set(conn: apsw.Connection, sql: str, params: tuple[object, ...]
 
 
 def event(
-    conn: apsw.Connection,
+    conn: Connection,
     kind: EventType,
     tenant_id: str,
     schedule_id: str,

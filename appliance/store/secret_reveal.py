@@ -15,16 +15,15 @@ because ``store.events`` reaches ``store.tenants`` (through the notification out
 
 from __future__ import annotations
 
-import apsw
-
 from appliance.core.events import Actor, EventType
 from appliance.errors import NotFound
+from appliance.store.connection import Connection
 from appliance.store.events import append_event
 from appliance.store.tenants import SigningSecret, list_signing_secrets
 
 
 def reveal_signing_secret(
-    conn: apsw.Connection, *, tenant_id: str, secret_id: str, now: int, actor: Actor
+    conn: Connection, *, tenant_id: str, secret_id: str, now: int, actor: Actor
 ) -> SigningSecret:
     """The active secret ``secret_id`` whole, its reveal recorded; NotFound otherwise."""
     found = [

@@ -20,8 +20,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Final
 
-import apsw
-
+from appliance.store.connection import Connection
 from appliance.store.suspension import is_suspended
 from appliance.store.users import User, get_user, user_by_email
 
@@ -41,7 +40,7 @@ class Session:
     last_seen_at: int
 
 
-def start_session(conn: apsw.Connection, *, user_id: str, address: str, now: int) -> str:
+def start_session(conn: Connection, *, user_id: str, address: str, now: int) -> str:
     """A new session for ``user_id``; answers the cookie value (shown only to the browser)."""
     token = secrets.token_urlsafe(32)
     conn.execute(
@@ -52,7 +51,7 @@ def start_session(conn: apsw.Connection, *, user_id: str, address: str, now: int
     return token
 
 
-def find_session(conn: apsw.Connection, *, token: str, now: int) -> Session | None:
+def find_session(conn: Connection, *, token: str, now: int) -> Session | None:
     """The live session of a cookie value, or None (unknown, revoked, idle, too old, its
     user disabled or its tenant suspended)."""
     row = conn.execute(
@@ -75,7 +74,7 @@ def find_session(conn: apsw.Connection, *, token: str, now: int) -> Session | No
     )
 
 
-def may_sign_in(conn: apsw.Connection, user: User) -> bool:
+def may_sign_in(conn: Connection, user: User) -> bool:
     """A disabled user, or a user of a suspended tenant (operators excepted: they resume
     it), may not sign in, and their sessions stop working."""
     if user.disabled_at is not None:
@@ -83,7 +82,7 @@ def may_sign_in(conn: apsw.Connection, user: User) -> bool:
     return user.operator or not is_suspended(conn, tenant_id=user.tenant_id)
 
 
-def sign_in_user(conn: apsw.Connection, *, email: str) -> User | None:
+def sign_in_user(conn: Connection, *, email: str) -> User | None:
     """The user ``email`` names if that user may sign in now, else None."""
     user = user_by_email(conn, email=email)
     return user if user is not None and may_sign_in(conn, user) else None
@@ -93,21 +92,21 @@ def needs_touch(session: Session, *, now: int) -> bool:
     return now - session.last_seen_at >= SEEN_RESOLUTION_MS
 
 
-def touch_session(conn: apsw.Connection, *, id_hash: str, now: int) -> None:
+def touch_session(conn: Connection, *, id_hash: str, now: int) -> None:
     conn.execute(
         "UPDATE sessions SET last_seen_at = ? WHERE id_hash = ? AND last_seen_at < ?",
         (now, id_hash, now),
     )
 
 
-def end_session(conn: apsw.Connection, *, id_hash: str, now: int) -> None:
+def end_session(conn: Connection, *, id_hash: str, now: int) -> None:
     conn.execute(
         "UPDATE sessions SET revoked_at = ? WHERE id_hash = ? AND revoked_at IS NULL",
         (now, id_hash),
     )
 
 
-def throttled(conn: apsw.Connection, *, subjects: tuple[str, ...], now: int) -> bool:
+def throttled(conn: Connection, *, subjects: tuple[str, ...], now: int) -> bool:
     """Whether any subject (``email:…``, ``addr:…``) has used up its failures."""
     for subject in subjects:
         row = conn.execute(
@@ -119,7 +118,7 @@ def throttled(conn: apsw.Connection, *, subjects: tuple[str, ...], now: int) -> 
     return False
 
 
-def record_failure(conn: apsw.Connection, *, subjects: tuple[str, ...], now: int) -> None:
+def record_failure(conn: Connection, *, subjects: tuple[str, ...], now: int) -> None:
     """Count one failed sign-in against every subject; forget failures past the window."""
     conn.execute("DELETE FROM login_failures WHERE at <= ?", (now - FAILURE_WINDOW_MS,))
     conn.executemany(

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 import apsw
 
+from appliance.store.connection import Connection
 from appliance.store.planning import PLAN_SQL
 from appliance.store.restarts import LastRestart, last_restart
 
 
-def active_targets(conn: apsw.Connection, *, limit: int = 10_000) -> list[tuple[str, int]]:
+def active_targets(conn: Connection, *, limit: int = 10_000) -> list[tuple[str, int]]:
     """(target URL, active schedules using it): live, unpaused, with a next occurrence."""
     rows = conn.execute(
         "SELECT target_url, count(*) FROM schedules WHERE deleted_at IS NULL AND paused = 0"
@@ -44,7 +45,7 @@ class Health:
     last_restart: LastRestart | None  # the last restart's downtime report
 
 
-def health(conn: apsw.Connection, *, now: int) -> Health:
+def health(conn: Connection, *, now: int) -> Health:
     def one(sql: str, *args: object) -> int:
         row = conn.execute(sql, args).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
@@ -88,11 +89,11 @@ def sqlite_version() -> str:
     return apsw.sqlite_lib_version()
 
 
-def journal_mode(conn: apsw.Connection) -> str:
+def journal_mode(conn: Connection) -> str:
     row = conn.execute("PRAGMA journal_mode").fetchone()
     return "unknown" if row is None else str(row[0])
 
 
-def quick_check(conn: apsw.Connection) -> list[str]:
+def quick_check(conn: Connection) -> list[str]:
     """``PRAGMA quick_check``: ``["ok"]`` or the first problems found."""
     return [str(row[0]) for row in conn.execute("PRAGMA quick_check(5)")]

@@ -21,12 +21,11 @@ Rules this module guards:
 
 from __future__ import annotations
 
-import apsw
-
 from appliance.core.events import Actor, EventType
 from appliance.core.instants import format_instant
 from appliance.core.runs import RunState, Transition, check_transition
 from appliance.errors import NotFound
+from appliance.store.connection import Connection
 from appliance.store.events import append_event
 from appliance.store.runs import OPEN_SQL
 
@@ -35,7 +34,7 @@ SUSPENDED_TENANTS_SQL = "SELECT id FROM tenants WHERE suspended_at IS NOT NULL"
 
 
 def suspend_tenant(
-    conn: apsw.Connection, *, tenant_id: str, now: int, actor: Actor | None = None
+    conn: Connection, *, tenant_id: str, now: int, actor: Actor | None = None
 ) -> int | None:
     """Suspend ``tenant_id``; answers how many open runs were cancelled, or None when it
     was already suspended. NotFound for an unknown tenant."""
@@ -61,7 +60,7 @@ def suspend_tenant(
 
 
 def resume_tenant(
-    conn: apsw.Connection, *, tenant_id: str, now: int, actor: Actor | None = None
+    conn: Connection, *, tenant_id: str, now: int, actor: Actor | None = None
 ) -> bool:
     """Resume ``tenant_id``; False when it was not suspended. NotFound for an unknown one."""
     since = suspended_since(conn, tenant_id=tenant_id)
@@ -79,7 +78,7 @@ def resume_tenant(
     return True
 
 
-def suspended_since(conn: apsw.Connection, *, tenant_id: str) -> int | None:
+def suspended_since(conn: Connection, *, tenant_id: str) -> int | None:
     """When ``tenant_id`` was suspended, or None when it is active; NotFound if unknown."""
     row = conn.execute("SELECT suspended_at FROM tenants WHERE id = ?", (tenant_id,)).fetchone()
     if row is None:
@@ -87,7 +86,7 @@ def suspended_since(conn: apsw.Connection, *, tenant_id: str) -> int | None:
     return None if row[0] is None else int(row[0])
 
 
-def is_suspended(conn: apsw.Connection, *, tenant_id: str | None) -> bool:
+def is_suspended(conn: Connection, *, tenant_id: str | None) -> bool:
     """True when ``tenant_id`` names a suspended tenant (None, unknown: False)."""
     if tenant_id is None:
         return False

@@ -19,12 +19,11 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import apsw
-
 from appliance.core.ids import new_id
 from appliance.core.signing import SECRET_PREFIX, new_signing_secret
 from appliance.errors import Conflict, NotFound, ValidationError
 from appliance.store.api_keys import Scope, issue_api_key
+from appliance.store.connection import Connection
 
 # ADR 0032: a tenant has at most this many active secrets at once.
 MAX_ACTIVE_SECRETS = 3
@@ -50,7 +49,7 @@ class Tenant:
     schedules: int  # live (not deleted) schedules
 
 
-def create_tenant(conn: apsw.Connection, *, name: str, now: int) -> NewTenant:
+def create_tenant(conn: Connection, *, name: str, now: int) -> NewTenant:
     """A new tenant with a write key and a signing secret; Conflict if the name (ignoring
     case) is taken: names are how an operator tells tenants apart."""
     _refuse_taken(conn, name)
@@ -65,7 +64,7 @@ def create_tenant(conn: apsw.Connection, *, name: str, now: int) -> NewTenant:
     return NewTenant(tenant_id=tenant_id, api_key=issued.api_key, signing_secret=secret.secret)
 
 
-def rename_tenant(conn: apsw.Connection, *, tenant_id: str, name: str) -> None:
+def rename_tenant(conn: Connection, *, tenant_id: str, name: str) -> None:
     """Give a tenant another unique name (NotFound, Conflict). Works on a database from
     before names were unique too: it is how duplicates are resolved."""
     if not tenant_exists(conn, tenant_id=tenant_id):
@@ -74,7 +73,7 @@ def rename_tenant(conn: apsw.Connection, *, tenant_id: str, name: str) -> None:
     conn.execute("UPDATE tenants SET name = ? WHERE id = ?", (name, tenant_id))
 
 
-def list_tenants(conn: apsw.Connection) -> list[Tenant]:
+def list_tenants(conn: Connection) -> list[Tenant]:
     """Every tenant, oldest first, with its count of live schedules."""
     rows = conn.execute(
         "SELECT t.id, t.name, t.created_at, (SELECT count(*) FROM schedules s"
@@ -85,21 +84,21 @@ def list_tenants(conn: apsw.Connection) -> list[Tenant]:
     ]
 
 
-def _refuse_taken(conn: apsw.Connection, name: str, *, besides: str = "") -> None:
+def _refuse_taken(conn: Connection, name: str, *, besides: str = "") -> None:
     row = conn.execute(
-        "SELECT id FROM tenants WHERE name = ? COLLATE NOCASE AND id != ?", (name, besides)
+        "SELECT id FROM tenants WHERE lower(name) = lower(?) AND id != ?", (name, besides)
     ).fetchone()
     if row is not None:
         raise Conflict(f"a tenant named {name!r} exists already ({row[0]}): choose another name")
 
 
-def active_secrets(conn: apsw.Connection, *, tenant_id: str, now: int) -> list[str]:
+def active_secrets(conn: Connection, *, tenant_id: str, now: int) -> list[str]:
     """Secrets that sign deliveries now, newest first."""
     return list(active_secrets_of(conn, tenant_ids={tenant_id}, now=now).get(tenant_id, ()))
 
 
 def active_secrets_of(
-    conn: apsw.Connection, *, tenant_ids: Iterable[str], now: int
+    conn: Connection, *, tenant_ids: Iterable[str], now: int
 ) -> dict[str, tuple[str, ...]]:
     """:func:`active_secrets` of several tenants in one query (a claim's batch)."""
     found: dict[str, list[str]] = {}
@@ -107,7 +106,7 @@ def active_secrets_of(
         "SELECT tenant_id, secret FROM (SELECT tenant_id, secret, ROW_NUMBER() OVER"
         " (PARTITION BY tenant_id ORDER BY created_at DESC, rowid DESC) AS newest"
         " FROM signing_secrets WHERE tenant_id IN (SELECT value FROM json_each(?))"
-        " AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?))"
+        " AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)) ranked"
         " WHERE newest <= ? ORDER BY tenant_id, newest",
         (json.dumps(sorted(tenant_ids)), now, MAX_ACTIVE_SECRETS),
     )
@@ -136,13 +135,13 @@ class LastSecret(Conflict):
     """Expiring this secret would leave the tenant's deliveries unsigned."""
 
 
-def list_signing_secrets(conn: apsw.Connection, *, tenant_id: str, now: int) -> list[SigningSecret]:
+def list_signing_secrets(conn: Connection, *, tenant_id: str, now: int) -> list[SigningSecret]:
     """The tenant's active secrets, newest first."""
     return _active(conn, tenant_id, now)
 
 
 def rotate_signing_secret(
-    conn: apsw.Connection, *, tenant_id: str, overlap_ms: int, now: int
+    conn: Connection, *, tenant_id: str, overlap_ms: int, now: int
 ) -> SigningSecret:
     """A new current secret; the others expire ``overlap_ms`` from now (0: at once)."""
     active = _active(conn, tenant_id, now)
@@ -161,7 +160,7 @@ def rotate_signing_secret(
 
 
 def expire_signing_secret(
-    conn: apsw.Connection, *, tenant_id: str, secret_id: str, now: int
+    conn: Connection, *, tenant_id: str, secret_id: str, now: int
 ) -> SigningSecret:
     """Stop signing with one active secret now; NotFound or :class:`LastSecret`."""
     active = _active(conn, tenant_id, now)
@@ -177,7 +176,7 @@ def expire_signing_secret(
     return dataclasses.replace(found[0], expires_at=now)
 
 
-def _add_secret(conn: apsw.Connection, *, tenant_id: str, now: int) -> SigningSecret:
+def _add_secret(conn: Connection, *, tenant_id: str, now: int) -> SigningSecret:
     secret = SigningSecret(
         id=new_id("sec", now), secret=new_signing_secret(), created_at=now, expires_at=None
     )
@@ -188,7 +187,7 @@ def _add_secret(conn: apsw.Connection, *, tenant_id: str, now: int) -> SigningSe
     return secret
 
 
-def _active(conn: apsw.Connection, tenant_id: str, now: int) -> list[SigningSecret]:
+def _active(conn: Connection, tenant_id: str, now: int) -> list[SigningSecret]:
     rows = conn.execute(
         "SELECT id, secret, created_at, expires_at FROM signing_secrets"
         " WHERE tenant_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
@@ -206,7 +205,7 @@ def _active(conn: apsw.Connection, tenant_id: str, now: int) -> list[SigningSecr
     ]
 
 
-def tenant_exists(conn: apsw.Connection, *, tenant_id: str) -> bool:
+def tenant_exists(conn: Connection, *, tenant_id: str) -> bool:
     return conn.execute("SELECT 1 FROM tenants WHERE id = ?", (tenant_id,)).fetchone() is not None
 
 

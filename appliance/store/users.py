@@ -19,10 +19,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Final
 
-import apsw
-
 from appliance.core.ids import looks_like, new_id
 from appliance.errors import Conflict, NotFound, ValidationError
+from appliance.store.connection import Connection
 from appliance.store.rows import Columns, flag, integer, optional_integer, optional_text, text
 
 SETUP_LINK_MS: Final = 3_600_000
@@ -87,7 +86,7 @@ def normalise_email(email: str) -> str:
     return address
 
 
-def find_tenant_id(conn: apsw.Connection, *, id_or_name: str) -> str:
+def find_tenant_id(conn: Connection, *, id_or_name: str) -> str:
     """The id of the tenant with this id, or else with this (unique) name; NotFound, or
     Conflict when several tenants share the name."""
     if looks_like("ten", id_or_name):
@@ -103,7 +102,7 @@ def find_tenant_id(conn: apsw.Connection, *, id_or_name: str) -> str:
 
 
 def create_user(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     email: str,
     tenant_id: str | None,
@@ -136,19 +135,19 @@ def create_user(
     return user
 
 
-def user_by_email(conn: apsw.Connection, *, email: str) -> User | None:
+def user_by_email(conn: Connection, *, email: str) -> User | None:
     row = conn.execute(
         f"SELECT {_USER.select} FROM users WHERE email = ?", (email.strip().lower(),)
     ).fetchone()
     return None if row is None else _USER.one(row)
 
 
-def get_user(conn: apsw.Connection, *, user_id: str) -> User | None:
+def get_user(conn: Connection, *, user_id: str) -> User | None:
     row = conn.execute(f"SELECT {_USER.select} FROM users WHERE id = ?", (user_id,)).fetchone()
     return None if row is None else _USER.one(row)
 
 
-def list_users(conn: apsw.Connection, *, tenant_id: str) -> list[User]:
+def list_users(conn: Connection, *, tenant_id: str) -> list[User]:
     """A tenant's users by email."""
     rows = conn.execute(
         f"SELECT {_USER.select} FROM users WHERE tenant_id = ? ORDER BY email", (tenant_id,)
@@ -157,7 +156,7 @@ def list_users(conn: apsw.Connection, *, tenant_id: str) -> list[User]:
 
 
 def set_role(
-    conn: apsw.Connection, *, tenant_id: str, user_id: str, role: Role, acting_user_id: str
+    conn: Connection, *, tenant_id: str, user_id: str, role: Role, acting_user_id: str
 ) -> User:
     """Change a tenant user's role. A user cannot change their own role (an owner would
     lock the tenant out of its users page), and another tenant's user is NotFound."""
@@ -170,7 +169,7 @@ def set_role(
     return get_user(conn, user_id=user_id) or user
 
 
-def issue_setup_token(conn: apsw.Connection, *, user_id: str, now: int) -> str:
+def issue_setup_token(conn: Connection, *, user_id: str, now: int) -> str:
     """A new single-use setup token for ``user_id``, valid for an hour (shown once)."""
     if get_user(conn, user_id=user_id) is None:
         raise NotFound(f"no user {user_id}")
@@ -182,7 +181,7 @@ def issue_setup_token(conn: apsw.Connection, *, user_id: str, now: int) -> str:
     return token
 
 
-def setup_user(conn: apsw.Connection, *, token: str, now: int) -> User | None:
+def setup_user(conn: Connection, *, token: str, now: int) -> User | None:
     """The user a live, unused setup token belongs to, or None."""
     row = conn.execute(
         "SELECT user_id FROM user_setup_tokens WHERE token_hash = ? AND used_at IS NULL"
@@ -192,7 +191,7 @@ def setup_user(conn: apsw.Connection, *, token: str, now: int) -> User | None:
     return None if row is None else get_user(conn, user_id=str(row[0]))
 
 
-def complete_setup(conn: apsw.Connection, *, token: str, password_hash: str, now: int) -> User:
+def complete_setup(conn: Connection, *, token: str, password_hash: str, now: int) -> User:
     """Use the token once: set the password, kill the user's other links and sessions.
     NotFound when the token is unknown, used or expired."""
     user = setup_user(conn, token=token, now=now)

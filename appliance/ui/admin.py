@@ -14,7 +14,7 @@ from quart import Blueprint, Response, redirect, request
 
 from appliance.core.events import Actor
 from appliance.errors import NotFound, ValidationError
-from appliance.store.database import Connection
+from appliance.store.connection import Connection
 from appliance.store.figures import WINDOW_MS, operator_figures
 from appliance.store.overview import tenant_summaries
 from appliance.store.suspension import resume_tenant, suspend_tenant

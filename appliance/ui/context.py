@@ -15,7 +15,7 @@ from quart import current_app
 
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
-from appliance.store.database import Database
+from appliance.store.backend import Store
 from appliance.store.event_hub import EventHub
 
 _EXTENSION = "steeple-ui"
@@ -23,7 +23,7 @@ _EXTENSION = "steeple-ui"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UiContext:
-    db: Database
+    db: Store
     clock: WallClock
     nudge: Callable[[], None]  # wakes the planner and the dispatcher; sync, never blocks
     check_destination: Callable[[str], Awaitable[None]]  # resolve + policy; ValidationError

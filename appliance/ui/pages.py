@@ -25,7 +25,8 @@ from appliance.core.events import Event, EventType
 from appliance.core.schedules import Schedule
 from appliance.errors import NotFound
 from appliance.store import overview
-from appliance.store.database import Connection, Database
+from appliance.store.backend import Store
+from appliance.store.connection import Connection
 from appliance.store.event_hub import HEARTBEAT_S, StreamQuery, follow
 from appliance.store.events import list_events
 from appliance.store.runs import RunRecord
@@ -130,7 +131,7 @@ async def event_stream() -> Response:
 
 
 async def while_signed_in(
-    chunks: AsyncIterator[bytes], token: str, db: Database, clock: WallClock
+    chunks: AsyncIterator[bytes], token: str, db: Store, clock: WallClock
 ) -> AsyncIterator[bytes]:
     """``chunks`` while the session of ``token`` lives: it is looked up again at the first
     chunk (a heartbeat at least) after ``RECHECK_MS``, so a sign-out, an expiry or a

@@ -16,7 +16,7 @@ from appliance.core.runs import RunState
 from appliance.errors import NotFound, ValidationError
 from appliance.store import manual
 from appliance.store import runs as run_store
-from appliance.store.database import Connection
+from appliance.store.connection import Connection
 from appliance.store.run_search import RunFilter, search_runs
 from appliance.store.schedules import get_schedule
 from appliance.store.users import Role

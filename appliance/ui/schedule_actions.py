@@ -19,7 +19,7 @@ from appliance.core.schedules import Schedule
 from appliance.errors import ValidationError
 from appliance.store import manual, pauses
 from appliance.store import schedules as store
-from appliance.store.database import Connection
+from appliance.store.connection import Connection
 from appliance.store.users import Role
 from appliance.ui.context import ui
 from appliance.ui.render import page

@@ -21,7 +21,7 @@ from appliance.store.api_keys import (
     parse_key_request,
     revoke_api_key,
 )
-from appliance.store.database import Connection
+from appliance.store.connection import Connection
 from appliance.store.secret_reveal import reveal_signing_secret
 from appliance.store.tenants import (
     SigningSecret,

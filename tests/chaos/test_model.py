@@ -46,11 +46,13 @@ import dataclasses
 import json
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import apsw
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -68,6 +70,7 @@ from appliance.core.retry import RetryPolicy
 from appliance.core.runs import TRANSITIONS, AttemptOutcome, RunState, Transition
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
 from appliance.engine.reaper import ReaperConfig, reap_once
+from appliance.store.backend import Store
 from appliance.store.claims import (
     ClaimedRun,
     Completion,
@@ -80,10 +83,12 @@ from appliance.store.incarnations import register_incarnation
 from appliance.store.manual import replay_run, trigger_schedule
 from appliance.store.pauses import pause_schedule, resume_schedule
 from appliance.store.plan_pass import PlannerConfig, plan_once
+from appliance.store.postgres.database import PgDatabase
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.schedules import create_schedule, get_schedule, update_schedule
 from appliance.store.tenants import create_tenant
 from tests.chaos.recorder import publish
+from tests.postgres_cluster import Cluster
 
 if TYPE_CHECKING:
     from tests.chaos.conftest import Profile
@@ -211,11 +216,21 @@ def missed_announcements(conn: apsw.Connection) -> tuple[set[str], list[tuple[st
     return own, summaries
 
 
+def sqlite_store() -> tuple[Store, Callable[[], None]]:
+    """A fresh SQLite file: the store, and what removes it."""
+    folder = tempfile.TemporaryDirectory(prefix="steeple-model-")
+    db = Database.open(Path(folder.name) / "steeple.db", threaded=False, readers=1)
+    return db, folder.cleanup
+
+
 class StoreLifecycle(RuleBasedStateMachine):
+    # Each example's fresh store: a SQLite file, or a PostgreSQL database (the test's
+    # second parameter, which sets this on a subclass).
+    new_store: ClassVar[Callable[[], tuple[Store, Callable[[], None]]]] = staticmethod(sqlite_store)
+
     def __init__(self) -> None:
         super().__init__()
-        self._dir = tempfile.TemporaryDirectory(prefix="steeple-model-")
-        self.db = Database.open(Path(self._dir.name) / "steeple.db", threaded=False, readers=1)
+        self.db, self._remove = self.new_store()
         self.now = T0
         self.tenant = self.db.write_now(create_tenant, name="model", now=T0).tenant_id
         self.owner = self.db.write_now(register_incarnation, pid=1, now=T0)
@@ -232,7 +247,7 @@ class StoreLifecycle(RuleBasedStateMachine):
         )
         FIGURES["rows"] += len(self.rows)
         self.db.close()
-        self._dir.cleanup()
+        self._remove()
 
     def order(self, run: Row | ClaimedRun) -> tuple[int, int]:
         """A draw order that does not depend on random ids (Hypothesis replays draws)."""
@@ -503,12 +518,22 @@ def completion(outcome: str, now: int) -> Completion:
     )
 
 
-def test_store_lifecycle_model(profile: Profile) -> None:
+@pytest.mark.parametrize(
+    "store", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def test_store_lifecycle_model(
+    profile: Profile, store: str, request: pytest.FixtureRequest
+) -> None:
+    machine = StoreLifecycle
+    if store == "postgresql":
+        machine = _on_postgres(
+            request.getfixturevalue("pg_cluster"), request.getfixturevalue("pg_store_template")
+        )
     FIGURES.clear()
     run_state_machine_as_test(
-        StoreLifecycle,
+        machine,
         settings=settings(
-            max_examples=profile.pick(fast=100, soak=3000),
+            max_examples=profile.pick(fast=100 if store == "sqlite" else 15, soak=3000),
             stateful_step_count=profile.pick(fast=30, soak=60),
             derandomize=not profile.soak,
             deadline=None,
@@ -517,7 +542,22 @@ def test_store_lifecycle_model(profile: Profile) -> None:
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         ),
     )
-    publish("model", **{name: FIGURES[name] for name in sorted(FIGURES)})
+    publish(f"model ({store})", **{name: FIGURES[name] for name in sorted(FIGURES)})
+
+
+def _on_postgres(cluster: Cluster, template: str) -> type[StoreLifecycle]:
+    """The same machine, each example on a fresh copy of the migrated PostgreSQL database."""
+
+    def postgres_store() -> tuple[Store, Callable[[], None]]:
+        name = cluster.next_database_name("model")
+        db = PgDatabase.open(
+            cluster.create_database(name, template=template), pool_size=2, threaded=False
+        )
+        return db, lambda: cluster.drop_database(name)
+
+    return type(
+        "StoreLifecycleOnPostgres", (StoreLifecycle,), {"new_store": staticmethod(postgres_store)}
+    )
 
 
 def test_resume_keeps_runs_the_tenant_asked_for_while_paused(tmp_path: Path) -> None:

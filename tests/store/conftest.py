@@ -1,5 +1,9 @@
 """Fixtures for store tests: a tenant and schedule rows written with plain SQL.
 
+Every test that takes ``db`` runs twice: on a SQLite file and on a PostgreSQL database
+(the store contract: the same functions, the same results; docs/adr/0044-postgresql-store.md).
+A module that tests one store only (the SQLite file, its pragmas) defines its own ``db``.
+
 Schedules are inserted directly (not through ``store.schedules``) so the run, planning and
 lease queries are tested against the schema alone.
 """
@@ -7,15 +11,20 @@ lease queries are tested against the schema alone.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
 
 from appliance.core.ids import new_id
 from appliance.core.instants import parse_instant
+from appliance.store.backend import Store
+from appliance.store.connection import Connection
 from appliance.store.database import Database
+from appliance.store.postgres.database import PgDatabase
 from appliance.store.tenants import create_tenant
 
 T0 = parse_instant("2026-08-06T03:00:00Z")
@@ -44,7 +53,7 @@ class ScheduleRow:
     overlap: str = "allow"
 
 
-def insert_schedule(conn: apsw.Connection, *, tenant_id: str, row: ScheduleRow, now: int) -> str:
+def insert_schedule(conn: Connection, *, tenant_id: str, row: ScheduleRow, now: int) -> str:
     schedule_id = new_id("sch", now)
     conn.execute(
         "INSERT INTO schedules (id, tenant_id, name, cron, timezone, target_url, payload_kind,"
@@ -82,6 +91,23 @@ def insert_schedule(conn: apsw.Connection, *, tenant_id: str, row: ScheduleRow, 
     return schedule_id
 
 
+# A test of SQLite itself (its query plans): its ``db`` is the SQLite store alone.
+SQLITE_ONLY = pytest.mark.parametrize("db", ["sqlite"], indirect=True)
+STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=STORES)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A migrated store of each kind, threaded like production."""
+    store: Store
+    if request.param == "sqlite":
+        store = Database.open(tmp_path / "steeple.db")
+    else:
+        store = PgDatabase.open(request.getfixturevalue("pg_store_dsn"))
+    yield store
+    store.close()
+
+
 @pytest.fixture
 def tenant(db: Database) -> str:
     return db.write_now(create_tenant, name="acme", now=T0).tenant_id
@@ -99,3 +125,21 @@ def make_schedule(db: Database, tenant: str) -> MakeSchedule:
         return db.write_now(insert_schedule, tenant_id=tenant, row=row, now=T0)
 
     return make
+
+
+@pytest.fixture
+def pg(pg_dsn: str) -> Iterator[Any]:
+    """An autocommit psycopg connection to this test's fresh PostgreSQL database."""
+    import psycopg
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def lite() -> Iterator[apsw.Connection]:
+    """An empty in-memory SQLite database, foreign keys on as the store has them."""
+    conn = apsw.Connection(":memory:")
+    conn.execute("PRAGMA foreign_keys=ON")
+    yield conn
+    conn.close()

@@ -14,7 +14,7 @@ from appliance.store.claims import ClaimBatch, claim_runs
 from appliance.store.database import Database
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.tenants import create_tenant
-from tests.store.conftest import T0, ScheduleRow, insert_schedule
+from tests.store.conftest import SQLITE_ONLY, T0, ScheduleRow, insert_schedule
 
 LEASE = 30_000
 SECOND = 1_000
@@ -104,6 +104,7 @@ def test_without_a_cap_a_lone_tenant_takes_every_free_slot(db: Database) -> None
     assert len(claim(db, now=T0 + 30 * SECOND, limit=16).runs) == 14
 
 
+@SQLITE_ONLY
 @pytest.mark.parametrize("statement", [claims._CLAIM, claims._CLAIM_ALONE, claims._WAITING])
 def test_the_claim_is_one_statement_through_the_partial_indexes(
     db: Database, statement: str
@@ -121,6 +122,7 @@ def test_the_claim_is_one_statement_through_the_partial_indexes(
             assert " USING " in detail, detail
 
 
+@SQLITE_ONLY
 @pytest.mark.parametrize("count", [1, 24])
 def test_a_claims_statements_do_not_grow_with_its_batch(db: Database, count: int) -> None:
     tenant, schedule = new_tenant(db, "t")

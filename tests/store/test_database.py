@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -15,6 +16,14 @@ from appliance.errors import DatabaseLocked, StoreError
 from appliance.store.database import Database
 from appliance.store.lockfile import LockFile
 from appliance.store.migrate import current_version, migrations
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    """This module tests SQLite itself (its file, pragmas or query plans): SQLite only."""
+    database = Database.open(tmp_path / "steeple.db")
+    yield database
+    database.close()
 
 
 def test_open_migrates_and_sets_durable_pragmas(db: Database) -> None:

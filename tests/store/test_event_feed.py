@@ -9,6 +9,7 @@ import pytest
 from appliance.core.events import EventType
 from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, append_event, list_events
+from tests.store.conftest import SQLITE_ONLY
 
 NOW = 1_790_000_000_000
 E = EventType
@@ -37,6 +38,7 @@ def plans(db: Database, **filters: object) -> list[str]:
     return seen
 
 
+@SQLITE_ONLY
 @pytest.mark.parametrize(
     "filters",
     [

@@ -13,6 +13,7 @@ import pytest
 from appliance.core.envelope import render_event
 from appliance.core.events import EventType
 from appliance.errors import StoreError
+from appliance.store.connection import Connection
 from appliance.store.database import Database
 from appliance.store.events import append_event, list_events
 from appliance.store.notifications import (
@@ -87,10 +88,20 @@ def test_the_row_and_the_event_commit_or_roll_back_together(db: Database, notifi
     assert db.read_now(list_events, tenant_id=notified) == []
     assert db.read_now(list_notifications, tenant_id=notified) == []
 
-    def refuse_outbox(conn: apsw.Connection) -> None:
+    def refuse_outbox(conn: Connection) -> None:
+        if isinstance(db, Database):
+            conn.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON notifications"
+                " BEGIN SELECT RAISE(ABORT, 'outbox refused'); END"
+            )
+            return
+        conn.execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql"
+            " AS 'BEGIN RAISE EXCEPTION ''outbox refused''; END'"
+        )
         conn.execute(
             "CREATE TRIGGER refuse BEFORE INSERT ON notifications"
-            " BEGIN SELECT RAISE(ABORT, 'outbox refused'); END"
+            " FOR EACH ROW EXECUTE FUNCTION refuse()"
         )
 
     db.write_now(refuse_outbox)

@@ -4,9 +4,22 @@ does not grow with a tenant's history (docs/performance.md, "Web UI pages")."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
 from appliance.store.database import Database
 from appliance.store.overview import COUNT_CAP, FINISHED_SINCE_SQL
 from appliance.ui.render import capped
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    """This module tests SQLite itself (its file, pragmas or query plans): SQLite only."""
+    database = Database.open(tmp_path / "steeple.db")
+    yield database
+    database.close()
 
 
 def plan(db: Database, sql: str, *args: object) -> list[str]:

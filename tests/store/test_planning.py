@@ -15,7 +15,7 @@ from appliance.store.planning import (
     due_cursors,
     earliest_cursor,
 )
-from tests.store.conftest import T0, MakeSchedule
+from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule
 
 
 def test_due_cursors_are_unpaused_undeleted_and_earliest_first(
@@ -52,6 +52,7 @@ def test_the_cursor_only_moves_forward_from_the_value_read(
     assert db.read_now(earliest_cursor) is None
 
 
+@SQLITE_ONLY
 def test_due_cursors_use_the_partial_index(db: Database) -> None:
     def plan(conn: apsw.Connection) -> str:
         rows = conn.execute(

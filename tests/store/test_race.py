@@ -7,7 +7,8 @@ every outcome is asserted, none hoped for: in *ordered* rounds one racer finishe
 the other starts (the second must find nothing left, and each racer leads in turn, so
 both do work), and in *concurrent* rounds both get the command at once and SQLite decides
 (whoever comes second must still find nothing). Both share one wall timeline, as two
-replicas with synchronised clocks would.
+replicas with synchronised clocks would. On PostgreSQL the racers are two replicas on one
+database, with no leader: the same assertions hold.
 """
 
 from __future__ import annotations
@@ -16,24 +17,23 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import apsw
 
 from appliance.core.cron import parse_cron
 from appliance.core.jitter import planned_occurrences
+from appliance.store.backend import Store
 from appliance.store.database import Database
 from appliance.store.plan_pass import PlannerConfig, plan_once
 from tests.store.conftest import T0, MakeSchedule
 
 RACER = """
 import sys
-from pathlib import Path
 from appliance.store.plan_pass import PlannerConfig, plan_once
-from appliance.store.database import Database
+from appliance.store.backend import open_store
 from appliance.store.claims import claim_runs
 
-db = Database.open(Path(sys.argv[1]))
+db = open_store(sys.argv[1])
 owner = sys.argv[2]
 print("ready", flush=True)
 for line in sys.stdin:
@@ -51,10 +51,10 @@ db.close()
 class Racer:
     """One racer process: send it a command, read its answer."""
 
-    def __init__(self, path: Path, owner: str) -> None:
+    def __init__(self, target: str, owner: str) -> None:
         self.owner = owner
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", RACER, str(path), owner],
+            [sys.executable, "-c", RACER, target, owner],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -79,8 +79,10 @@ class Racer:
 
 
 @contextmanager
-def racers(path: Path) -> Iterator[tuple[Racer, Racer]]:
-    pair = (Racer(path, "inc_a"), Racer(path, "inc_b"))
+def racers(db: Store) -> Iterator[tuple[Racer, Racer]]:
+    """Two racer processes on ``db``'s file or PostgreSQL database."""
+    target = str(db.path) if db.path is not None else db.url  # type: ignore[attr-defined]
+    pair = (Racer(target, "inc_a"), Racer(target, "inc_b"))
     try:
         yield pair
     finally:
@@ -133,7 +135,7 @@ def test_two_planner_processes_materialise_each_occurrence_once(
     }
     end = T0 + 10 * 60_000
     made = {"inc_a": 0, "inc_b": 0}
-    with racers(db.path) as pair:
+    with racers(db) as pair:
         for n, now in enumerate(range(T0, end + 1, 10_000)):
             answers, first = round_of(pair, n, f"plan {now}")
             counts = dict(zip(made, map(int, answers), strict=True))
@@ -165,7 +167,7 @@ def test_two_claimer_processes_never_share_a_run(db: Database, make_schedule: Ma
     assert due == 601
 
     claimed: dict[str, list[str]] = {"inc_a": [], "inc_b": []}
-    with racers(db.path) as pair:
+    with racers(db) as pair:
         for n in range(200):
             answers, first = round_of(pair, n, f"claim {now}")
             batches = dict(zip(claimed, (answer.split() for answer in answers), strict=True))
@@ -178,7 +180,8 @@ def test_two_claimer_processes_never_share_a_run(db: Database, make_schedule: Ma
 
     def summary(conn: apsw.Connection) -> tuple[int, int, int]:
         return conn.execute(
-            "SELECT SUM(state = 'running'), MAX(attempt), (SELECT COUNT(*) FROM attempts)"
+            "SELECT SUM(CASE WHEN state = 'running' THEN 1 ELSE 0 END), MAX(attempt),"
+            " (SELECT COUNT(*) FROM attempts)"
             " FROM job_runs"
         ).fetchone()
 

@@ -12,7 +12,7 @@ from appliance.store.database import Database
 from appliance.store.events import append_event
 from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.retention import DAY_MS, MIN_RETENTION_MS, OLD_FINISHED_SQL, prune
-from tests.store.conftest import T0, MakeSchedule
+from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule
 from tests.store.test_runs import add_run, claim, ok, schedule_value
 
 RETENTION = 30 * DAY_MS
@@ -90,6 +90,7 @@ def test_re_planning_after_pruning_makes_no_second_row(
     assert db.read_now(count, "job_runs") == 2 + 24 * 31  # the open two + (first, later]
 
 
+@SQLITE_ONLY
 def test_finding_old_runs_uses_the_index_not_a_scan(db: Database) -> None:
     """With nothing old enough the pruner must not read every run (3.8 s at 10M rows,
     on the writer): its query is served by the job_runs_finished partial index."""

@@ -12,7 +12,7 @@ import pytest
 from appliance.core.runs import RunState
 from appliance.store.database import Database
 from appliance.store.run_search import RunFilter, search_runs
-from tests.store.conftest import T0
+from tests.store.conftest import SQLITE_ONLY, T0
 
 S = RunState
 FILTERS = {
@@ -54,6 +54,7 @@ COMBINATIONS = [
 ]
 
 
+@SQLITE_ONLY
 @pytest.mark.parametrize("filters", COMBINATIONS, ids=lambda f: "+".join(f) or "none")
 @pytest.mark.parametrize("paged", [False, True], ids=["first page", "next page"])
 @pytest.mark.parametrize("two_states", [False, True], ids=["one state", "two states"])

@@ -39,7 +39,7 @@ from appliance.store.runs import (
     withdraw_future_runs,
     withdraw_open_runs,
 )
-from tests.store.conftest import T0, MakeSchedule, ScheduleRow
+from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule, ScheduleRow
 
 LEASE = 30_000
 MINUTE = 60_000
@@ -288,6 +288,7 @@ def test_a_reclaim_records_when_it_took_the_attempt_back(db: Database, schedule:
     assert attempt.reclaimed_at == attempt.finished_at == T0 + LEASE + 1
 
 
+@SQLITE_ONLY  # the SQLite file's migration (PostgreSQL's: tests/store/test_pg_schema_data.py)
 def test_the_migration_recovers_the_reclaim_instant_of_older_attempts(
     db: Database, schedule: Schedule
 ) -> None:

@@ -1,0 +1,75 @@
+"""The store the appliance runs on: SQLite (the default) or PostgreSQL (scale-out).
+
+:class:`Store` is what the engine, API and UI may use of either; :func:`open_store`
+chooses by the ``database`` setting — a file path, or a ``postgresql://`` URL
+(docs/adr/0044-postgresql-store.md, docs/scale-out.md). SQLite-only duties (WAL
+checkpoints, file backups, the data-dir lock) run when :attr:`Store.path` names a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+from appliance.store.database import Database, WalCheckpoint
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Store(Protocol):
+    """A migrated database: transactions run off the event loop, one snapshot each."""
+
+    @property
+    def path(self) -> Path | None:
+        """The SQLite file; None for PostgreSQL."""
+        ...
+
+    @property
+    def last_checkpoint(self) -> WalCheckpoint | None: ...
+
+    group_commits: int
+    grouped_writes: int
+
+    def write_now(
+        self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T: ...
+
+    def read_now(
+        self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T: ...
+
+    async def write(
+        self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T: ...
+
+    async def read(
+        self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T: ...
+
+    async def check(self) -> None: ...
+
+    async def wait_for_commit(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def is_postgres(target: str | Path) -> bool:
+    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
+
+def open_store(target: str | Path, *, check: bool = True, migrate_schema: bool = True) -> Store:
+    """Open the store ``target`` names: a ``postgresql://`` URL, or the SQLite file path.
+    PostgreSQL needs the optional extra (``pip install 'steeple[postgres]'``)."""
+    if is_postgres(target):
+        try:
+            from appliance.store.postgres.database import PgDatabase
+        except ImportError as exc:
+            from appliance.errors import StoreError
+
+            raise StoreError(
+                f"a postgresql:// database needs psycopg: pip install 'steeple[postgres]' ({exc})"
+            ) from exc
+        return PgDatabase.open(str(target), check=check, migrate_schema=migrate_schema)
+    return Database.open(Path(target), check=check, migrate_schema=migrate_schema)

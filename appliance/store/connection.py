@@ -1,0 +1,42 @@
+"""What a store function may do with its connection, whichever database is behind it.
+
+Store functions (``fn(conn, ..., now) -> value``) are written once, in SQLite's dialect
+with ``?`` and ``:name`` parameters, and run on either store (docs/adr/0044-postgresql-store.md):
+- SQLite: ``conn`` is the ``apsw.Connection`` itself (:mod:`appliance.store.database`).
+- PostgreSQL: ``conn`` is a :class:`~appliance.store.postgres.connection.PgConnection`,
+  which translates each statement once (:mod:`appliance.store.postgres.dialect`).
+
+Only the calls below are allowed: a function that needs anything else is SQLite-only and
+lives in a module that says so (snapshots, WAL checkpoints, backups).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
+
+
+class Rows(Protocol):
+    """The result of one statement: iterate it, or fetch."""
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """A connection inside a transaction the store opened (store functions never commit)."""
+
+    def execute(self, statements: str, bindings: Any = None, /) -> Rows: ...
+
+    def executemany(self, statements: str, sequenceofbindings: Iterable[Any], /) -> Rows: ...
+
+    def changes(self) -> int:
+        """Rows changed by the last INSERT, UPDATE or DELETE."""
+        ...
+
+    def total_changes(self) -> int:
+        """Rows changed since the connection opened."""
+        ...

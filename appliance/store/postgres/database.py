@@ -1,0 +1,281 @@
+"""The PostgreSQL store: the same store functions, many replicas, one database.
+
+Rules this module guards (docs/adr/0044-postgresql-store.md):
+- Sync psycopg 3 on a ``psycopg_pool.ConnectionPool``, called through
+  ``trio.to_thread.run_sync`` behind a limiter equal to the pool size — the shape of the
+  SQLite store's worker threads (psycopg's async API is asyncio-only).
+- Every write runs ``SERIALIZABLE``: the store functions were written for one writer at a
+  time, and serializable transactions keep that meaning with N replicas writing at once.
+  A transaction PostgreSQL aborts as a serialization failure or deadlock is run again from
+  the start (the functions are pure apart from their connection), up to
+  :data:`MAX_ATTEMPTS` times.
+- Reads run ``REPEATABLE READ READ ONLY``: one snapshot, never aborted.
+- ``statement_timeout`` bounds any statement trio cannot cancel.
+- **An outage is waited out.** When the server cannot be reached, or drops the connection
+  before ``COMMIT`` was sent (a restart, a failover, a network cut), the transaction is
+  run again on a new connection, with backoff, for up to :data:`OUTAGE_S`; a replica's
+  services stall meanwhile instead of stopping the process. A connection lost *during*
+  ``COMMIT`` leaves the outcome unknown: that is never retried, and raises
+  :class:`CommitUnknown`.
+- psycopg errors become :class:`~appliance.errors.StoreError` here and only here.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import psycopg
+import psycopg_pool
+import trio
+from psycopg import errors as pg_errors
+
+from appliance.errors import StoreError
+from appliance.store.postgres.connection import PgConnection, configure
+from appliance.store.postgres.migrate import migrate
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+MAX_ATTEMPTS = 20  # runs of one transaction PostgreSQL keeps aborting as a conflict
+OUTAGE_S = 120.0  # how long a transaction waits for an unreachable server
+STATEMENT_TIMEOUT_MS = 30_000
+WAKE_CHANNEL = "steeple_wake"  # LISTEN/NOTIFY: "look for work now" (a hint)
+CONNECT_TIMEOUT_S = 10.0
+_RETRIED = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+_WRITE = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+
+def is_postgres_url(target: str) -> bool:
+    return target.startswith(("postgresql://", "postgres://"))
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password, for logs and errors."""
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    host = info.get("host", "localhost")
+    port = info.get("port", "5432")
+    return f"postgresql://{info.get('user', '')}@{host}:{port}/{info.get('dbname', '')}"
+
+
+class CommitUnknown(StoreError):
+    """The connection was lost while ``COMMIT`` was on its way: it may have committed."""
+
+
+class _LostBeforeCommit(Exception):
+    """The server went away before ``COMMIT`` was sent: nothing was committed."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """A connection-level failure (no server, a dropped link, an admin shutdown), not a
+    statement's error: SQLSTATE class 08, 57P01-57P03, or none at all (client side)."""
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return True
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def _translate(exc: psycopg.Error, url: str) -> StoreError:
+    if isinstance(exc, (psycopg.OperationalError, psycopg_pool.PoolTimeout)):
+        return StoreError(f"the database {redacted(url)} is unreachable ({exc})")
+    return StoreError(f"database error: {exc}")
+
+
+class PgDatabase:
+    """A PostgreSQL database. Build with :meth:`open`; close after the nursery exits."""
+
+    path: Path | None = None  # no file: backups and checkpoints are PostgreSQL's
+    last_checkpoint = None
+
+    def __init__(self, url: str, *, pool_size: int, threaded: bool) -> None:
+        self.url = url
+        self.threaded = threaded
+        self.pool_size = pool_size
+        self._pool = psycopg_pool.ConnectionPool(
+            url,
+            min_size=pool_size,
+            max_size=pool_size,
+            open=False,
+            configure=self._configure,
+            kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT_S)},
+            timeout=CONNECT_TIMEOUT_S,
+        )
+        self._limiter = trio.CapacityLimiter(pool_size)
+        self._committed = trio.Event()
+        self.group_commits = 0  # transactions committed by ``write`` (for figures, metrics)
+        self.grouped_writes = 0
+        self.retried = 0  # transactions run again after a serialization failure
+
+    @staticmethod
+    def _configure(raw: psycopg.Connection[Any]) -> None:
+        configure(raw)
+        raw.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
+        raw.execute("SET TIME ZONE 'UTC'")
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        pool_size: int = 4,
+        threaded: bool = True,
+        migrate_schema: bool = True,
+        check: bool = True,  # accepted for the SQLite store's signature; nothing to check
+    ) -> PgDatabase:
+        """Connect, and migrate unless ``migrate_schema`` is False. Blocking: call at boot."""
+        db = cls(url, pool_size=pool_size, threaded=threaded)
+        try:
+            db._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+            if migrate_schema:
+                with db._pool.connection() as raw:
+                    migrate(raw)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            db._pool.close()
+            raise _translate(exc, url) from exc
+        except BaseException:
+            db._pool.close()
+            raise
+        return db
+
+    def _transact(self, begin: str, fn: Callable[[PgConnection], T]) -> T:
+        conflicts, outage_until, pause = 0, None, 0.1
+        while True:
+            try:
+                with self._pool.connection() as raw:
+                    return _in_transaction(raw, begin, fn)
+            except _RETRIED:
+                conflicts += 1
+                if conflicts == MAX_ATTEMPTS:
+                    raise
+                self.retried += 1
+                time.sleep(min(0.001 * 2**conflicts, 0.1))  # a worker thread, off the loop
+            except (_LostBeforeCommit, psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
+                cause = exc.cause if isinstance(exc, _LostBeforeCommit) else exc
+                if not isinstance(exc, _LostBeforeCommit) and not _unreachable(exc):
+                    raise
+                now = time.monotonic()
+                if outage_until is None:
+                    outage_until = now + OUTAGE_S
+                    log.warning(
+                        "the database %s is unreachable; waiting: %s", redacted(self.url), cause
+                    )
+                if now >= outage_until:
+                    raise cause from None
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
+
+    def _call(self, begin: str, fn: Callable[[PgConnection], T]) -> T:
+        try:
+            return self._transact(begin, fn)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise _translate(exc, self.url) from exc
+
+    def write_now(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
+        """Run a write on the calling thread (boot, CLI, tests). Not from the trio loop."""
+        return self._call(_WRITE, lambda conn: fn(conn, *args, **kw))
+
+    def read_now(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
+        return self._call(_READ, lambda conn: fn(conn, *args, **kw))
+
+    async def write(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
+        """Run ``fn`` in a serializable transaction off the event loop; returns once
+        committed."""
+        result = await self._run(
+            functools.partial(self._call, _WRITE, lambda conn: fn(conn, *args, **kw))
+        )
+        self.group_commits += 1
+        self.grouped_writes += 1
+        self._announce_commit()
+        return result
+
+    async def read(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
+        """One read-only snapshot transaction, off the event loop."""
+        return await self._run(
+            functools.partial(self._call, _READ, lambda conn: fn(conn, *args, **kw))
+        )
+
+    async def _run(self, call: Callable[[], T]) -> T:
+        if not self.threaded:
+            return call()
+        async with self._limiter:
+            return await trio.to_thread.run_sync(call, abandon_on_cancel=False)
+
+    async def check(self) -> None:
+        """Reach the database (``/readyz``); raises StoreError when it cannot."""
+        await self.read(_ping)
+
+    async def wait_for_commit(self) -> None:
+        """Return after the next transaction committed by :meth:`write` in this process."""
+        await self._committed.wait()
+
+    def _announce_commit(self) -> None:
+        self._committed.set()
+        self._committed = trio.Event()
+
+    def database_now_ms(self) -> int:
+        """The database's clock (``clock_timestamp()``) in epoch milliseconds. Blocking."""
+        return self._call(_READ, _database_now_ms)
+
+    async def announce(self) -> None:
+        """Tell the other replicas that work changed (``NOTIFY``, a hint: see
+        :mod:`appliance.store.postgres.wakeups`). Its own statement, never inside a claim's
+        or a completion's transaction; a database that is away is not waited for."""
+
+        def send() -> None:
+            with self._pool.connection(timeout=1.0) as raw:
+                raw.execute(f"NOTIFY {WAKE_CHANNEL}")
+
+        try:
+            await self._run(send)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            log.info("could not tell the other replicas: %s", exc)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _in_transaction(raw: psycopg.Connection[Any], begin: str, fn: Callable[[PgConnection], T]) -> T:
+    try:
+        raw.execute(begin)
+        result = fn(PgConnection(raw))
+    except psycopg.OperationalError as exc:
+        if _unreachable(exc):  # the server rolled it back, if it ever began
+            raise _LostBeforeCommit(exc) from exc
+        _roll_back(raw)
+        raise
+    except BaseException:
+        _roll_back(raw)
+        raise
+    try:
+        raw.execute("COMMIT")
+    except psycopg.OperationalError as exc:
+        if _unreachable(exc):
+            raise CommitUnknown(f"the connection was lost while committing ({exc})") from exc
+        raise
+    return result
+
+
+def _roll_back(raw: psycopg.Connection[Any]) -> None:
+    if not raw.closed and not raw.broken:
+        raw.execute("ROLLBACK")
+
+
+def _ping(conn: PgConnection) -> None:
+    conn.execute("SELECT 1").fetchone()
+
+
+def _database_now_ms(conn: PgConnection) -> int:
+    row = conn.execute("SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)")
+    return int(row.fetchone()[0])
