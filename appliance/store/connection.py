@@ -25,6 +25,10 @@ class Rows(Protocol):
 
     def fetchall(self) -> list[Any]: ...
 
+    def getdescription(self) -> tuple[tuple[str, Any], ...]:
+        """``(column name, declared type)`` per column."""
+        ...
+
 
 class Connection(Protocol):
     """A connection inside a transaction the store opened (store functions never commit)."""

@@ -45,6 +45,11 @@ class _Listed(list[Any]):
         self.clear()
         return rows
 
+    def getdescription(self) -> tuple[tuple[str, None], ...]:
+        return self.columns
+
+    columns: tuple[tuple[str, None], ...] = ()
+
 
 class _Rows:
     """One statement's rows (none for a statement that returns none)."""
@@ -64,6 +69,10 @@ class _Rows:
 
     def fetchall(self) -> list[Any]:
         return [] if self._cursor.description is None else self._cursor.fetchall()
+
+    def getdescription(self) -> tuple[tuple[str, None], ...]:
+        """The columns' names, as apsw's cursor gives them (no declared types)."""
+        return tuple((column.name, None) for column in self._cursor.description or ())
 
 
 def _bind(params: Any) -> Any:
@@ -106,6 +115,7 @@ class PgConnection:
             return _Rows(cursor)
         while True:
             if cursor.description is not None:
+                returned.columns = tuple((column.name, None) for column in cursor.description)
                 returned.extend(cursor.fetchall())
             if not cursor.nextset():
                 return returned
