@@ -143,13 +143,21 @@ class Replica:
         return self.app
 
     def restart(self) -> None:
-        self.logs += self.app.log
-        self.fresh().start(WAIT_S)
-        self.pids.append(self.app.pid)
+        restart_all([self])
 
     @property
     def alive(self) -> bool:
         return self.app.proc is not None and self.app.proc.poll() is None
+
+
+def restart_all(replicas: list[Replica]) -> None:
+    """Start a new process for each replica (side by side), its old one's log kept."""
+    for r in replicas:
+        r.logs += r.app.log
+        r.fresh()
+    start_all([r.app for r in replicas], WAIT_S)
+    for r in replicas:
+        r.pids.append(r.app.pid)
 
 
 @dataclass
@@ -198,9 +206,7 @@ def test_replicas_lose_nothing_and_duplicate_only_with_the_same_key(
     ]
     books = Books()
     try:
-        start_all([r.app for r in replicas], WAIT_S)
-        for r in replicas:
-            r.pids.append(r.app.pid)
+        restart_all(replicas)
         schedules = create_schedules(replicas[0].app, tenant["api_key"], receiver.url)
         receiver.wait_for(lambda ds: len(ds) >= 3, WAIT_S)
         deadline = time.monotonic() + profile.minutes * 60
@@ -308,11 +314,11 @@ def restart_postgres(
         threading.Event().wait(1.0)  # the outage's first second (an injected duration)
         books.outage_health += [health(r) for r in replicas]
         threading.Event().wait(max(down_until - time.monotonic(), 0))
-    for r in replicas:
-        if not r.alive:
-            r.app.kill()
-            books.db_restart_exits += 1
-            r.restart()
+    exited = [r for r in replicas if not r.alive]
+    for r in exited:
+        r.app.kill()  # reaps it
+    books.db_restart_exits += len(exited)
+    restart_all(exited)
     back = time.monotonic()
     receiver.wait_for(lambda ds: any(d.arrived > back for d in ds), WAIT_S)
 
