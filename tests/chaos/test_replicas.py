@@ -36,6 +36,7 @@ import signal
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -167,7 +168,7 @@ class Books:
     kills: list[tuple[int, float]] = field(default_factory=list)  # (pid, monotonic instant)
     db_restarts: int = 0
     db_restart_exits: int = 0
-    outage_health: list[str] = field(default_factory=list)  # "healthz/readyz" per replica
+    outage_health: list[str] = field(default_factory=list)  # per replica: health() 1 s in
     zombies: int = 0
     zombie_fenced: int = 0
     zombie_reclaim_s: list[float] = field(default_factory=list)
@@ -258,7 +259,7 @@ def test_replicas_lose_nothing_and_duplicate_only_with_the_same_key(
         kills=len(books.kills),
         db_restarts=books.db_restarts,
         db_restart_exits=books.db_restart_exits,
-        outage_health=",".join(books.outage_health) or "-",
+        outage_health=",".join(f"{k}:{n}" for k, n in Counter(books.outage_health).items()),
         zombies=books.zombies,
         zombie_fenced=books.zombie_fenced,
         zombie_reclaim_s_max=round(max(books.zombie_reclaim_s), 1),
