@@ -167,6 +167,9 @@ def _keys_agree(occurrence: Occurrence, copies: Sequence[Delivery]) -> bool:
 
 
 # --- the database ------------------------------------------------------------------------
+# A SQLite file (its path) or a PostgreSQL database (its postgresql:// URL): every reader
+# below takes either, through :func:`query`.
+Target = Path | str
 
 
 def open_readonly(path: Path) -> apsw.Connection:
@@ -176,7 +179,11 @@ def open_readonly(path: Path) -> apsw.Connection:
     return conn
 
 
-def query(path: Path, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+def query(path: Target, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+    """Rows of ``sql`` from a SQLite file, or from a PostgreSQL database (its URL: the
+    statement goes through the store's dialect translator, in a read-only transaction)."""
+    if isinstance(path, str):
+        return _query_postgres(path, sql, params)
     conn = open_readonly(path)
     try:
         return [tuple(row) for row in conn.execute(sql, params)]
@@ -184,18 +191,32 @@ def query(path: Path, sql: str, params: Sequence[object] = ()) -> list[tuple[obj
         conn.close()
 
 
-def duplicate_rows(path: Path) -> int:
+def _query_postgres(url: str, sql: str, params: Sequence[object]) -> list[tuple[object, ...]]:
+    import psycopg
+
+    from appliance.store.postgres.connection import PgConnection, configure
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as raw:
+        configure(raw)
+        raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        rows = [tuple(row) for row in PgConnection(raw).execute(sql, params)]
+        raw.execute("COMMIT")
+        return rows
+
+
+def duplicate_rows(path: Target) -> int:
     """Rows beyond the first for any occurrence (the unique index should make this 0)."""
     ((extra,),) = query(
         path,
         "SELECT COUNT(*) - (SELECT COUNT(*) FROM"
-        " (SELECT DISTINCT schedule_id, scheduled_for FROM job_runs)) FROM job_runs",
+        " (SELECT DISTINCT schedule_id, scheduled_for FROM job_runs) AS occurrences)"
+        " FROM job_runs",
     )
     assert isinstance(extra, int)
     return extra
 
 
-def open_runs(path: Path) -> int:
+def open_runs(path: Target) -> int:
     """Runs not finished yet (pending, running, retry_wait)."""
     ((count,),) = query(
         path, "SELECT COUNT(*) FROM job_runs WHERE state IN ('pending','running','retry_wait')"
@@ -204,18 +225,18 @@ def open_runs(path: Path) -> int:
     return count
 
 
-def run_states(path: Path) -> dict[Occurrence, str]:
+def run_states(path: Target) -> dict[Occurrence, str]:
     rows = query(path, "SELECT schedule_id, scheduled_for, state FROM job_runs")
     return {(str(sid), int(str(sched))): str(state) for sid, sched, state in rows}
 
 
-def all_succeeded(path: Path, expected: Iterable[Occurrence]) -> bool:
+def all_succeeded(path: Target, expected: Iterable[Occurrence]) -> bool:
     """True once every expected occurrence has a ``succeeded`` run."""
     states = run_states(path)
     return all(states.get(o) == "succeeded" for o in expected)
 
 
-def out_of_order_rows(path: Path) -> list[str]:
+def out_of_order_rows(path: Target) -> list[str]:
     """Schedule-triggered rows of one schedule must be inserted (rowid order) in strictly
     increasing ``scheduled_for``: the cursor never moves back, whatever the wall clock
     did. Returns the run ids that break it."""
@@ -246,7 +267,7 @@ class Attempt:
     reclaimed_at: int | None = None
 
 
-def attempts(path: Path) -> dict[str, list[Attempt]]:
+def attempts(path: Target) -> dict[str, list[Attempt]]:
     rows = query(
         path,
         "SELECT run_id, attempt, lease_token, incarnation_id, started_at, finished_at, outcome,"
@@ -269,7 +290,7 @@ def attempts(path: Path) -> dict[str, list[Attempt]]:
     return found
 
 
-def _reclaim_instants(path: Path) -> dict[tuple[str, int], int]:
+def _reclaim_instants(path: Target) -> dict[tuple[str, int], int]:
     """When each attempt's lease was taken back: the run event a reclaim wrote for it."""
     rows = query(
         path,
@@ -288,7 +309,7 @@ FENCED = frozenset({"ok", "retryable", "permanent", "abandoned"})
 TERMINAL_OUTCOMES = frozenset({"ok", "permanent"})
 
 
-def lease_violations(path: Path) -> list[str]:
+def lease_violations(path: Target) -> list[str]:
     """Overlapping leases and reopened runs, from the attempts table. Empty is good.
 
     Each attempt (one claim, one lease token) holds the run's lease from ``started_at``
@@ -346,12 +367,12 @@ def _release(attempt: Attempt, reclaimed: dict[tuple[str, int], int]) -> int | N
     return attempt.finished_at
 
 
-def outcome_counts(path: Path) -> dict[str, int]:
+def outcome_counts(path: Target) -> dict[str, int]:
     rows = query(path, "SELECT COALESCE(outcome, 'open'), COUNT(*) FROM attempts GROUP BY 1")
     return {str(outcome): int(str(n)) for outcome, n in rows}
 
 
-def event_types(path: Path) -> dict[str, int]:
+def event_types(path: Target) -> dict[str, int]:
     rows = query(path, "SELECT type, COUNT(*) FROM events GROUP BY type")
     return {str(t): int(str(n)) for t, n in rows}
 
@@ -375,7 +396,7 @@ MISFIRE_MS = 60_000  # PlannerConfig.misfire_ms: later than this when planned is
 
 
 def catchup_violations(
-    path: Path,
+    path: Target,
     *,
     schedule_id: str,
     cron: When,
@@ -433,7 +454,7 @@ def _following_due_at(cron: When, schedule_id: str, jitter_seconds: int, after: 
     return None if following is None else following.due_at
 
 
-def _missed_told(path: Path, schedule_id: str) -> int:
+def _missed_told(path: Target, schedule_id: str) -> int:
     rows = query(
         path,
         "SELECT run_id, data FROM events WHERE type = 'schedule.run.missed' AND schedule_id = ?",

@@ -83,10 +83,12 @@ def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.strip().splitlines() if not DATABASE_NOTICE.search(line)]
 
 
-def create_tenant(data_dir: Path, name: str = "acme") -> dict[str, str]:
+def create_tenant(data_dir: Path, name: str = "acme", *, database: str = "") -> dict[str, str]:
+    """``steeple tenant create``; on ``database`` (a postgresql:// URL) when given."""
     # Commands other than serve and init refuse a data directory that does not exist.
     data_dir.mkdir(parents=True, exist_ok=True)
-    done = steeple("tenant", "create", name, "--data-dir", str(data_dir))
+    on = ("--database", database) if database else ()
+    done = steeple("tenant", "create", name, "--data-dir", str(data_dir), *on)
     assert done.returncode == 0, done.stderr
     result: dict[str, str] = json.loads(done.stdout)
     return result
