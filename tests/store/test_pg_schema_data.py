@@ -106,7 +106,7 @@ _EVENTS = [
 
 
 def test_0019_backfills_reclaimed_at_as_sqlite_does(pg: Any, lite: apsw.Connection) -> None:
-    last = len(PG_FILES)
+    last = next(i + 1 for i, (name, _) in enumerate(PG_FILES) if "reclaimed_at" in name)
     for _, sql in PG_FILES[: last - 1]:
         pg_apply(pg, sql)
     sqlite_at(lite, last - 1)
@@ -129,7 +129,7 @@ def test_0019_backfills_reclaimed_at_as_sqlite_does(pg: Any, lite: apsw.Connecti
     ]
     for sql, args in statements:
         assert _both(pg, lite, sql, *args) == [[], []]
-    pg_apply(pg, PG_FILES[-1][1])
+    pg_apply(pg, PG_FILES[last - 1][1])
     sqlite_at(lite, last)
     pg_rows, lite_rows = _both(
         pg, lite, "SELECT attempt, reclaimed_at FROM attempts ORDER BY attempt"

@@ -201,16 +201,19 @@ class PgDatabase:
         return result
 
     async def read(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
-        """One read-only snapshot transaction, off the event loop."""
+        """One read-only snapshot transaction, off the event loop. A cancelled read is
+        abandoned to its thread (it changes nothing): ``/readyz`` answers within its own
+        timeout while a transaction waits out an outage."""
         return await self._run(
-            functools.partial(self._call, _READ, lambda conn: fn(conn, *args, **kw))
+            functools.partial(self._call, _READ, lambda conn: fn(conn, *args, **kw)),
+            abandon=True,
         )
 
-    async def _run(self, call: Callable[[], T]) -> T:
+    async def _run(self, call: Callable[[], T], *, abandon: bool = False) -> T:
         if not self.threaded:
             return call()
         async with self._limiter:
-            return await trio.to_thread.run_sync(call, abandon_on_cancel=False)
+            return await trio.to_thread.run_sync(call, abandon_on_cancel=abandon)
 
     async def check(self) -> None:
         """Reach the database (``/readyz``); raises StoreError when it cannot."""
