@@ -19,7 +19,8 @@ from appliance.core.events import EventType
 from appliance.core.instants import format_instant
 from appliance.core.retry import TransportFailure
 from appliance.store.breaker import announce_breaker, release_waiting
-from appliance.store.claims import ClaimedRun, Completion
+from appliance.store.claims import ClaimedRun
+from appliance.store.completions import Completion
 from appliance.store.database import Database
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import apsw
 
@@ -30,6 +31,38 @@ _COLUMNS = rows.Columns(
 _SELECT = f"SELECT {_COLUMNS.select} FROM events"
 
 
+_INSERT = (
+    "INSERT INTO events (id, tenant_id, type, schedule_id, run_id, occurred_at, data, actor)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewEvent:
+    """An event to append (:func:`append_events`)."""
+
+    tenant_id: str
+    type: EventType
+    now: int
+    schedule_id: str | None = None
+    run_id: str | None = None
+    data: Mapping[str, JsonValue] | None = None
+    actor: Actor | None = None
+
+
+def _row(event: NewEvent) -> tuple[str, str, str, str | None, str | None, int, str, str | None]:
+    return (
+        new_id("evt", event.now),
+        event.tenant_id,
+        str(event.type),
+        event.schedule_id,
+        event.run_id,
+        event.now,
+        json.dumps(dict(event.data or {}), separators=(",", ":"), sort_keys=True),
+        None if event.actor is None else event.actor.text(),
+    )
+
+
 def append_event(
     conn: apsw.Connection,
     *,
@@ -42,25 +75,37 @@ def append_event(
     actor: Actor | None = None,
 ) -> int:
     """Append one event; returns its sequence number."""
-    conn.execute(
-        "INSERT INTO events (id, tenant_id, type, schedule_id, run_id, occurred_at, data, actor)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            new_id("evt", now),
-            tenant_id,
-            str(type),
-            schedule_id,
-            run_id,
-            now,
-            json.dumps(dict(data or {}), separators=(",", ":"), sort_keys=True),
-            None if actor is None else actor.text(),
-        ),
-    )
+    event = NewEvent(
+        tenant_id=tenant_id, type=type, now=now, schedule_id=schedule_id, run_id=run_id,
+        data=data, actor=actor,
+    )  # fmt: skip
+    conn.execute(_INSERT, _row(event))
     seq = conn.last_insert_rowid()
     if type in NOTIFIED_TYPES:  # its notification commits with it (store/notifications.py)
-        for event in _COLUMNS.all(conn.execute(f"{_SELECT} WHERE seq = ?", (seq,))):
-            enqueue_notification(conn, event, now=now)
+        for stored in _COLUMNS.all(conn.execute(f"{_SELECT} WHERE seq = ?", (seq,))):
+            enqueue_notification(conn, stored, now=now)
     return seq
+
+
+def append_events(conn: apsw.Connection, events: Sequence[NewEvent]) -> None:
+    """Append events in their order: one ``executemany`` per stretch of events that
+    notify nobody; an event of :data:`NOTIFIED_TYPES` goes through :func:`append_event`
+    (its notification reads the stored row back)."""
+    plain: list[NewEvent] = []
+    for event in events:
+        if event.type not in NOTIFIED_TYPES:
+            plain.append(event)
+            continue
+        if plain:
+            conn.executemany(_INSERT, [_row(e) for e in plain])
+            plain = []
+        append_event(
+            conn, tenant_id=event.tenant_id, type=event.type, now=event.now,
+            schedule_id=event.schedule_id, run_id=event.run_id, data=event.data,
+            actor=event.actor,
+        )  # fmt: skip
+    if plain:
+        conn.executemany(_INSERT, [_row(e) for e in plain])
 
 
 def list_events(
