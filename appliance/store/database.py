@@ -215,6 +215,7 @@ class Database:
         self.grouped_writes = 0  # writes those transactions carried
         self._read_limiter = trio.CapacityLimiter(readers)
         self._committed = trio.Event()  # set, and replaced, after each commit by ``write``
+        self.commits = 0  # transactions committed by ``write`` (``wait_for_commit`` wakes)
         self.last_checkpoint: WalCheckpoint | None = None  # of this process (``checkpoint``)
 
     @classmethod
@@ -344,6 +345,7 @@ class Database:
         await self._committed.wait()
 
     def _announce_commit(self) -> None:
+        self.commits += 1
         self._committed.set()
         self._committed = trio.Event()
 
