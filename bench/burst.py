@@ -7,11 +7,16 @@ chosen whole second T (now + ``--lead`` s), created through the store's
 ``all_delivered_s`` = last first-arrival − T. CPU = the appliance's user+system seconds
 from just after it reported "listening" until the sink has all (planning included).
 
-``python -m bench.burst [--size 10000] [--runs 3] [--profile]``
+``--store-cpu``: one extra run under :mod:`bench.store_calls`, which adds the worker
+threads' CPU per delivery by store function (claims, completions, planning, reads, the
+group commits' own statements) to that run's figures.
+
+``python -m bench.burst [--size 10000] [--runs 3] [--profile] [--store-cpu]``
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -51,6 +56,7 @@ def burst_once(
     lead_s: float = 12.0,
     timeout_s: float = 120.0,
     profile_to: Path | None = None,
+    store_calls_to: Path | None = None,
     the_sink: Sink,
 ) -> Figures:
     data_dir = Path(tempfile.mkdtemp(prefix="burst-", dir=workdir))
@@ -58,7 +64,13 @@ def burst_once(
     at_ms = (int(time.time() * 1000) // 1000 + int(lead_s) + 1) * 1000
     expected = prepare(data_dir, n=n, url=the_sink.url, at_ms=at_ms)
     prefix = _profiler(profile_to) if profile_to else ()
-    app = Appliance(data_dir, prefix=prefix).start()
+    env = {}
+    if store_calls_to is not None:
+        prefix, env = (
+            ("-m", "bench.store_calls"),
+            {"STEEPLE_BENCH_STORE_CALLS": str(store_calls_to)},
+        )
+    app = Appliance(data_dir, prefix=prefix, env=env).start()
     try:
         if time.time() * 1000 > at_ms - 2_500:
             raise RuntimeError(f"setup took too long for --lead {lead_s}: raise it")
@@ -79,6 +91,20 @@ def burst_once(
         "cpu_main_thread_s": threads.get("python", 0.0),
         "cpu_worker_threads_s": sum(v for k, v in threads.items() if k != "python"),
     }
+    if store_calls_to is not None:  # the whole process's store calls (setup excluded)
+        figures.update(store_figures(store_calls_to, deliveries=max(verdict.delivered, 1)))
+    return figures
+
+
+def store_figures(path: Path, *, deliveries: int) -> Figures:
+    """``bench.store_calls``'s counts as figures: worker CPU ms per delivery by store
+    function, and how many calls (or batched items) and group commits there were."""
+    found = json.loads(path.read_text())
+    figures: Figures = {}
+    for name, (items, cpu_s) in sorted(found["calls"].items(), key=lambda kv: -kv[1][1]):
+        figures[f"store {name} ms/delivery"] = 1000 * cpu_s / deliveries
+        figures[f"store {name} calls"] = items
+    figures["store group commits"] = sum(found["groups"].values())
     return figures
 
 
@@ -92,6 +118,8 @@ def main() -> None:
     parser.add_argument("--lead", type=float, default=12.0, help="seconds until the burst")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--profile", action="store_true", help="one extra run under pyinstrument")
+    parser.add_argument("--store-cpu", action="store_true",
+                        help="one extra run with the CPU of every store call counted")  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp, sink() as the_sink:
         work = Path(tmp)
@@ -108,6 +136,14 @@ def main() -> None:
             burst_once(work, n=args.size, lead_s=args.lead, timeout_s=args.timeout,
                        profile_to=out, the_sink=the_sink)  # fmt: skip
             extra["profile"] = str(out)
+        if args.store_cpu:
+            calls = work / "store-calls.json"
+            extra["store_cpu"] = burst_once(work, n=args.size, lead_s=args.lead,
+                                            timeout_s=args.timeout, store_calls_to=calls,
+                                            the_sink=the_sink)  # fmt: skip
+            print("  store calls: " + ", ".join(
+                f"{k}={v:.3g}" for k, v in extra["store_cpu"].items() if k.startswith("store")
+            ))  # fmt: skip
     publish("burst", {"size": args.size, "lead_s": args.lead}, {f"burst {args.size}": runs},
             extra=extra)  # fmt: skip
 

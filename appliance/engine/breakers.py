@@ -20,7 +20,8 @@ from appliance.core.instants import format_instant
 from appliance.core.retry import TransportFailure
 from appliance.store.backend import Store
 from appliance.store.breaker import announce_breaker, release_waiting
-from appliance.store.claims import ClaimedRun, Completion
+from appliance.store.claims import ClaimedRun
+from appliance.store.completions import Completion
 
 log = logging.getLogger(__name__)
 

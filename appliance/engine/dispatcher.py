@@ -34,7 +34,10 @@ Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
   injected wall clock), classified, and decided by :mod:`appliance.core.retry` (the random
   factor comes from an injectable ``random.Random``).
 - The outcome is written fenced on the lease token: if the lease was taken away meanwhile,
-  the attempt is recorded ``stale`` and the run is left to whoever holds it now.
+  the attempt is recorded ``stale`` and the run is left to whoever holds it now. The
+  outcomes that finish together are written in one batch (one ``executemany`` per
+  statement, :func:`appliance.store.completions.complete_runs`) in one group commit; one
+  that cannot be written fails alone.
 - A 410 Gone fails the run (reason ``gone``) and pauses the schedule; a blocked destination
   fails it without retry.
 - With a circuit breaker configured (:mod:`appliance.core.breaker`, one per origin, in this
@@ -75,8 +78,9 @@ from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
 from appliance.store.backend import Store
 from appliance.store.breaker import defer_run
-from appliance.store.claims import ClaimedRun, Completion, claim_runs, complete_run
+from appliance.store.claims import ClaimedRun, claim_runs
 from appliance.store.claims import renew_leases as store_renew_leases
+from appliance.store.completions import Completion, Finished, complete_runs
 from appliance.store.connection import Connection
 
 log = logging.getLogger(__name__)
@@ -236,9 +240,8 @@ class Dispatcher:
                 )  # fmt: skip
                 return
             completion = await self._attempt(live)
-            applied = await self._db.write(
-                complete_run, run=live.run, completion=completion, now=self._clock.now_ms()
-            )
+            finished = Finished(live.run, completion, self._clock.now_ms())
+            applied = await self._db.write_batched(complete_runs, finished)
             if not applied:
                 log.warning(
                     "run %s attempt %d finished after its lease was taken away: recorded stale",

@@ -15,7 +15,10 @@ Rules:
 - The notifier sleeps until the earliest claimable row, or until a commit (an event may
   have queued a row: a watcher task turns :meth:`Database.wait_for_commit` into a nudge,
   which is never lost), or ``max_sleep_s`` — never a fixed poll. It claims (a write) only
-  when a read shows a row is due, so its own commits cannot keep it spinning.
+  when a read shows a row is due, so its own commits cannot keep it spinning. Commits
+  nudge it at most every ``commit_wake_s``: a delivery burst commits ≈ 100 times a
+  second, and a read per commit (a worker-thread hop each) cost as much as the
+  completions' own writes (docs/performance.md); a notification waits that much longer.
 - A batch is delivered concurrently and finished before the next claim: one slow
   receiver delays the batch by at most an attempt's timeout.
 - One boundary per attempt catches ``Exception`` (a bug, a tenant without a secret): it is
@@ -65,6 +68,7 @@ class NotifierConfig:
     batch: int = 16  # rows claimed (and delivered concurrently) at a time
     lease_ms: int = 60_000  # longer than an attempt's timeout
     max_sleep_s: float = 60.0  # never sleep longer: guards against wall-clock jumps
+    commit_wake_s: float = 0.1  # commits nudge it at most this often
     user_agent: str = "Steeple"
 
 
@@ -118,9 +122,13 @@ class Notifier:
         return len(claimed)
 
     async def _watch_commits(self) -> None:
+        seen = self._db.commits
         while True:
-            await self._db.wait_for_commit()
+            if self._db.commits == seen:  # none since the last nudge: wait for one
+                await self._db.wait_for_commit()
+            seen = self._db.commits
             self._wakeup.nudge()
+            await trio.sleep(self._config.commit_wake_s)  # commits meanwhile: nudged next
 
     async def _deliver(self, notification: ClaimedNotification) -> None:
         result = await self._attempt(notification)

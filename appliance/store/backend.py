@@ -8,7 +8,7 @@ checkpoints, file backups, the data-dir lock) run when :attr:`Store.path` names 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -16,6 +16,7 @@ from appliance.store.database import Database, WalCheckpoint
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Item = TypeVar("Item")
 
 
 class Store(Protocol):
@@ -31,6 +32,7 @@ class Store(Protocol):
 
     group_commits: int
     grouped_writes: int
+    commits: int  # transactions committed by ``write`` in this process
 
     def write_now(
         self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
@@ -43,6 +45,13 @@ class Store(Protocol):
     async def write(
         self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
     ) -> T: ...
+
+    async def write_batched(
+        self, fn: Callable[[Any, Sequence[Item]], Sequence[T]], item: Item
+    ) -> T:
+        """Write ``item`` with ``fn`` (items in, one result per item out), batched with
+        other items of ``fn`` where the store gains by it."""
+        ...
 
     async def read(
         self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs

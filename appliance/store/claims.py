@@ -1,8 +1,9 @@
-"""Claims, heartbeats and fenced completion: an attempt's life under its lease (ADR 0033).
+"""Claims and heartbeats: an attempt's life under its lease (ADR 0033).
 
 An incarnation is one process start. It claims due runs under leases, renews them with
-heartbeats and completes them fenced on their lease token. Taking runs back from a dead
-or stuck executor is :mod:`appliance.store.reclaim`.
+heartbeats and completes them fenced on their lease token
+(:mod:`appliance.store.completions`). Taking runs back from a dead or stuck executor is
+:mod:`appliance.store.reclaim`.
 
 Rules this module guards:
 
@@ -26,13 +27,10 @@ Rules this module guards:
 - **Heartbeat**: one ``UPDATE`` renews every unexpired running row of an incarnation.
   An expired lease is the reaper's, never silently revived.
 - **Fencing**: every write that moves a run out of ``running`` says ``AND lease_token =
-  ? AND state = 'running'``. Zero rows changed → the attempt is recorded ``stale`` and
-  nothing else changes (no event, no state).
+  ? AND state = 'running'`` (:mod:`appliance.store.completions`, the reclaim).
 - **Overlap** (docs/schedules.md): before it claims, the claim lets
   :func:`appliance.store.overlap.gate_overlaps` skip or hold the due runs of schedules
   whose ``overlap`` is not ``allow``, in the same transaction.
-- The retry decision arrives made (:mod:`appliance.core.retry`, in the
-  :class:`Completion`): this module only applies it.
 """
 
 from __future__ import annotations
@@ -43,18 +41,11 @@ from typing import Any, Final
 
 from appliance.core.retry import RetryBudget, RetryPolicy
 from appliance.core.retry_input import stored_policy
-from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, Transition, check_transition
+from appliance.core.runs import RunState, Transition, check_transition
 from appliance.store import rows
 from appliance.store.connection import Connection
 from appliance.store.overlap import gate_overlaps
-from appliance.store.pauses import pause_by_receiver
-from appliance.store.runs import (
-    ATTEMPTED_RUN_SQL,
-    CLAIMABLE_SQL,
-    RUNNING_SQL,
-    announce_attempt,
-    cancel_if_withdrawn,
-)
+from appliance.store.runs import ATTEMPTED_RUN_SQL, CLAIMABLE_SQL, RUNNING_SQL
 from appliance.store.tenants import active_secrets_of
 
 
@@ -90,19 +81,21 @@ class ClaimBatch:
     capped: frozenset[str]  # tenants left with due runs because they hold their cap
 
 
-# Tenants with a claimable run: a skip scan, one index seek per tenant. ``busy`` counts the
-# running runs of every tenant (the ``job_runs_leases`` partial index: few rows).
+# Tenants with a claimable run: a skip scan, one index seek per tenant. Each waiting
+# tenant's running runs are counted through ``job_runs_tenant_state_time`` (tenant,
+# state), one seek per tenant, grouped so that the count is made once per tenant (a
+# correlated count was made again for every candidate row of the turns). A count grouped
+# over every tenant's running runs was planned as a scan of that whole index (≈ 0.35 ms
+# at 5,000 rows, twice per claim, growing with the table; docs/performance.md).
 _TENANTS = (
     "WITH RECURSIVE waiting(tenant_id) AS ("
     f" SELECT MIN(tenant_id) FROM job_runs WHERE state IN {CLAIMABLE_SQL}"
     " UNION ALL SELECT (SELECT MIN(tenant_id) FROM job_runs"
     f" WHERE state IN {CLAIMABLE_SQL} AND tenant_id > waiting.tenant_id)"
     " FROM waiting WHERE waiting.tenant_id IS NOT NULL),"
-    " busy(tenant_id, running) AS (SELECT tenant_id, COUNT(*) FROM job_runs"
-    f" WHERE state = {RUNNING_SQL} GROUP BY tenant_id),"
-    " room(tenant_id, running) AS (SELECT w.tenant_id, COALESCE(b.running, 0)"
-    " FROM waiting w LEFT JOIN busy b ON b.tenant_id = w.tenant_id"
-    " WHERE w.tenant_id IS NOT NULL)"
+    " room(tenant_id, running) AS (SELECT w.tenant_id, COUNT(b.id) FROM waiting w"
+    f" LEFT JOIN job_runs b ON b.tenant_id = w.tenant_id AND b.state = {RUNNING_SQL}"
+    " WHERE w.tenant_id IS NOT NULL GROUP BY w.tenant_id)"
 )
 
 _SET_CLAIMED = (
@@ -279,117 +272,3 @@ def renew_leases(conn: Connection, *, owner: str, now: int, lease_ms: int) -> fr
         (now + lease_ms, now, owner, now),
     )
     return frozenset(token for (token,) in renewed)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Completion:
-    """The result of one attempt and what it does to the run (decided by core.retry)."""
-
-    outcome: AttemptOutcome  # of the attempt: ok, retryable, permanent, or abandoned when
-    # its executor cut it short for its lease (then transition RECLAIM or FAIL)
-    transition: Transition  # SUCCEED, RETRY, RECLAIM or FAIL
-    due_at: int | None  # the next attempt's due_at for RETRY
-    failure_reason: str | None  # for FAIL
-    http_status: int | None
-    error: str | None
-    latency_ms: int
-    response_excerpt: str | None
-    failure_class: str | None = None  # why no response came (connect, dns, timeout, ...)
-    pause_schedule: bool = False  # 410 Gone: the receiver asked us to stop
-    signed_at: int | None = None  # unix seconds the request was signed at (None: not built)
-
-
-def complete_run(conn: Connection, *, run: ClaimedRun, completion: Completion, now: int) -> bool:
-    """Apply an attempt's result, fenced on the lease token. False: the lease was lost,
-    the attempt is recorded ``stale`` and nothing else changed."""
-    target = check_transition(RunState.RUNNING, completion.transition)
-    conn.execute(
-        "UPDATE job_runs SET state = ?, due_at = COALESCE(?, due_at), lease_token = NULL,"
-        " lease_expires_at = NULL, heartbeat_at = NULL, last_status = ?, last_error = ?,"
-        " failure_reason = ?, finished_at = ?, updated_at = ?"
-        f" WHERE id = ? AND lease_token = ? AND state = {RUNNING_SQL}",
-        (
-            target.value,
-            completion.due_at,
-            completion.http_status,
-            completion.error,
-            completion.failure_reason,
-            now if target in TERMINAL else None,
-            now,
-            run.run_id,
-            run.lease_token,
-        ),
-    )
-    applied = conn.changes() == 1
-    outcome = completion.outcome if applied else AttemptOutcome.STALE
-    _finish_attempt(conn, run=run, completion=completion, outcome=outcome, now=now)
-    if not applied:
-        return False
-    if target is RunState.RETRY_WAIT and cancel_if_withdrawn(
-        conn, run_id=run.run_id, attempt=run.attempt, now=now
-    ):
-        return True  # no retry will come, so no retrying event
-    _announce(conn, run=run, completion=completion, state=target, now=now)
-    if completion.pause_schedule:
-        pause_by_receiver(
-            conn,
-            tenant_id=run.tenant_id,
-            schedule_id=run.schedule_id,
-            run_id=run.run_id,
-            status=completion.http_status,
-            now=now,
-        )
-    return True
-
-
-def _finish_attempt(
-    conn: Connection,
-    *,
-    run: ClaimedRun,
-    completion: Completion,
-    outcome: AttemptOutcome,
-    now: int,
-) -> None:
-    # A stale answer keeps the reclaim's record (``reclaimed_at``, and its error when the
-    # answer has none): both facts stay on the row.
-    given_up = outcome is AttemptOutcome.ABANDONED  # by its own executor: taken back now
-    conn.execute(
-        "UPDATE attempts SET finished_at = ?, outcome = ?, http_status = ?,"
-        " error = COALESCE(?, error), latency_ms = ?, response_excerpt = ?, signed_at = ?,"
-        " reclaimed_at = COALESCE(reclaimed_at, ?)"
-        " WHERE run_id = ? AND attempt = ? AND lease_token = ?",
-        (
-            now,
-            outcome.value,
-            completion.http_status,
-            completion.error,
-            completion.latency_ms,
-            completion.response_excerpt,
-            completion.signed_at,
-            now if given_up else None,
-            run.run_id,
-            run.attempt,
-            run.lease_token,
-        ),
-    )
-
-
-def _announce(
-    conn: Connection, *, run: ClaimedRun, completion: Completion, state: RunState, now: int
-) -> None:
-    """A failure's ``reason`` is its failure reason; a retry's is the transport failure
-    class, if there was one; a success has neither (nor an error)."""
-    succeeded = state is RunState.SUCCEEDED
-    reason = completion.failure_reason if state is RunState.FAILED else completion.failure_class
-    if completion.outcome is AttemptOutcome.ABANDONED and reason is None:
-        reason = AttemptOutcome.ABANDONED.value  # as a reclaim's event says
-    announce_attempt(
-        conn,
-        run=run,
-        state=state,
-        now=now,
-        status=completion.http_status,
-        error=None if succeeded else completion.error,  # the attempt row keeps it
-        reason=None if succeeded else reason,
-        next_attempt_at=completion.due_at,
-    )

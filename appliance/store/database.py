@@ -9,6 +9,11 @@ Rules this module guards (ADR 0033, docs/architecture.md "Storage"):
   its own savepoint, and committed by one ``COMMIT`` (one fsync). A write that raises is
   rolled back to its savepoint alone; the others commit. Nobody's ``write`` returns before
   the ``COMMIT`` that contains it has returned, so an acknowledged write is durable.
+- Batched writes (:meth:`Database.write_batched`): the items of one batch function that
+  wait together are written by one call of it, in one savepoint (the dispatcher's
+  completions: one ``executemany`` per statement, not a savepoint and three statements
+  each). If that call raises, it is rolled back and each item is written alone in its
+  own savepoint: only the failing item's caller sees the error.
 - Reads use their own connections (WAL snapshots), also in worker threads.
 - apsw errors are translated to :class:`~appliance.errors.StoreError` here and only here.
 - ``threaded=False`` runs the same functions inline on the calling thread. Engine tests
@@ -40,6 +45,7 @@ log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Item = TypeVar("Item")  # an item of a batched write
 BUSY_TIMEOUT_MS = 5000
 
 
@@ -87,6 +93,8 @@ class _Write(Generic[T]):
     """One caller's write waiting for, or done by, a group commit."""
 
     call: Callable[[apsw.Connection], T]
+    batch: Callable[[apsw.Connection, Sequence[Any]], Sequence[T]] | None = None
+    item: Any = None  # this write's item of ``batch``
     taken: bool = False
     result: T | None = None
     error: BaseException | None = None
@@ -100,22 +108,57 @@ class _Write(Generic[T]):
 
 
 def run_group(conn: apsw.Connection, group: Sequence[_Write[Any]]) -> None:
-    """Run every write of ``group`` in its own savepoint inside one transaction."""
+    """Run every write of ``group`` in its own savepoint inside one transaction; the
+    items of one batch function in one savepoint, by one call (alone if it raises)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for item in group:
-            conn.execute("SAVEPOINT one_write")
-            try:
-                item.result = item.call(conn)
-            except Exception as exc:  # noqa: BLE001 - re-raised to its caller by unwrap()
-                conn.execute("ROLLBACK TO one_write")
-                item.error = exc
-            conn.execute("RELEASE one_write")
+        for unit in _units(group):
+            if len(unit) == 1 or not _run_batch(conn, unit):
+                for item in unit:
+                    _run_one(conn, item)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:  # a failed COMMIT may already have rolled back
             conn.execute("ROLLBACK")
         raise
+
+
+def _units(group: Sequence[_Write[Any]]) -> list[list[_Write[Any]]]:
+    """The group's writes, those of one batch function together (in order of arrival)."""
+    units: dict[object, list[_Write[Any]]] = {}
+    for item in group:
+        units.setdefault(item if item.batch is None else item.batch, []).append(item)
+    return list(units.values())
+
+
+def _run_one(conn: apsw.Connection, item: _Write[Any]) -> None:
+    conn.execute("SAVEPOINT one_write")
+    try:
+        item.result = item.call(conn)
+    except Exception as exc:  # noqa: BLE001 - re-raised to its caller by unwrap()
+        conn.execute("ROLLBACK TO one_write")
+        item.error = exc
+    conn.execute("RELEASE one_write")
+
+
+def _run_batch(conn: apsw.Connection, unit: Sequence[_Write[Any]]) -> bool:
+    """Write the items of one batch function by one call; False (nothing written) if it
+    raised: then each is written alone, so one bad item does not fail the others."""
+    batch = unit[0].batch
+    assert batch is not None
+    conn.execute("SAVEPOINT one_write")
+    try:
+        results = list(batch(conn, [item.item for item in unit]))
+        if len(results) != len(unit):
+            raise ValueError(f"{batch!r} returned {len(results)} results for {len(unit)} items")
+    except Exception:  # noqa: BLE001 - each item is tried again alone, errors to its caller
+        conn.execute("ROLLBACK TO one_write")
+        conn.execute("RELEASE one_write")
+        return False
+    conn.execute("RELEASE one_write")
+    for item, result in zip(unit, results, strict=True):
+        item.result = result
+    return True
 
 
 def _quick_check(conn: apsw.Connection, path: Path) -> None:
@@ -171,6 +214,7 @@ class Database:
         self.grouped_writes = 0  # writes those transactions carried
         self._read_limiter = trio.CapacityLimiter(readers)
         self._committed = trio.Event()  # set, and replaced, after each commit by ``write``
+        self.commits = 0  # transactions committed by ``write`` (``wait_for_commit`` wakes)
         self.last_checkpoint: WalCheckpoint | None = None  # of this process (``checkpoint``)
 
     @classmethod
@@ -246,12 +290,28 @@ class Database:
         def bound(conn: apsw.Connection) -> T:
             return fn(conn, *args, **kw)
 
+        return await self._submit(_Write(call=bound))
+
+    async def write_batched(
+        self, fn: Callable[[apsw.Connection, Sequence[Item]], Sequence[T]], item: Item
+    ) -> T:
+        """Write ``item`` with ``fn`` (items in, one result per item out), in one call with
+        the other items of ``fn`` waiting beside it, group-committed like :meth:`write`. If
+        that call raises, each item is written alone: only a failing item raises here."""
+
+        def alone(conn: apsw.Connection) -> T:
+            (result,) = fn(conn, [item])
+            return result
+
+        return await self._submit(_Write(call=alone, batch=fn, item=item))
+
+    async def _submit(self, item: _Write[T]) -> T:
         if not self.threaded:
             async with self._write_limiter:
-                result = await self._run(functools.partial(run_write, self._writer, bound))
+                call = functools.partial(run_write, self._writer, item.call)
+                result = await self._run(call)
             self._announce_commit()
             return result
-        item = _Write(call=bound)
         self._pending.append(item)
         try:
             async with self._write_limiter:
@@ -284,6 +344,7 @@ class Database:
         await self._committed.wait()
 
     def _announce_commit(self) -> None:
+        self.commits += 1
         self._committed.set()
         self._committed = trio.Event()
 

@@ -6,6 +6,7 @@ import heapq
 import itertools
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from appliance.core.events import Actor, Event, EventType, JsonValue
 from appliance.core.ids import new_id
@@ -35,6 +36,19 @@ _INSERT = (
 )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewEvent:
+    """An event to append (:func:`append_events`)."""
+
+    tenant_id: str
+    type: EventType
+    now: int
+    schedule_id: str | None = None
+    run_id: str | None = None
+    data: Mapping[str, JsonValue] | None = None
+    actor: Actor | None = None
+
+
 def append_event(
     conn: Connection,
     *,
@@ -47,13 +61,36 @@ def append_event(
     actor: Actor | None = None,
 ) -> int:
     """Append one event; returns its sequence number."""
-    seq: int = conn.execute(
-        f"{_INSERT} RETURNING seq", _row(tenant_id, type, now, schedule_id, run_id, data, actor)
-    ).fetchone()[0]
+    event = NewEvent(
+        tenant_id=tenant_id, type=type, now=now, schedule_id=schedule_id, run_id=run_id,
+        data=data, actor=actor,
+    )  # fmt: skip
+    seq: int = conn.execute(f"{_INSERT} RETURNING seq", _row(event)).fetchone()[0]
     if type in NOTIFIED_TYPES:  # its notification commits with it (store/notifications.py)
-        for event in _COLUMNS.all(conn.execute(f"{_SELECT} WHERE seq = ?", (seq,))):
-            enqueue_notification(conn, event, now=now)
+        for stored in _COLUMNS.all(conn.execute(f"{_SELECT} WHERE seq = ?", (seq,))):
+            enqueue_notification(conn, stored, now=now)
     return seq
+
+
+def append_events(conn: Connection, events: Sequence[NewEvent]) -> None:
+    """Append events in their order: one ``executemany`` per stretch of events that
+    notify nobody; an event of :data:`NOTIFIED_TYPES` goes through :func:`append_event`
+    (its notification reads the stored row back)."""
+    plain: list[NewEvent] = []
+    for event in events:
+        if event.type not in NOTIFIED_TYPES:
+            plain.append(event)
+            continue
+        if plain:
+            conn.executemany(_INSERT, [_row(e) for e in plain])
+            plain = []
+        append_event(
+            conn, tenant_id=event.tenant_id, type=event.type, now=event.now,
+            schedule_id=event.schedule_id, run_id=event.run_id, data=event.data,
+            actor=event.actor,
+        )  # fmt: skip
+    if plain:
+        conn.executemany(_INSERT, [_row(e) for e in plain])
 
 
 def append_schedule_events(
@@ -91,24 +128,16 @@ def append_schedule_events(
     )
 
 
-def _row(
-    tenant_id: str,
-    type: EventType,
-    now: int,
-    schedule_id: str | None,
-    run_id: str | None,
-    data: Mapping[str, JsonValue] | None,
-    actor: Actor | None,
-) -> tuple[object, ...]:
+def _row(event: NewEvent) -> tuple[str, str, str, str | None, str | None, int, str, str | None]:
     return (
-        new_id("evt", now),
-        tenant_id,
-        str(type),
-        schedule_id,
-        run_id,
-        now,
-        _data_text(data),
-        None if actor is None else actor.text(),
+        new_id("evt", event.now),
+        event.tenant_id,
+        str(event.type),
+        event.schedule_id,
+        event.run_id,
+        event.now,
+        _data_text(event.data),
+        None if event.actor is None else event.actor.text(),
     )
 
 

@@ -37,7 +37,7 @@ from appliance.core.runs import (
 from appliance.errors import StoreError
 from appliance.store import rows
 from appliance.store.connection import Connection
-from appliance.store.events import append_event
+from appliance.store.events import NewEvent, append_events
 
 
 def state_list(states: Iterable[RunState]) -> str:
@@ -274,8 +274,29 @@ def announce_attempt(
 ) -> None:
     """The ``schedule.run.succeeded|retrying|failed`` event of the attempt that left
     ``run`` in ``state`` (contracts/events/schedule.run.*.json)."""
-    append_event(
+    append_events(
         conn,
+        [
+            attempt_event(
+                run=run, state=state, now=now, status=status, error=error, reason=reason,
+                next_attempt_at=next_attempt_at,
+            )
+        ],
+    )  # fmt: skip
+
+
+def attempt_event(
+    *,
+    run: AttemptedRun,
+    state: RunState,
+    now: int,
+    status: int | None = None,
+    error: str | None = None,
+    reason: str | None = None,
+    next_attempt_at: int | None = None,
+) -> NewEvent:
+    """:func:`announce_attempt`'s event, to append with others (a batch of completions)."""
+    return NewEvent(
         tenant_id=run.tenant_id,
         type=EVENT_FOR[state],
         now=now,

@@ -26,7 +26,8 @@ from appliance.core.runs import AttemptOutcome, RunState, Transition, Trigger, o
 from appliance.core.schedules import Schedule
 from appliance.engine.delivery import check_destination
 from appliance.engine.delivery.connect import name_not_resolved
-from appliance.store.claims import Completion, claim_runs, complete_run
+from appliance.store.claims import claim_runs
+from appliance.store.completions import Completion, complete_run
 from appliance.store.database import Database
 from appliance.store.event_hub import EventHub
 from appliance.store.incarnations import register_incarnation

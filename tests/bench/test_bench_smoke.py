@@ -86,6 +86,17 @@ def test_burst_delivers_every_occurrence(tmp_path: Path, the_sink: Sink) -> None
     assert figures["cpu_s"] > 0
 
 
+def test_burst_counts_the_cpu_of_each_store_call(tmp_path: Path, the_sink: Sink) -> None:
+    calls = tmp_path / "store-calls.json"
+    figures = burst.burst_once(
+        tmp_path, n=50, lead_s=12, timeout_s=60, store_calls_to=calls, the_sink=the_sink
+    )
+    assert (figures["delivered"], figures["lost"]) == (50, 0)
+    assert figures["store completions.complete_runs calls"] == 50  # batched or alone
+    assert figures["store claims.claim_runs calls"] >= 1
+    assert figures["store completions.complete_runs ms/delivery"] > 0
+
+
 def test_steady_delivers_the_window(tmp_path: Path, the_sink: Sink) -> None:
     figures = steady.steady_once(tmp_path, rate=20, duration_s=3, the_sink=the_sink)
     assert (figures["delivered"], figures["undelivered"]) == (60, 0)

@@ -71,13 +71,8 @@ from appliance.core.runs import TRANSITIONS, AttemptOutcome, RunState, Transitio
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
 from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.store.backend import Store
-from appliance.store.claims import (
-    ClaimedRun,
-    Completion,
-    claim_runs,
-    complete_run,
-    renew_leases,
-)
+from appliance.store.claims import ClaimedRun, claim_runs, renew_leases
+from appliance.store.completions import Completion, complete_run
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 from appliance.store.manual import replay_run, trigger_schedule

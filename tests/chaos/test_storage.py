@@ -45,13 +45,8 @@ from appliance.core.runs import AttemptOutcome, Transition
 from appliance.engine.delivery import Answer
 from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.errors import StoreError
-from appliance.store.claims import (
-    ClaimedRun,
-    Completion,
-    claim_runs,
-    complete_run,
-    renew_leases,
-)
+from appliance.store.claims import ClaimedRun, claim_runs, renew_leases
+from appliance.store.completions import Completion, complete_run
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 from appliance.store.plan_pass import PlannerConfig, plan_once

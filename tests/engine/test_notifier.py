@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import apsw
+import pytest
 import trio
 from trio.testing import MockClock
 
@@ -15,12 +17,13 @@ from appliance.core.envelope import render_event
 from appliance.core.events import EventType
 from appliance.core.notifications import idempotency_key
 from appliance.core.signing import verify
+from appliance.engine import notifier
 from appliance.engine.delivery import Answer
-from appliance.engine.notifier import NotifierConfig
+from appliance.engine.notifier import Notifier, NotifierConfig
 from appliance.store.database import Database
-from appliance.store.events import list_events
-from appliance.store.notifications import list_notifications, set_target
-from appliance.store.tenants import active_secrets
+from appliance.store.events import append_event, list_events
+from appliance.store.notifications import list_notifications, next_notification_due, set_target
+from appliance.store.tenants import active_secrets, create_tenant
 from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0
 
@@ -131,3 +134,44 @@ async def test_a_notification_cut_short_by_a_crash_is_delivered_again_with_the_s
 
 async def _status(status: int) -> Answer:
     return reply(status)
+
+
+async def test_a_burst_of_commits_wakes_the_notifier_at_most_every_commit_wake_s(
+    autojump_clock: MockClock,
+    inline_db: Database,
+    wall: TrioWallClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A delivery burst commits ≈ 100 times a second; the notifier reads the outbox at
+    most every ``commit_wake_s`` then, not once per commit — and the last commit of the
+    burst, which queued a notification, still wakes it."""
+    tenant = inline_db.write_now(create_tenant, name="acme", now=T0).tenant_id
+    inline_db.write_now(set_target, tenant_id=tenant, url=FAILURES, now=T0)
+    reads: list[float] = []
+
+    def counted(conn: apsw.Connection) -> int | None:
+        reads.append(trio.current_time())
+        return next_notification_due(conn)
+
+    monkeypatch.setattr(notifier, "next_notification_due", counted)
+    endpoint = Endpoint()
+    config = NotifierConfig()
+    notify = Notifier(db=inline_db, clock=wall, client=endpoint, config=config)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(notify.run)
+        start = trio.current_time()
+        for _ in range(200):  # one second of commits, none queuing anything
+            await inline_db.write(lambda conn: None)
+            await trio.sleep(0.005)
+        failed = {"scheduled_for": "2026-01-01T03:00:00Z", "attempt": 1, "reason": "exhausted"}
+        await inline_db.write(
+            append_event, tenant_id=tenant, type=EventType.RUN_FAILED, now=wall.now_ms(),
+            data=failed,
+        )  # fmt: skip
+        queued = trio.current_time()
+        await trio.sleep(5)
+        nursery.cancel_scope.cancel()
+    assert len([t for t in reads if start <= t < queued]) <= 1 / config.commit_wake_s + 2
+    (notified,) = notifications(endpoint)
+    assert notified.headers["X-Event-Type"] == "schedule.run.failed"
+    assert endpoint.arrived[0] - queued <= config.commit_wake_s + 0.01

@@ -24,7 +24,8 @@ from appliance.engine.assembly import EngineConfig, build_engine
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.liveness import LivenessConfig
 from appliance.engine.restarts import report_restart
-from appliance.store.claims import Completion, claim_runs, complete_run
+from appliance.store.claims import claim_runs
+from appliance.store.completions import Completion, complete_run
 from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, list_events
 from appliance.store.incarnations import (

@@ -11,7 +11,8 @@ from appliance.core.runs import RunState
 from appliance.core.schedules import Schedule
 from appliance.errors import ValidationError
 from appliance.store import manual
-from appliance.store.claims import claim_runs, complete_run
+from appliance.store.claims import claim_runs
+from appliance.store.completions import complete_run
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
 from appliance.store.manual import replay_matching, replay_runs

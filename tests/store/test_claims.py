@@ -148,3 +148,45 @@ def test_a_claims_statements_do_not_grow_with_its_batch(db: Database, count: int
     assert len(statements) == 7, statements
     attempts = db.read_now(lambda c: c.execute("SELECT COUNT(*) FROM attempts").fetchone()[0])
     assert attempts == count
+
+
+@pytest.mark.parametrize("statement", [claims._CLAIM, claims._CLAIM_ALONE, claims._WAITING])
+def test_the_claim_seeks_and_never_walks_a_whole_index_of_job_runs(
+    db: Database, statement: str
+) -> None:
+    """Counting each waiting tenant's running runs once walked all of
+    ``job_runs_tenant_state_time`` (a SCAN through an index is still every row): twice
+    per claim, the claim's largest cost, and growing with the table. Every access is a
+    bounded SEARCH now (no ``SCAN job_runs USING … INDEX``)."""
+    tenant, schedule = new_tenant(db, "t")
+    add_due(db, tenant, schedule, count=50, first_due=T0)
+    claim(db, now=T0 + 60 * SECOND, limit=8)  # some running (no ANALYZE: as the appliance)
+
+    def plan(conn: apsw.Connection) -> list[str]:
+        params = {"owner": "o", "now": T0, "expires": T0 + LEASE, "limit": 8, "cap": 4}
+        params["tenant"] = tenant
+        used = {name: value for name, value in params.items() if f":{name}" in statement}
+        return [str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}", used)]
+
+    details = db.read_now(plan)
+    walks = [d for d in details if re.match(r"SCAN (job_runs|r|b)\b", d)]
+    assert walks == [], details
+
+
+@pytest.mark.parametrize("statement", [claims._CLAIM, claims._WAITING])
+def test_each_waiting_tenants_running_runs_are_counted_once(db: Database, statement: str) -> None:
+    """The running runs of a waiting tenant are counted in one grouped pass, not by a
+    correlated count that SQLite evaluates again for every candidate row of the turns
+    (it doubled the cost of a claim among 50 tenants)."""
+
+    def plan(conn: apsw.Connection) -> dict[int, tuple[int, str]]:
+        params = {"owner": "o", "now": T0, "expires": T0 + LEASE, "limit": 8, "cap": 4}
+        used = {name: value for name, value in params.items() if f":{name}" in statement}
+        rows = conn.execute(f"EXPLAIN QUERY PLAN {statement}", used)
+        return {int(node): (int(parent), str(detail)) for node, parent, _, detail in rows}
+
+    nodes = db.read_now(plan)
+    counts = [parent for parent, detail in nodes.values() if detail.startswith("SEARCH b ")]
+    assert counts, nodes
+    for parent in counts:
+        assert not nodes[parent][1].startswith("CORRELATED"), nodes

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from appliance.core.events import EventType
 from appliance.core.runs import AttemptOutcome, Transition
-from appliance.store.claims import ClaimedRun, Completion, claim_runs, complete_run
+from appliance.store.claims import ClaimedRun, claim_runs
+from appliance.store.completions import Completion, complete_run
 from appliance.store.database import Database
 from appliance.store.events import list_events
 from appliance.store.incarnations import register_incarnation

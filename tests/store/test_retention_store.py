@@ -7,7 +7,7 @@ import pytest
 
 from appliance.core.events import EventType
 from appliance.core.runs import RunState
-from appliance.store.claims import complete_run
+from appliance.store.completions import complete_run
 from appliance.store.database import Database
 from appliance.store.events import append_event
 from appliance.store.plan_pass import PlannerConfig, plan_once

@@ -12,13 +12,8 @@ from appliance.core.retry import RESTART_LIMIT, RetryPolicy
 from appliance.core.runs import AttemptOutcome, RunState, Transition, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy, PayloadKind, Schedule, ScheduleSpec
 from appliance.errors import Conflict, NotFound
-from appliance.store.claims import (
-    ClaimedRun,
-    Completion,
-    claim_runs,
-    complete_run,
-    renew_leases,
-)
+from appliance.store.claims import ClaimedRun, claim_runs, renew_leases
+from appliance.store.completions import Completion, complete_run
 from appliance.store.database import Database
 from appliance.store.events import list_events
 from appliance.store.incarnations import register_incarnation

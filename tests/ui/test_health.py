@@ -11,7 +11,8 @@ from quart_trio import QuartTrio
 from appliance.core.events import EventType
 from appliance.core.instants import format_instant
 from appliance.core.runs import AttemptOutcome, Transition
-from appliance.store.claims import Completion, claim_runs, complete_run
+from appliance.store.claims import claim_runs
+from appliance.store.completions import Completion, complete_run
 from appliance.store.connection import Connection
 from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, append_event

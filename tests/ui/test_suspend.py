@@ -16,7 +16,8 @@ from appliance.cli import main
 from appliance.core.events import Actor, EventType
 from appliance.core.instants import format_instant
 from appliance.core.runs import AttemptOutcome, RunState, Transition
-from appliance.store.claims import Completion, claim_runs, complete_run
+from appliance.store.claims import claim_runs
+from appliance.store.completions import Completion, complete_run
 from appliance.store.database import Database
 from appliance.store.events import list_events
 from appliance.store.incarnations import register_incarnation

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Item = TypeVar("Item")  # an item of a batched write
 MAX_ATTEMPTS = 20  # runs of one transaction PostgreSQL keeps aborting as a conflict
 OUTAGE_S = 120.0  # how long a transaction waits for an unreachable server
 STATEMENT_TIMEOUT_MS = 30_000
@@ -116,6 +117,7 @@ class PgDatabase:
         self._committed = trio.Event()
         self.group_commits = 0  # transactions committed by ``write`` (for figures, metrics)
         self.grouped_writes = 0
+        self.commits = 0  # transactions committed by ``write`` (``wait_for_commit`` wakes)
         self.retried = 0  # transactions run again after a serialization failure
 
     @staticmethod
@@ -200,6 +202,15 @@ class PgDatabase:
         self._announce_commit()
         return result
 
+    async def write_batched(
+        self, fn: Callable[[Any, Sequence[Item]], Sequence[T]], item: Item
+    ) -> T:
+        """Write ``item`` with ``fn`` (items in, one result per item out). Each item is its
+        own transaction here: PostgreSQL has no single writer whose queue a batch would
+        shorten, and replicas commit side by side."""
+        (result,) = await self.write(fn, [item])
+        return result
+
     async def read(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
         """One read-only snapshot transaction, off the event loop. A cancelled read is
         abandoned to its thread (it changes nothing): ``/readyz`` answers within its own
@@ -224,6 +235,7 @@ class PgDatabase:
         await self._committed.wait()
 
     def _announce_commit(self) -> None:
+        self.commits += 1
         self._committed.set()
         self._committed = trio.Event()
 
