@@ -150,6 +150,7 @@ def test_a_claims_statements_do_not_grow_with_its_batch(db: Database, count: int
     assert attempts == count
 
 
+@SQLITE_ONLY
 @pytest.mark.parametrize("statement", [claims._CLAIM, claims._CLAIM_ALONE, claims._WAITING])
 def test_the_claim_seeks_and_never_walks_a_whole_index_of_job_runs(
     db: Database, statement: str
@@ -173,6 +174,7 @@ def test_the_claim_seeks_and_never_walks_a_whole_index_of_job_runs(
     assert walks == [], details
 
 
+@SQLITE_ONLY
 @pytest.mark.parametrize("statement", [claims._CLAIM, claims._WAITING])
 def test_each_waiting_tenants_running_runs_are_counted_once(db: Database, statement: str) -> None:
     """The running runs of a waiting tenant are counted in one grouped pass, not by a

@@ -21,8 +21,13 @@ from appliance.store.completions import Completion, Finished, complete_runs
 from appliance.store.database import Database
 from appliance.store.events import list_events
 from appliance.store.runs import list_attempts
-from tests.store.conftest import T0, MakeSchedule
+from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule
 from tests.store.test_runs import MINUTE, add_run, claim, ok, retry, run_of, schedule_value
+
+# Batching is the SQLite writer's (one queue, one group commit); PostgreSQL writes each
+# completion in its own transaction (PgDatabase.write_batched), as tests/store/test_runs.py
+# proves on both stores.
+pytestmark = SQLITE_ONLY
 
 DONE_AT = T0 + 2_000
 
