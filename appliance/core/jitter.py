@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from appliance.core.cron import CronSpec, occurrences_after
 from appliance.core.instants import format_scheduled_for
-from appliance.core.occurrence_cache import OccurrenceCache
+from appliance.core.occurrence_cache import Occurrences
 from appliance.core.timing import Timing, occurrences
 
 
@@ -52,7 +52,7 @@ def planned_occurrences(
     schedule_id: str,
     jitter_seconds: int,
     after_ms: int,
-    shared: OccurrenceCache | None = None,
+    shared: Occurrences | None = None,
 ) -> Iterator[PlannedOccurrence]:
     """Every occurrence of ``spec`` after ``after_ms`` with its ``due_at``, in order.
     ``shared``: the caller's cache, so schedules with the same spec compute them once."""
@@ -66,7 +66,7 @@ def planned_timing(
     schedule_id: str,
     jitter_seconds: int,
     after_ms: int,
-    shared: OccurrenceCache | None = None,
+    shared: Occurrences | None = None,
 ) -> Iterator[PlannedOccurrence]:
     """Every occurrence of a schedule of any kind after ``after_ms``, with its ``due_at``.
     The last occurrence of a bounded or one-off schedule has no successor: its jitter

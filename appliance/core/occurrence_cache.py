@@ -29,6 +29,7 @@ import bisect
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from appliance.core.cron import CronSpec, occurrences_after, parse_cron
 from appliance.core.instants import format_scheduled_for
@@ -40,6 +41,21 @@ MAX_VALUES = 250_000  # ~40 bytes each
 MAX_VALUES_PER_SPEC = 12_000
 MAX_TEXTS = 8192
 CHUNK = 8  # values computed at a time: next_runs' 5, and the planner's look-ahead
+
+
+class Occurrences(Protocol):
+    """What the occurrence streams (``core.timing``, ``core.jitter``) read: this cache, or
+    a pass's fan-out over it (``core.occurrence_fanout``)."""
+
+    def spec(
+        self,
+        expression: str,
+        timezone: str,
+        dst_gap: str | None = None,
+        dst_fold: str | None = None,
+    ) -> CronSpec: ...
+
+    def after(self, spec: CronSpec, after_ms: int) -> Iterator[int]: ...
 
 
 @dataclass(slots=True, kw_only=True)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import Final, Protocol
 
 from appliance.core.cron import END_MS, CronSpec, occurrences_after, parse_cron
-from appliance.core.occurrence_cache import OccurrenceCache
+from appliance.core.occurrence_cache import Occurrences
 
 MAX_EVERY_SECONDS: Final = 366 * 24 * 3600
 _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
@@ -107,7 +107,7 @@ def format_every(seconds: int) -> str:
 
 
 def occurrences(
-    timing: Timing, *, after_ms: int, shared: OccurrenceCache | None = None
+    timing: Timing, *, after_ms: int, shared: Occurrences | None = None
 ) -> Iterator[int]:
     """Every occurrence of ``timing`` after ``after_ms``, in order. ``shared``: the caller's
     occurrence cache for cron kinds. Raises ValidationError for a cron that no longer
@@ -144,7 +144,7 @@ def first_after(timing: Timing, now: int) -> int | None:
 
 
 def previous_occurrence(
-    timing: Timing, before_ms: int, *, shared: OccurrenceCache | None = None
+    timing: Timing, before_ms: int, *, shared: Occurrences | None = None
 ) -> int | None:
     """The last occurrence of ``timing`` strictly before ``before_ms``; None when there is
     none (nothing before ``start_at``, a one-off's only occurrence, 1970). Occurrences only

@@ -47,6 +47,11 @@ P = ParamSpec("P")
 T = TypeVar("T")
 Item = TypeVar("Item")  # an item of a batched write
 BUSY_TIMEOUT_MS = 5000
+# The writer's page cache (SQLite's default is 2 MiB). Every run row lands on random pages
+# of job_runs' id and (schedule_id, scheduled_for) indexes and moves a cursor in a random
+# schedules row; with 2 MiB most of those pages were read back from the OS for each pass
+# (docs/performance.md, "Planner"). Pages are allocated as used, up to this bound.
+WRITER_CACHE_KIB = 64 * 1024
 
 
 def _connect(path: Path, vfs: str | None = None) -> apsw.Connection:
@@ -207,6 +212,7 @@ class Database:
         self.path = path
         self.threaded = threaded
         self._writer = _connect(path, vfs)
+        self._writer.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
         self._readers = [_connect(path, vfs) for _ in range(readers)]
         self._write_limiter = trio.CapacityLimiter(1)
         self._pending: list[_Write[Any]] = []

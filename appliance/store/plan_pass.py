@@ -39,6 +39,7 @@ from appliance.core.events import EventType, JsonScalar
 from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import PlannedOccurrence, planned_occurrences, planned_timing
 from appliance.core.occurrence_cache import OccurrenceCache
+from appliance.core.occurrence_fanout import FannedOut
 from appliance.core.runs import NewRun, RunState, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy, Overlap
 from appliance.core.timing import is_plain_cron, previous_occurrence
@@ -183,8 +184,9 @@ def judge(
 
 class _PassWork:
     """What one pass shares between its schedules: the planner's occurrence cache (specs
-    and occurrences, kept across passes) and the digest of each distinct body (stored once
-    per pass, not once per schedule)."""
+    and occurrences, kept across passes), the occurrences of each distinct (spec, cursor)
+    read from it once and fanned out to every schedule sharing them, and the digest of each
+    distinct body (stored once per pass, not once per schedule)."""
 
     def __init__(
         self, conn: Connection, *, now: int, config: PlannerConfig, occurrences: OccurrenceCache
@@ -193,6 +195,10 @@ class _PassWork:
         self.now = now
         self.config = config
         self.shared = occurrences
+        # A schedule reads at most max_occurrences + 1 instants up to the horizon.
+        self.fanned = FannedOut(
+            occurrences, horizon=now + config.lookahead_ms, limit=config.max_occurrences + 1
+        )
         self._digests: dict[tuple[str, bytes], str] = {}
 
     def digest(self, content_type: str, body: bytes) -> str:
@@ -246,14 +252,14 @@ def _stream(work: _PassWork, schedule: DueSchedule) -> Iterator[PlannedOccurrenc
             schedule_id=schedule.id,
             jitter_seconds=schedule.jitter_seconds,
             after_ms=schedule.cursor - 1,
-            shared=work.shared,
+            shared=work.fanned,
         )
     return planned_timing(
         schedule,
         schedule_id=schedule.id,
         jitter_seconds=schedule.jitter_seconds,
         after_ms=schedule.cursor - 1,
-        shared=work.shared,
+        shared=work.fanned,
     )
 
 

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from appliance.errors import DatabaseLocked, StoreError
-from appliance.store.database import Database
+from appliance.store.database import WRITER_CACHE_KIB, Database
 from appliance.store.lockfile import LockFile
 from appliance.store.migrate import current_version, migrations
 
@@ -35,6 +35,18 @@ def test_open_migrates_and_sets_durable_pragmas(db: Database) -> None:
         )
 
     assert db.read_now(pragmas) == ("wal", 2, len(migrations()))  # 2 = FULL
+
+
+def test_the_writer_has_the_larger_page_cache(db: Database) -> None:
+    """The planner's inserts touch random index pages: the writer keeps more of them in
+    its cache; readers keep SQLite's default."""
+
+    def cache_kib(conn: apsw.Connection) -> int:
+        return -int(conn.execute("PRAGMA cache_size").fetchone()[0])
+
+    assert WRITER_CACHE_KIB >= 32 * 1024
+    assert db.write_now(cache_kib) == WRITER_CACHE_KIB
+    assert db.read_now(cache_kib) == 2000
 
 
 def test_reopening_is_idempotent(tmp_path: Path) -> None:

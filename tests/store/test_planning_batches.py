@@ -106,6 +106,37 @@ def test_a_batch_inserts_each_occurrence_once_and_names_only_what_it_created(
     assert db.write_now(insert_runs, [], now=T0) == set()
 
 
+def test_a_batch_naming_one_occurrence_twice_creates_it_once(
+    db: Database, make_schedule: MakeSchedule, tenant: str
+) -> None:
+    """Inside one batch the second row conflicts with the first: the change count falls
+    short, and the batch is inserted again learning which rows are new."""
+    sid = make_schedule(next_fire_at=T0)
+    digest = db.write_now(store_body, content_type="application/json", body=b"{}")
+    batch = [
+        planned(sid, tenant, T0, RunState.PENDING, digest),
+        planned(sid, tenant, T0 + 60_000, RunState.PENDING, digest),
+        planned(sid, tenant, T0, RunState.PENDING, digest),
+    ]
+    assert db.write_now(insert_runs, batch, now=T0) == {batch[0].id, batch[1].id}
+    assert [row[0] for row in stored(db, sid)] == [T0, T0 + 60_000]
+
+
+def test_a_batch_that_fails_inserts_nothing(
+    db: Database, make_schedule: MakeSchedule, tenant: str
+) -> None:
+    sid = make_schedule(next_fire_at=T0)
+    digest = db.write_now(store_body, content_type="application/json", body=b"{}")
+    batch = [
+        planned(sid, tenant, T0, RunState.PENDING, digest),
+        planned(sid, tenant, T0 + 60_000, RunState.PENDING, "no-such-body"),  # foreign key
+    ]
+    with pytest.raises(StoreError, match="FOREIGN KEY"):
+        db.write_now(insert_runs, batch, now=T0)
+    assert stored(db, sid) == []
+    assert db.write_now(insert_runs, batch[:1], now=T0) == {batch[0].id}
+
+
 def test_a_batch_of_cursor_moves_is_all_or_nothing(
     db: Database, make_schedule: MakeSchedule
 ) -> None:
