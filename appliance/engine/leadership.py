@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeadershipConfig:
-    term_ms: int = 6_000  # a dead leader's services pause at most this long
+    term_ms: int = 3_000  # a dead leader's services pause at most this long
 
     @property
     def renew_s(self) -> float:
