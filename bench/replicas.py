@@ -31,13 +31,14 @@ functions, drained by R replicas. Figures per run:
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from appliance.store.postgres.database import PgDatabase
@@ -122,16 +123,20 @@ def pg_burst_once(
     n: int,
     the_sink: Sink,
     conflicts: Counter[str],
-    lead_s: float = 20.0,
+    lead_s: float = 12.0,
     timeout_s: float = 300.0,
 ) -> Figures:
+    """The replicas start on the migrated, empty database first; T is then chosen and the
+    schedules written (the replicas' planners find them within ``replica_poll_ms``), so
+    the lead covers the writes, not the boots. CPU is counted from the last write."""
     the_sink.reset()
-    at_ms = (int(time.time() * 1000) // 1000 + int(lead_s) + 1) * 1000
-    expected: dict[str, int] = {}
-    with pgserver.fresh_database(server, f"burst_{count}") as dsn:
-        _seeded(dsn, lambda db: expected.update(
-            burst.prepare_store(db, n=n, url=the_sink.url, at_ms=at_ms)))  # fmt: skip
+    with (
+        pgserver.fresh_database(server, f"burst_{count}") as dsn,
+        closing(PgDatabase.open(dsn, pool_size=1)) as db,  # migrates the empty database
+    ):
         with replicas(workdir, count, dsn) as apps:
+            at_ms = (int(time.time() * 1000) // 1000 + int(lead_s) + 1) * 1000
+            expected = burst.prepare_store(db, n=n, url=the_sink.url, at_ms=at_ms)
             if time.time() * 1000 > at_ms - 2_500:
                 raise RuntimeError(f"setup took too long for --lead {lead_s}: raise it")
             steeple_cpu = _steeple_cpu(apps)
@@ -225,64 +230,47 @@ def _show(label: str, figures: Figures) -> Figures:
     return figures
 
 
-def main() -> None:
-    parser = base_parser(__doc__.splitlines()[0])
-    parser.add_argument("--replicas", default="1,2,3", help="comma-separated replica counts")
-    parser.add_argument("--burst", type=int, default=2_000, help="occurrences (0: skip)")
-    parser.add_argument("--sustained-rate", type=int, default=200, help="per s (0: skip)")
-    parser.add_argument("--seconds", type=int, default=20, help="the sustained window")
-    parser.add_argument("--lead", type=float, default=20.0, help="seconds until the burst")
-    parser.add_argument("--timeout", type=float, default=300.0)
-    args = parser.parse_args()
-    counts = [int(r) for r in args.replicas.split(",") if r]
-    arms = [SQLITE, *map(arm_name, counts)]
-    burst_title = f"burst {args.burst}"
-    sustained_title = f"sustained {args.sustained_rate}/s for {args.seconds} s"
-    groups: dict[str, list[Figures]] = {}
-    conflicts: dict[str, Counter[str]] = {}
-    with (
-        tempfile.TemporaryDirectory(dir=args.workdir) as tmp,
-        sink() as the_sink,
-        pgserver.running(Path(tmp)) as server,
-    ):
-        work = Path(tmp)
-        # Run i of every arm before run i + 1 of any: on a shared machine the arms meet
-        # the same load.
-        for i in range(args.runs):
-            print(f"run {i + 1}/{args.runs}", flush=True)
-            for arm, count in zip(arms, [0, *counts], strict=True):
-                seen = conflicts.setdefault(arm, Counter())
-                if args.burst:
-                    figures = (
-                        sqlite_burst_once(work, n=args.burst, the_sink=the_sink,
-                                          lead_s=args.lead, timeout_s=args.timeout)
-                        if count == 0
-                        else pg_burst_once(server, work, count=count, n=args.burst,
-                                           the_sink=the_sink, conflicts=seen, lead_s=args.lead,
-                                           timeout_s=args.timeout)
-                    )  # fmt: skip
-                    groups.setdefault(f"{burst_title}: {arm}", []).append(
-                        _show(f"burst {arm}", figures)
-                    )
-                if args.sustained_rate:
-                    figures = (
-                        sqlite_sustained_once(work, rate=args.sustained_rate,
-                                              seconds=args.seconds, the_sink=the_sink)
-                        if count == 0
-                        else pg_sustained_once(server, work, count=count,
-                                               rate=args.sustained_rate, seconds=args.seconds,
-                                               the_sink=the_sink, conflicts=seen)
-                    )  # fmt: skip
-                    groups.setdefault(f"{sustained_title}: {arm}", []).append(
-                        _show(f"sustained {arm}", figures)
-                    )
+def _titles(args: argparse.Namespace) -> dict[str, int]:
+    """The workloads asked for, by title (a 0 size or rate skips one)."""
+    wanted = {
+        f"burst {args.burst}": args.burst,
+        f"sustained {args.sustained_rate}/s for {args.seconds} s": args.sustained_rate,
+    }
+    return {title: size for title, size in wanted.items() if size}
+
+
+def _one_arm(args: argparse.Namespace, count: int, server: Server, work: Path, the_sink: Sink,
+             conflicts: Counter[str]) -> dict[str, Figures]:  # fmt: skip
+    """One run of each workload on one arm (``count`` 0: SQLite), by title."""
+    got: dict[str, Figures] = {}
+    if args.burst:
+        got[f"burst {args.burst}"] = (
+            sqlite_burst_once(work, n=args.burst, the_sink=the_sink, lead_s=args.lead,
+                              timeout_s=args.timeout)
+            if count == 0
+            else pg_burst_once(server, work, count=count, n=args.burst, the_sink=the_sink,
+                               conflicts=conflicts, lead_s=args.lead, timeout_s=args.timeout)
+        )  # fmt: skip
+    if args.sustained_rate:
+        got[f"sustained {args.sustained_rate}/s for {args.seconds} s"] = (
+            sqlite_sustained_once(work, rate=args.sustained_rate, seconds=args.seconds,
+                                  the_sink=the_sink)
+            if count == 0
+            else pg_sustained_once(server, work, count=count, rate=args.sustained_rate,
+                                   seconds=args.seconds, the_sink=the_sink, conflicts=conflicts)
+        )  # fmt: skip
+    return got
+
+
+def _publish(args: argparse.Namespace, arms: list[str], groups: dict[str, list[Figures]],
+             conflicts: dict[str, Counter[str]]) -> None:  # fmt: skip
     compare = {
-        title: [f"{title}: {arm}" for arm in arms]
-        for title, wanted in ((burst_title, args.burst), (sustained_title, args.sustained_rate))
-        if wanted
+        title: [f"{title}: {arm}" for arm in arms if f"{title}: {arm}" in groups]
+        for title in _titles(args)
     }
     params = {"replicas": args.replicas, "burst": args.burst, "runs": args.runs,
-              "sustained_rate": args.sustained_rate, "seconds": args.seconds}  # fmt: skip
+              "sustained_rate": args.sustained_rate, "seconds": args.seconds,
+              "lead_s": args.lead}  # fmt: skip
     retried = {arm: dict(c.most_common()) for arm, c in conflicts.items() if c}
     publish("replicas", params, groups, extra={"conflicts_by_statement": retried},
             compare=compare)  # fmt: skip
@@ -290,6 +278,40 @@ def main() -> None:
         print(f"\nretried statements, {arm} (all runs):")
         for statement, times in list(found.items())[:5]:
             print(f"  {times:>6}  {statement}")
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--replicas", default="1,2,3", help="comma-separated replica counts")
+    parser.add_argument("--burst", type=int, default=2_000, help="occurrences (0: skip)")
+    parser.add_argument("--sustained-rate", type=int, default=200, help="per s (0: skip)")
+    parser.add_argument("--seconds", type=int, default=20, help="the sustained window")
+    parser.add_argument("--lead", type=float, default=12.0, help="seconds until the burst")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args()
+    counts = [int(r) for r in args.replicas.split(",") if r]
+    arms = [SQLITE, *map(arm_name, counts)]
+    groups: dict[str, list[Figures]] = {}
+    conflicts: dict[str, Counter[str]] = {arm: Counter() for arm in arms}
+    with (
+        tempfile.TemporaryDirectory(dir=args.workdir) as tmp,
+        sink() as the_sink,
+        pgserver.running(Path(tmp)) as server,
+    ):
+        try:
+            # Run i of every arm before run i + 1 of any: on a shared machine the arms
+            # meet the same load.
+            for i in range(args.runs):
+                print(f"run {i + 1}/{args.runs}", flush=True)
+                for arm, count in zip(arms, [0, *counts], strict=True):
+                    got = _one_arm(args, count, server, Path(tmp), the_sink, conflicts[arm])
+                    for title, figures in got.items():
+                        groups.setdefault(f"{title}: {arm}", []).append(
+                            _show(f"{title}: {arm}", figures)
+                        )
+        finally:  # a run that fails keeps the runs before it
+            if groups:
+                _publish(args, arms, groups, conflicts)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def test_two_replicas_drain_a_burst_with_nothing_lost_or_doubled(
 ) -> None:
     conflicts: Counter[str] = Counter()
     figures = replicas.pg_burst_once(Server(pg_cluster), tmp_path, count=2, n=40,
-                                     the_sink=the_sink, conflicts=conflicts, lead_s=15,
+                                     the_sink=the_sink, conflicts=conflicts, lead_s=12,
                                      timeout_s=60)  # fmt: skip
     assert (figures["lost"], figures["duplicate_runs"]) == (0, 0)
     assert figures["replicas_delivering"] in (1, 2)
