@@ -23,6 +23,7 @@ from pathlib import Path
 
 from appliance.core.ids import idempotency_key
 from appliance.core.instants import format_scheduled_for
+from appliance.store.backend import Store
 from bench import seed
 from bench.deliveries import judge
 from bench.processes import Appliance, Sink, cpu_seconds, sink, thread_cpu
@@ -36,15 +37,21 @@ def daily_at(moment_ms: int) -> str:
 
 
 def prepare(data_dir: Path, *, n: int, url: str, at_ms: int) -> dict[str, int]:
-    """N schedules firing at ``at_ms``; the expected key → scheduled_for map."""
+    """N schedules firing at ``at_ms`` in the data dir's file; the expected key →
+    scheduled_for map."""
     db = seed.open_store(data_dir)
     try:
-        now = int(time.time() * 1000)
-        tenant = seed.new_tenant(db, name="bench", now=now)
-        specs = [seed.spec(target_url=url, cron=daily_at(at_ms), name=f"b{i}") for i in range(n)]
-        ids = seed.create_schedules(db, tenant_id=tenant.tenant_id, specs=specs, now=now)
+        return prepare_store(db, n=n, url=url, at_ms=at_ms)
     finally:
         db.close()
+
+
+def prepare_store(db: Store, *, n: int, url: str, at_ms: int) -> dict[str, int]:
+    """N schedules firing at ``at_ms`` in an open store (SQLite or PostgreSQL)."""
+    now = int(time.time() * 1000)
+    tenant = seed.new_tenant(db, name="bench", now=now)
+    specs = [seed.spec(target_url=url, cron=daily_at(at_ms), name=f"b{i}") for i in range(n)]
+    ids = seed.create_schedules(db, tenant_id=tenant.tenant_id, specs=specs, now=now)
     text = format_scheduled_for(at_ms)
     return {idempotency_key(sid, text): at_ms for sid in ids}
 

@@ -22,7 +22,7 @@ from bench.burst import burst_once
 from bench.deliveries import judge
 from bench.processes import Sink, cpu_seconds, sink
 from bench.report import Figures, base_parser, publish, repeat
-from bench.steady import measure_window, steady_once
+from bench.steady import measure_window, process_meters, steady_once
 
 
 class Peer:
@@ -97,7 +97,7 @@ def peer_steady_once(workdir: Path, *, rate: int, duration_s: int, the_sink: Sin
     try:
         peer.wait_ready()
         return measure_window(
-            peer.proc.pid,
+            process_meters(peer.proc.pid),
             the_sink=the_sink,
             due=lambda ms: [(f"j{i}@{format_scheduled_for(ms)}", ms) for i in range(rate)],
             rate=rate,

@@ -32,6 +32,31 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
 
 
+def family_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process, of its children that ended (``cutime``/``cstime``,
+    once reaped) and of its living children: a server that forks a process per connection
+    (PostgreSQL's postmaster) counted whole, from /proc."""
+    total = _own_and_reaped(pid)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or entry.name == str(pid):
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue  # ended meanwhile (its CPU moves to the parent's cutime when reaped)
+        fields = text[text.rindex(")") + 2 :].split()
+        if int(fields[1]) == pid:  # ppid (field 4)
+            total += _own_and_reaped(int(entry.name), fields)
+    return total
+
+
+def _own_and_reaped(pid: int, fields: list[str] | None = None) -> float:
+    if fields is None:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        fields = text[text.rindex(")") + 2 :].split()
+    return sum(int(f) for f in fields[11:15]) / _TICKS  # utime, stime, cutime, cstime
+
+
 def thread_cpu(pid: int) -> dict[str, float]:
     """CPU seconds per thread name (threads of one name summed), from /proc/<pid>/task."""
     result: dict[str, float] = {}

@@ -121,6 +121,26 @@ def table(title: str, summary: Mapping[str, Mapping[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def side_by_side(title: str, summaries: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
+    """One column per group (its medians), one row per figure any group has: arms of one
+    comparison read across. A figure a group lacks shows ``n/a``."""
+    keys = list(dict.fromkeys(k for summary in summaries.values() for k in summary))
+    width = max([len(k) for k in keys] + [6])
+    cols = [max(len(g), 10) for g in summaries]
+    lines = [
+        title,
+        f"{'figure':<{width}}"
+        + "".join(f"  {g:>{c}}" for g, c in zip(summaries, cols, strict=True)),
+    ]
+    nan = {"median": float("nan")}
+    for key in keys:
+        cells = [_fmt(s.get(key, nan)["median"]) for s in summaries.values()]
+        lines.append(
+            f"{key:<{width}}" + "".join(f"  {v:>{c}}" for v, c in zip(cells, cols, strict=True))
+        )
+    return "\n".join(lines)
+
+
 def header(info: Mapping[str, Any]) -> str:
     pk = info["packages"]
     return (
@@ -136,8 +156,11 @@ def publish(
     groups: Mapping[str, Sequence[Mapping[str, float]]],
     *,
     extra: Mapping[str, Any] | None = None,
+    compare: Mapping[str, Sequence[str]] | None = None,
 ) -> Path:
-    """Print one table per group of runs (e.g. per rate) and write the JSON file."""
+    """Print one table per group of runs (e.g. per rate) and write the JSON file.
+    ``compare`` maps a title to groups printed side by side after them (medians), each
+    column named by its group's name less a leading ``"<title>: "``."""
     info = machine()
     print(header(info))
     print(f"# {name} " + " ".join(f"{k}={v}" for k, v in params.items()))
@@ -145,6 +168,9 @@ def publish(
     for group, runs in groups.items():
         summaries[group] = summarise(runs)
         print(table(f"\n== {group} ({len(runs)} runs)", summaries[group]))
+    for title, names in (compare or {}).items():
+        columns = {g.removeprefix(f"{title}: "): summaries[g] for g in names}
+        print(side_by_side(f"\n== {title} (medians)", columns))
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     path = RESULTS / f"{name}-{stamp}.json"

@@ -33,6 +33,7 @@ from appliance.core.retry import RetryPolicy
 from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
 from appliance.settings import DB_FILENAME
+from appliance.store.backend import Store
 from appliance.store.database import Database
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.schedules import create_schedule, first_fire_at
@@ -65,7 +66,7 @@ def open_store(data_dir: Path) -> Database:
     return Database.open(db_path(data_dir))
 
 
-def new_tenant(db: Database, *, name: str, now: int) -> NewTenant:
+def new_tenant(db: Store, *, name: str, now: int) -> NewTenant:
     return db.write_now(create_tenant, name=name, now=now)
 
 
@@ -96,7 +97,7 @@ def spec(
 
 
 def create_schedules(
-    db: Database, *, tenant_id: str, specs: Sequence[ScheduleSpec], now: int, chunk: int = 20_000
+    db: Store, *, tenant_id: str, specs: Sequence[ScheduleSpec], now: int, chunk: int = 20_000
 ) -> list[str]:
     """Create schedules through the store (one transaction per ``chunk``); their ids."""
     ids: list[str] = []

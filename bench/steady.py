@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
 from appliance.core.ids import idempotency_key
 from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import jitter_ms
+from appliance.store.backend import Store
 from bench import seed, streams
 from bench.deliveries import judge
 from bench.processes import Appliance, Sink, cpu_seconds, sink
@@ -53,18 +54,21 @@ class Prepared(NamedTuple):
 def prepare(data_dir: Path, *, rate: int, url: str, jitter_seconds: int = 0) -> Prepared:
     db = seed.open_store(data_dir)
     try:
-        now = int(time.time() * 1000)
-        tenant = seed.new_tenant(db, name="bench", now=now)
-        specs = [
-            seed.spec(
-                target_url=url, cron="* * * * * *", name=f"s{i}", jitter_seconds=jitter_seconds
-            )
-            for i in range(rate)
-        ]
-        ids = seed.create_schedules(db, tenant_id=tenant.tenant_id, specs=specs, now=now)
-        return Prepared(schedule_ids=ids, api_key=tenant.api_key)
+        return prepare_store(db, rate=rate, url=url, jitter_seconds=jitter_seconds)
     finally:
         db.close()
+
+
+def prepare_store(db: Store, *, rate: int, url: str, jitter_seconds: int = 0) -> Prepared:
+    """``rate`` schedules firing every second, in an open store (SQLite or PostgreSQL)."""
+    now = int(time.time() * 1000)
+    tenant = seed.new_tenant(db, name="bench", now=now)
+    specs = [
+        seed.spec(target_url=url, cron="* * * * * *", name=f"s{i}", jitter_seconds=jitter_seconds)
+        for i in range(rate)
+    ]
+    ids = seed.create_schedules(db, tenant_id=tenant.tenant_id, specs=specs, now=now)
+    return Prepared(schedule_ids=ids, api_key=tenant.api_key)
 
 
 Due = Callable[[int], list[tuple[str, int]]]
@@ -122,7 +126,7 @@ def steady_once(
             app.base_url, api_key, sse_clients, db_path=seed.db_path(data_dir)
         ) as attached:
             figures = measure_window(
-                app.pid,
+                process_meters(app.pid),
                 the_sink=the_sink,
                 due=due_jittered(ids, jitter) if spread else due_at_start(ids),
                 rate=rate,
@@ -137,8 +141,18 @@ def steady_once(
         app.stop()
 
 
+Meters = Mapping[str, Callable[[], float]]
+"""CPU seconds so far, by name: ``""`` names the scheduler (``cpu_ms_per_delivery``),
+any other ``x`` a process it needs (``cpu_x_ms_per_delivery``, e.g. a database server)."""
+
+
+def process_meters(pid: int) -> Meters:
+    """The scheduler is one process."""
+    return {"": lambda: cpu_seconds(pid)}
+
+
 def measure_window(
-    pid: int,
+    meters: Meters,
     *,
     the_sink: Sink,
     due: Due,
@@ -147,12 +161,13 @@ def measure_window(
     warmup_s: int,
     drain_s: float,
 ) -> Figures:
-    """Measure a started scheduler (process ``pid``) over a window of ``duration_s`` whole
-    seconds starting ``warmup_s`` from now; ``due(second_ms)`` lists the occurrences
-    scheduled at one second with the instant each is due (lateness is measured from it)."""
+    """Measure a started scheduler (its CPU read by ``meters``) over a window of
+    ``duration_s`` whole seconds starting ``warmup_s`` from now; ``due(second_ms)`` lists
+    the occurrences scheduled at one second with the instant each is due (lateness is
+    measured from it). ``cpu_share_of_2_cores`` sums every meter."""
     start = int(time.time()) + warmup_s
     _sleep_until(start)
-    cpu0, count0 = cpu_seconds(pid), the_sink.count()
+    cpu0, count0 = {k: read() for k, read in meters.items()}, the_sink.count()
     _sleep_until(start + duration_s)
     expected = {}
     for second in range(start, start + duration_s):
@@ -163,7 +178,8 @@ def measure_window(
         if judge(the_sink.records(), expected).lost == 0:
             break
         time.sleep(1.0)
-    cpu, count1, ended = cpu_seconds(pid) - cpu0, the_sink.count(), time.time()
+    cpu = {k: read() - cpu0[k] for k, read in meters.items()}
+    count1, ended = the_sink.count(), time.time()
     verdict = judge(the_sink.records(), expected)
     figures = verdict.figures(expected)
     last_ns = max(verdict.first_arrival.values(), default=start * 10**9)
@@ -174,8 +190,13 @@ def measure_window(
         "sink_rate_per_s": (count1 - count0) / (ended - start),  # any occurrence, backlog too
         "undelivered": figures.pop("lost"),
         **figures,
-        "cpu_ms_per_delivery": 1000 * cpu / max(count1 - count0, 1),
-        "cpu_share_of_2_cores": cpu / elapsed / 2,
+        **{
+            f"cpu_{k}_ms_per_delivery" if k else "cpu_ms_per_delivery": 1000
+            * seconds
+            / max(count1 - count0, 1)
+            for k, seconds in cpu.items()
+        },
+        "cpu_share_of_2_cores": sum(cpu.values()) / elapsed / 2,
     }
 
 

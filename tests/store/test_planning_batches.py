@@ -131,7 +131,7 @@ def test_a_batch_that_fails_inserts_nothing(
         planned(sid, tenant, T0, RunState.PENDING, digest),
         planned(sid, tenant, T0 + 60_000, RunState.PENDING, "no-such-body"),  # foreign key
     ]
-    with pytest.raises(StoreError, match="(?i)foreign key"):  # SQLite and PostgreSQL say it so
+    with pytest.raises(StoreError, match=r"(?i)foreign key"):  # SQLite and PostgreSQL say it so
         db.write_now(insert_runs, batch, now=T0)
     assert stored(db, sid) == []
     assert db.write_now(insert_runs, batch[:1], now=T0) == {batch[0].id}
