@@ -17,10 +17,12 @@ soak minutes are spent:
    is open, the request is then answered 200 into its socket, and it stays frozen until
    another replica took the run back (its lease lapsed, 30 s) and delivered it again.
    Then SIGCONT: its completion must be fenced (it logs that it recorded ``stale``).
-3. **SIGKILLs while the zombie is frozen**: a random live replica, after a random number
-   of deliveries and a random delay, is killed and started again. Fail-over time: from
-   the kill to the next delivery sent by another replica (the sender of each copy is read
-   from the database: its attempt names the claiming incarnation, which names a pid).
+3. **SIGKILLs while the zombie is frozen**: a random live replica (the first, the leader
+   when the zombie is not it), after a random number of deliveries and a random delay, is
+   killed and started again. Fail-over time: from the kill to the next delivery sent by
+   another replica (the sender of each copy is read from the database: its attempt names
+   the claiming incarnation, which names a pid). Leader fail-over time: from the leader's
+   kill to another replica's live term in the ``leader`` table.
 
 Then a quiet period: every occurrence of the window must succeed; the schedules are paused,
 the replicas stopped (SIGTERM, exit 0). Invariants: 0 lost, 0 duplicate rows, 0
@@ -174,6 +176,7 @@ class Books:
     zombies: int = 0
     zombie_fenced: int = 0
     zombie_reclaim_s: list[float] = field(default_factory=list)
+    leader_failover_ms: list[float] = field(default_factory=list)  # killed leader → next
 
 
 def faketime_skews(tmp_path: Path) -> list[dict[str, str]]:
@@ -272,6 +275,10 @@ def test_replicas_lose_nothing_and_duplicate_only_with_the_same_key(
         stale=outcome_counts(dsn).get("stale", 0),
         failover_ms_p50=round(statistics.median(failover)) if failover else "-",
         failover_ms_max=round(max(failover)) if failover else "-",
+        leader_failovers=len(books.leader_failover_ms),
+        leader_failover_ms_max=round(max(books.leader_failover_ms))
+        if books.leader_failover_ms
+        else "-",
     )
     assert figures.lost == 0, figures.lost_list
     assert figures.dup_diff_key == 0, figures.bad_keys
@@ -286,6 +293,9 @@ def test_replicas_lose_nothing_and_duplicate_only_with_the_same_key(
     for r, skew in zip(replicas, SKEWS_S, strict=True):  # the skews were real, and followed
         assert skew == 0 or any(abs(o - skew * 1000) < 2_000 for o in offsets_logged(r)), r.name
     assert len(failover) == len(books.kills)  # a survivor delivered after every kill
+    # A killed leader's successor leads within a term and a renewal (3 s + 1 s), with room
+    # for a loaded machine.
+    assert all(ms < 8_000 for ms in books.leader_failover_ms), books.leader_failover_ms
 
 
 OFFSET_LOG = re.compile(r"this machine's clock is ([+-]\d+) ms off the database's")
@@ -372,13 +382,22 @@ def zombie_with_kills(
     freezer.frozen.set()  # answer 200 into the frozen process's socket
     books.zombies += 1
     others = [r for r in replicas if r is not zombie]
-    for _ in range(profile.pick(3, 4)):
+    for n in range(profile.pick(3, 4)):
         seen = len(receiver.snapshot())
         receiver.wait_for(lambda ds, seen=seen: len(ds) >= seen + rng.randint(1, 3), WAIT_S)
         threading.Event().wait(rng.uniform(0, 0.8))  # the injected timing, not a wait
-        victim = rng.choice(others)
+        leading = [r for r in others if r.app.pid == leader_pid(dsn)]
+        victim = leading[0] if n == 0 and leading else rng.choice(others)  # the leader first
+        led = leader_pid(dsn) == victim.app.pid
         victim.app.kill(signal.SIGKILL)
-        books.kills.append((victim.app.pid, time.monotonic()))
+        killed_at = time.monotonic()
+        books.kills.append((victim.app.pid, killed_at))
+        if led:  # how long the planner, reaper and pruner had no leader
+            dead = victim.app.pid
+            wait_until(
+                lambda dead=dead: leader_pid(dsn) not in (None, dead), "a new leader", WAIT_S
+            )
+            books.leader_failover_ms.append((time.monotonic() - killed_at) * 1000)
         victim.restart()
     receiver.wait_for(
         lambda ds: any(d.key == held.key and d.attempt > held.attempt for d in ds),
@@ -388,6 +407,16 @@ def zombie_with_kills(
     os.kill(zombie.app.pid, signal.SIGCONT)
     wait_until(lambda: any(FENCED_LOG in line for line in zombie.app.log), "the zombie's fence")
     books.zombie_fenced += 1
+
+
+def leader_pid(dsn: str) -> int | None:
+    """The process of the replica whose leader term is live by the database's clock."""
+    rows = query(
+        dsn,
+        "SELECT i.pid FROM leader l JOIN incarnations i ON i.id = l.holder"
+        " WHERE l.expires_at > CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)",
+    )
+    return int(str(rows[0][0])) if rows else None
 
 
 def freeze(replica: Replica, dsn: str) -> None:
