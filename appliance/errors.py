@@ -14,7 +14,8 @@ another module name it in brackets; a test keeps this drawing and the classes in
      │    └── LastSecret        expiring it would leave deliveries unsigned [store.tenants]
      ├── IllegalTransition      a run state change the transition table refuses
      ├── StoreError             the database failed (disk full, I/O, corruption)
-     │    └── DatabaseLocked    another appliance holds the data directory's lock file
+     │    ├── DatabaseLocked    another appliance holds the data directory's lock file
+     │    └── CommitUnknown     a lost commit PostgreSQL forgot [store.postgres.database]
      └── DeliveryFailed         an attempt got no answer [engine.delivery.exchange]
                                 (carries its TransportFailure: blocked, dns, connect, tls …)
 

@@ -32,6 +32,7 @@ from collections.abc import Callable
 import trio
 from quart import Response, request
 from quart_trio import QuartTrio
+from werkzeug.routing import BaseConverter
 
 from appliance.api import backfill
 from appliance.api.auth import authenticate, authenticate_caller, checked_inputs, read_as_tenant
@@ -58,12 +59,22 @@ _ENTITY_TAG = re.compile(r'(W/)?"[^"]*"')
 _MAX_REQUEST_KEY_CHARS = 255
 
 
+class ScheduleIdConverter(BaseConverter):
+    """A schedule id in a path: any segment but ``batch``, which is the bulk create's
+    (``/v1/schedules/batch``, :mod:`appliance.api.schedule_batch`), so that path advertises
+    only its own method in ``Allow``, not ``GET /v1/schedules/{schedule_id}``'s."""
+
+    regex = r"(?!batch$)[^/]+"
+
+
 def register(app: QuartTrio) -> None:
+    app.url_map.converters["schedule_id"] = ScheduleIdConverter
     app.add_url_rule("/v1/schedules", view_func=create_schedule, methods=["POST"])
     app.add_url_rule("/v1/schedules", view_func=list_schedules, methods=["GET"])
-    app.add_url_rule("/v1/schedules/<schedule_id>", view_func=get_schedule, methods=["GET"])
-    app.add_url_rule("/v1/schedules/<schedule_id>", view_func=patch_schedule, methods=["PATCH"])
-    app.add_url_rule("/v1/schedules/<schedule_id>", view_func=delete_schedule, methods=["DELETE"])
+    item = "/v1/schedules/<schedule_id:schedule_id>"
+    app.add_url_rule(item, view_func=get_schedule, methods=["GET"])
+    app.add_url_rule(item, view_func=patch_schedule, methods=["PATCH"])
+    app.add_url_rule(item, view_func=delete_schedule, methods=["DELETE"])
     app.add_url_rule(
         "/v1/schedules/<schedule_id>/pause", view_func=pause_schedule, methods=["POST"]
     )

@@ -445,8 +445,8 @@ def idle_in_transaction(dsn: str, *, older_than_ms: int) -> bool:
 
 
 def stop(replica: Replica) -> int | str:
-    if not replica.alive:
-        return f"exited {replica.app.proc.returncode if replica.app.proc else '-'}"
+    if not replica.alive:  # reaped, and its log pipe closed
+        return f"exited {replica.app.kill() if replica.app.proc else '-'}"
     os.kill(replica.app.pid, signal.SIGCONT)  # in case it is frozen
     return replica.app.kill(signal.SIGTERM)
 

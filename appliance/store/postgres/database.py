@@ -14,8 +14,12 @@ Rules this module guards (docs/adr/0044-postgresql-store.md):
 - **An outage is waited out.** When the server cannot be reached, or drops the connection
   before ``COMMIT`` was sent (a restart, a failover, a network cut), the transaction is
   run again on a new connection, with backoff, for up to :data:`OUTAGE_S`; a replica's
-  services stall meanwhile instead of stopping the process. A connection lost *during*
-  ``COMMIT`` leaves the outcome unknown: that is never retried, and raises
+  services stall meanwhile instead of stopping the process.
+- **A commit whose answer was lost is looked up, never guessed.** Every write transaction
+  learns its transaction id first (``txid_current()``, in the ``BEGIN``'s round trip).
+  When the connection is lost during ``COMMIT``, the store asks the server, once it
+  answers again, what became of that id (``txid_status``): committed — the result stands;
+  aborted — the transaction runs again. Only a status the server no longer keeps raises
   :class:`CommitUnknown`.
 - psycopg errors become :class:`~appliance.errors.StoreError` here and only here.
 """
@@ -27,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import psycopg
 import psycopg_pool
@@ -49,7 +53,7 @@ STATEMENT_TIMEOUT_MS = 30_000
 WAKE_CHANNEL = "steeple_wake"  # LISTEN/NOTIFY: "look for work now" (a hint)
 CONNECT_TIMEOUT_S = 10.0
 _RETRIED = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
-_WRITE = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+_WRITE = "BEGIN ISOLATION LEVEL SERIALIZABLE; SELECT txid_current()"
 _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 
@@ -67,6 +71,15 @@ def redacted(url: str) -> str:
 
 class CommitUnknown(StoreError):
     """The connection was lost while ``COMMIT`` was on its way: it may have committed."""
+
+
+class _CommitLost(Exception):
+    """The connection was lost during ``COMMIT`` of transaction ``xid``, whose function had
+    returned ``result``: what happened is the server's to say (``txid_status``)."""
+
+    def __init__(self, xid: int, result: Any, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.xid, self.result, self.cause = xid, result, cause
 
 
 class _LostBeforeCommit(Exception):
@@ -152,7 +165,8 @@ class PgDatabase:
         return db
 
     def _transact(self, begin: str, fn: Callable[[PgConnection], T]) -> T:
-        conflicts, outage_until, pause = 0, None, 0.1
+        conflicts = 0
+        outage = _Outage(self.url)
         while True:
             try:
                 with self._pool.connection() as raw:
@@ -163,20 +177,38 @@ class PgDatabase:
                     raise
                 self.retried += 1
                 time.sleep(min(0.001 * 2**conflicts, 0.1))  # a worker thread, off the loop
+            except _CommitLost as lost:
+                if self._did_commit(lost, outage):
+                    return cast(T, lost.result)
             except (_LostBeforeCommit, psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
                 cause = exc.cause if isinstance(exc, _LostBeforeCommit) else exc
                 if not isinstance(exc, _LostBeforeCommit) and not _unreachable(exc):
                     raise
-                now = time.monotonic()
-                if outage_until is None:
-                    outage_until = now + OUTAGE_S
-                    log.warning(
-                        "the database %s is unreachable; waiting: %s", redacted(self.url), cause
-                    )
-                if now >= outage_until:
-                    raise cause from None
-                time.sleep(pause)
-                pause = min(pause * 2, 2.0)
+                outage.wait(cause)
+
+    def _did_commit(self, lost: _CommitLost, outage: _Outage) -> bool:
+        """Whether the transaction whose ``COMMIT`` lost its connection committed, asked
+        of the server once it answers (False: it aborted, and may run again)."""
+        while True:
+            try:
+                with self._pool.connection() as raw:
+                    row = raw.execute("SELECT txid_status(%s)", (lost.xid,)).fetchone()
+            except (psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
+                if not _unreachable(exc):
+                    raise
+                outage.wait(exc)
+                continue
+            status = None if row is None else row[0]
+            if status == "in progress":  # its backend is still finishing the commit
+                time.sleep(0.05)
+                continue
+            if status in ("committed", "aborted"):
+                log.warning("a commit lost its connection; the server says it %s", status)
+                return bool(status == "committed")
+            raise CommitUnknown(
+                f"the connection was lost while committing, and the server no longer knows"
+                f" transaction {lost.xid} ({lost.cause})"
+            )
 
     def _call(self, begin: str, fn: Callable[[PgConnection], T]) -> T:
         try:
@@ -261,9 +293,31 @@ class PgDatabase:
         self._pool.close()
 
 
+class _Outage:
+    """One transaction's wait for an unreachable server: backoff, at most :data:`OUTAGE_S`."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._until: float | None = None
+        self._pause = 0.1
+
+    def wait(self, cause: BaseException) -> None:
+        now = time.monotonic()
+        if self._until is None:
+            self._until = now + OUTAGE_S
+            log.warning("the database %s is unreachable; waiting: %s", redacted(self._url), cause)
+        if now >= self._until:
+            raise cause from None
+        time.sleep(self._pause)
+        self._pause = min(self._pause * 2, 2.0)
+
+
 def _in_transaction(raw: psycopg.Connection[Any], begin: str, fn: Callable[[PgConnection], T]) -> T:
+    xid = 0
     try:
-        raw.execute(begin)
+        begun = raw.execute(begin)
+        if begun.nextset():  # a write: its transaction id, for a commit that loses its answer
+            xid = int(begun.fetchone()[0])  # type: ignore[index]
         result = fn(PgConnection(raw))
     except psycopg.OperationalError as exc:
         if _unreachable(exc):  # the server rolled it back, if it ever began
@@ -276,8 +330,8 @@ def _in_transaction(raw: psycopg.Connection[Any], begin: str, fn: Callable[[PgCo
     try:
         raw.execute("COMMIT")
     except psycopg.OperationalError as exc:
-        if _unreachable(exc):
-            raise CommitUnknown(f"the connection was lost while committing ({exc})") from exc
+        if _unreachable(exc) and xid:
+            raise _CommitLost(xid, result, exc) from exc
         raise
     return result
 
