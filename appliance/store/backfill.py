@@ -7,8 +7,8 @@ Rules this module guards:
   ``from <= scheduled_for <= to``; ``to`` may not be in the future (the planner owns what
   is to come). More than ``limit`` of them is refused before anything is written
   (:class:`ValidationError` naming ``max``).
-- **The unique index decides.** Every run is inserted ``ON CONFLICT (schedule_id,
-  scheduled_for) DO NOTHING`` (:func:`appliance.store.materialise.insert_runs`), with the
+- **The unique index decides.** Every run is inserted ``ON CONFLICT DO NOTHING``
+  (:func:`appliance.store.materialise.insert_runs`), with the
   id and key derived from the canonical instant: an occurrence that already has a row —
   delivered, failed, ``missed`` or cancelled — is left alone, and a planner racing the
   backfill can only meet a conflict. Live planning and a backfill never make a second row.

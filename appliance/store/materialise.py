@@ -3,10 +3,11 @@ future producer of runs (ADR 0033 "Planning", ADR 0034, ADR 0037).
 
 Rules this module guards:
 
-- **One run per occurrence.** Every row is inserted ``ON CONFLICT (schedule_id,
-  scheduled_for) DO NOTHING``; its id and key derive from the schedule id and the
-  canonical ``scheduled_for`` text (:func:`appliance.core.runs.occurrence_run`), so a
-  conflict is always "already there", whoever got there first.
+- **One run per occurrence.** Every row is inserted ``ON CONFLICT DO NOTHING``: the
+  unique ``(schedule_id, scheduled_for)`` decides, and so does the primary key, since
+  its id and key derive from the schedule id and the canonical ``scheduled_for`` text
+  (:func:`appliance.core.runs.occurrence_run`). A conflict is always "already there",
+  whoever got there first.
 - One prepared statement inserts a whole batch; callers learn which rows were actually
   inserted, so they count and announce only what they created. A conflict is rare (a
   racing planner, a manual trigger of the same occurrence), so the batch is first
@@ -34,7 +35,10 @@ from appliance.store.connection import Connection
 _INSERT: Final = (
     f"INSERT INTO job_runs ({', '.join(NewRun._fields)}, created_at, updated_at, finished_at)"
     f" VALUES ({', '.join('?' * (len(NewRun._fields) + 3))})"
-    " ON CONFLICT (schedule_id, scheduled_for) DO NOTHING"
+    # Any unique index stops a row: its id is derived from the occurrence, so its primary
+    # key and (schedule_id, scheduled_for) meet together — except on PostgreSQL, where a
+    # racing replica's row can reach the primary key after this one checked the other.
+    " ON CONFLICT DO NOTHING"
 )
 _INSERT_RETURNING: Final = _INSERT + " RETURNING id"
 

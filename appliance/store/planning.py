@@ -12,8 +12,8 @@ Rules this module guards (ADR 0033 "Planning"):
   paused time is not a misfire), nor are a suspended tenant's (its cursors stay put:
   resuming the tenant catches up per policy, :mod:`appliance.store.suspension`).
 - A pass works in batches: :func:`appliance.store.materialise.insert_runs` inserts all
-  its rows with one prepared statement (each row still ``ON CONFLICT (schedule_id,
-  scheduled_for) DO NOTHING``, and only the rows actually inserted come back), and
+  its rows with one prepared statement (each row still ``ON CONFLICT DO NOTHING``, and
+  only the rows actually inserted come back), and
   :func:`advance_cursors` moves all its cursors, each by the same compare-and-set,
   refusing the whole batch if any one cursor no longer reads what the planner read.
 """
