@@ -27,6 +27,7 @@ from appliance.settings import Settings
 from appliance.store.backend import Store, open_store
 from appliance.store.datadir import DIR_MODE, tighten_modes
 from appliance.store.lockfile import LockFile
+from appliance.store.postgres.urls import redacted
 
 if TYPE_CHECKING:
     from appliance.store.postgres.database import PgDatabase
@@ -41,13 +42,11 @@ def open_configured_store(
     settings: Settings, *, migrate_schema: bool = True, check: bool = True
 ) -> Store:
     """Open (and migrate) the store ``settings`` name. Blocking: call at boot."""
-    if settings.uses_postgres:
-        from appliance.store.postgres.database import PgDatabase
-
-        return PgDatabase.open(
+    if settings.uses_postgres:  # needs the extra: open_store says so in one line
+        return open_store(
             settings.database,
-            pool_size=settings.database_pool_size,
             migrate_schema=migrate_schema,
+            pool_size=settings.database_pool_size,
         )
     secure_data_dir(settings)
     return open_store(settings.db_path, migrate_schema=migrate_schema, check=check)
@@ -56,8 +55,6 @@ def open_configured_store(
 def describe(settings: Settings) -> str:
     """The store for a log line or a command's notice (never a password)."""
     if settings.uses_postgres:
-        from appliance.store.postgres.database import redacted
-
         return redacted(settings.database)
     return str(settings.db_path)
 

@@ -27,6 +27,7 @@ from appliance.store.backend import is_postgres
 from appliance.store.database import Database
 from appliance.store.lockfile import LockFile
 from appliance.store.migrate import current_version, migrations
+from appliance.store.postgres.urls import redacted
 
 NEEDS_PSYCOPG = "a postgresql:// database needs psycopg: pip install 'steeple[postgres]' ({})"
 
@@ -147,10 +148,8 @@ def _check_versions(lite: Database, source: Path, *, postgres: int) -> int:
 def shown_url(url: str) -> str:
     """``url`` without its password (what every message names)."""
     try:
-        from appliance.store.postgres.database import redacted
-
         return redacted(url)
-    except Exception:  # noqa: BLE001 - a URL libpq cannot parse is named, not shown
+    except ValueError:  # a URL that cannot be parsed is named, not shown
         return "postgresql://…"
 
 

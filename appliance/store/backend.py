@@ -68,9 +68,12 @@ def is_postgres(target: str | Path) -> bool:
     return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
 
 
-def open_store(target: str | Path, *, check: bool = True, migrate_schema: bool = True) -> Store:
-    """Open the store ``target`` names: a ``postgresql://`` URL, or the SQLite file path.
-    PostgreSQL needs the optional extra (``pip install 'steeple[postgres]'``)."""
+def open_store(
+    target: str | Path, *, check: bool = True, migrate_schema: bool = True, pool_size: int = 8
+) -> Store:
+    """Open the store ``target`` names: a ``postgresql://`` URL (``pool_size``
+    connections), or the SQLite file path. PostgreSQL needs the optional extra
+    (``pip install 'steeple[postgres]'``); without it, a one-line StoreError says so."""
     if is_postgres(target):
         try:
             from appliance.store.postgres.database import PgDatabase
@@ -80,5 +83,7 @@ def open_store(target: str | Path, *, check: bool = True, migrate_schema: bool =
             raise StoreError(
                 f"a postgresql:// database needs psycopg: pip install 'steeple[postgres]' ({exc})"
             ) from exc
-        return PgDatabase.open(str(target), check=check, migrate_schema=migrate_schema)
+        return PgDatabase.open(
+            str(target), check=check, migrate_schema=migrate_schema, pool_size=pool_size
+        )
     return Database.open(Path(target), check=check, migrate_schema=migrate_schema)

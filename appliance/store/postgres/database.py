@@ -41,6 +41,7 @@ from psycopg import errors as pg_errors
 from appliance.errors import StoreError
 from appliance.store.postgres.connection import PgConnection, configure
 from appliance.store.postgres.migrate import migrate
+from appliance.store.postgres.urls import redacted
 
 log = logging.getLogger(__name__)
 
@@ -59,14 +60,6 @@ _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 def is_postgres_url(target: str) -> bool:
     return target.startswith(("postgresql://", "postgres://"))
-
-
-def redacted(url: str) -> str:
-    """``url`` without its password, for logs and errors."""
-    info = psycopg.conninfo.conninfo_to_dict(url)
-    host = info.get("host", "localhost")
-    port = info.get("port", "5432")
-    return f"postgresql://{info.get('user', '')}@{host}:{port}/{info.get('dbname', '')}"
 
 
 class CommitUnknown(StoreError):

@@ -19,7 +19,8 @@ from collections.abc import Callable
 
 import psycopg
 
-from appliance.store.postgres.database import WAKE_CHANNEL, redacted
+from appliance.store.postgres.database import WAKE_CHANNEL
+from appliance.store.postgres.urls import redacted
 
 log = logging.getLogger(__name__)
 
