@@ -110,25 +110,10 @@ async def serve(
         db = storage.open_configured_store(settings, check=False)  # checked beside services
         try:
             if settings.uses_postgres:
-                clock = await _shared_clock(db, clock)
+                clock = await storage.shared_clock(db, clock)  # type: ignore[arg-type]
             await _run(settings, clock, policy, db, task_status)
         finally:
             db.close()  # after the nursery: a hard cancel skips the app's after_serving
-
-
-async def _shared_clock(db: Store, clock: WallClock) -> SharedClock:
-    """This replica's clock, corrected to the database's (docs/scale-out.md)."""
-    from appliance.store.postgres.database import PgDatabase
-
-    assert isinstance(db, PgDatabase)
-    shared = SharedClock(clock)
-    shared.offset_ms = await trio.to_thread.run_sync(storage.measure_offset, db, shared)
-    if abs(shared.offset_ms) > storage.CLOCK_STEP_MS:
-        log.warning(
-            "this machine's clock is %+d ms off the database's: following the database",
-            -shared.offset_ms,
-        )
-    return shared
 
 
 async def _run(

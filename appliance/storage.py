@@ -17,11 +17,12 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
 
-from appliance.clock import SharedClock
+from appliance.clock import SharedClock, WallClock
 from appliance.errors import StoreError
 from appliance.settings import Settings
 from appliance.store.backend import Store, open_store
@@ -36,6 +37,13 @@ log = logging.getLogger("steeple")
 
 CLOCK_FOLLOW_S = 10.0  # how often a replica measures the database's clock again
 CLOCK_STEP_MS = 1_000  # an offset that moves this much means this machine's clock stepped
+CLOCK_READINGS = 3  # readings per measurement: the one with the shortest round trip counts
+# A reading whose round trip took longer than this is refused: the offset assumes the
+# database read its clock half-way through the round trip, so a round trip of seconds (a
+# database restarting, this process paused or starved) would be an error of seconds.
+CLOCK_MAX_ROUND_TRIP_MS = 250
+CLOCK_START_MEASUREMENTS = 10  # at start, until one is trusted
+CLOCK_START_PAUSE_S = 0.5
 
 
 def open_configured_store(
@@ -155,13 +163,60 @@ async def listen_to_replicas(
         stop.set()
 
 
-def measure_offset(db: PgDatabase, clock: SharedClock) -> int:
-    """The database's clock minus this machine's, in ms (half the round trip is allowed
-    for). Blocking: from the loop, run it in a thread."""
+@dataclass(frozen=True)
+class OffsetReading:
+    """The database's clock minus this machine's, in ms, and the round trip it took."""
+
+    offset_ms: int
+    round_trip_ms: int
+
+    @property
+    def trusted(self) -> bool:
+        return self.round_trip_ms <= CLOCK_MAX_ROUND_TRIP_MS
+
+
+def measure_offset(db: PgDatabase, clock: SharedClock) -> OffsetReading:
+    """The best of :data:`CLOCK_READINGS` readings of the database's clock against this
+    machine's (half the round trip allowed for): the one with the shortest round trip.
+    Blocking: from the loop, run it in a thread."""
+    return min((_read_offset(db, clock) for _ in range(CLOCK_READINGS)), key=_round_trip)
+
+
+def _read_offset(db: PgDatabase, clock: SharedClock) -> OffsetReading:
     before = clock.base_ms()
     database_ms = db.database_now_ms()
     after = clock.base_ms()
-    return int(database_ms - (before + after) // 2)
+    return OffsetReading(int(database_ms - (before + after) // 2), after - before)
+
+
+def _round_trip(reading: OffsetReading) -> int:
+    return reading.round_trip_ms
+
+
+async def shared_clock(db: PgDatabase, clock: WallClock) -> SharedClock:
+    """This replica's clock, corrected to the database's (docs/scale-out.md). A start
+    while the database is slow to answer measures again, up to
+    :data:`CLOCK_START_MEASUREMENTS` times, for a round trip short enough to trust, then
+    takes the best it saw: following corrects it later."""
+    shared = SharedClock(clock)
+    readings = [await trio.to_thread.run_sync(measure_offset, db, shared)]
+    while not readings[-1].trusted and len(readings) < CLOCK_START_MEASUREMENTS:
+        await trio.sleep(CLOCK_START_PAUSE_S)
+        readings.append(await trio.to_thread.run_sync(measure_offset, db, shared))
+    best = min(readings, key=_round_trip)
+    shared.offset_ms = best.offset_ms
+    if not best.trusted:
+        log.warning(
+            "the database's clock took %d ms to read: this replica's offset from it may be"
+            " off by half that until it is measured again",
+            best.round_trip_ms,
+        )
+    if abs(shared.offset_ms) > CLOCK_STEP_MS:
+        log.warning(
+            "this machine's clock is %+d ms off the database's: following the database",
+            -shared.offset_ms,
+        )
+    return shared
 
 
 async def follow_database_clock(
@@ -172,19 +227,26 @@ async def follow_database_clock(
 ) -> None:
     """Measure the offset again every :data:`CLOCK_FOLLOW_S`; a jump of more than
     :data:`CLOCK_STEP_MS` means this machine's clock stepped (the database's is the
-    reference), and is logged. A database that cannot be reached keeps the last offset."""
+    reference), and is logged. A database that cannot be reached, or a measurement whose
+    round trips were all too long to trust, keeps the last offset."""
     task_status.started()
     while True:
         await trio.sleep(CLOCK_FOLLOW_S)
         try:
-            offset = await trio.to_thread.run_sync(measure_offset, db, clock)
+            reading = await trio.to_thread.run_sync(measure_offset, db, clock)
         except StoreError as exc:
             log.warning("could not read the database's clock: %s", exc)
             continue
-        if abs(offset - clock.offset_ms) > CLOCK_STEP_MS:
+        if not reading.trusted:
+            log.info(
+                "kept the clock offset: the database's clock took %d ms to read",
+                reading.round_trip_ms,
+            )
+            continue
+        if abs(reading.offset_ms - clock.offset_ms) > CLOCK_STEP_MS:
             log.warning(
                 "this machine's clock stepped by %+d ms against the database's;"
                 " following the database",
-                clock.offset_ms - offset,
+                clock.offset_ms - reading.offset_ms,
             )
-        clock.offset_ms = offset
+        clock.offset_ms = reading.offset_ms
