@@ -15,7 +15,7 @@ import trio
 
 from appliance.core.timing import ScheduleKind, kind_of, occurrences
 from appliance.store.plan_pass import PlannerConfig
-from bench import burst, planner, recovery, scale, steady, transport
+from bench import burst, peers, planner, recovery, scale, steady, transport
 from bench.deliveries import judge, parse_scheduled_for
 from bench.processes import Arrival, Sink, sink
 from bench.report import percentile, summarise
@@ -209,11 +209,39 @@ def test_recovery_delivers_everything_after_sigkill(tmp_path: Path, the_sink: Si
     or importlib.util.find_spec("sqlalchemy") is None,
     reason="the peer needs apscheduler>=3.11,<4 and sqlalchemy (the bench extra)",
 )
-def test_peer_runs_both_schedulers(tmp_path: Path, the_sink: Sink) -> None:
+def test_peer_runs_apscheduler(tmp_path: Path, the_sink: Sink) -> None:
+    burst_figures = peers.peer_burst_once(tmp_path, n=20, lead_s=10, timeout_s=60,
+                                          the_sink=the_sink)  # fmt: skip
+    assert (burst_figures["delivered"], burst_figures["lost"]) == (20, 0)
+    steady_figures = peers.peer_steady_once(tmp_path, rate=10, duration_s=2, the_sink=the_sink)
+    assert (steady_figures["delivered"], steady_figures["undelivered"]) == (20, 0)
+
+
+def test_peer_runs_the_naive_poller(tmp_path: Path, the_sink: Sink) -> None:
+    burst_figures = peers.peer_burst_once(tmp_path, n=20, lead_s=2, timeout_s=60,
+                                          the_sink=the_sink, kind="naive")  # fmt: skip
+    assert (burst_figures["delivered"], burst_figures["lost"]) == (20, 0)
+    assert burst_figures["duplicates"] == 0
+    steady_figures = peers.peer_steady_once(tmp_path, rate=5, duration_s=3, the_sink=the_sink,
+                                            kind="naive")  # fmt: skip
+    assert (steady_figures["delivered"], steady_figures["undelivered"]) == (15, 0)
+    assert steady_figures["duplicates"] == 0
+
+
+def test_peer_ratios_put_steeple_over_each_arm() -> None:
     from bench import peer
 
-    burst_figures = peer.peer_burst_once(tmp_path, n=20, lead_s=10, timeout_s=60,
-                                         the_sink=the_sink)  # fmt: skip
-    assert (burst_figures["delivered"], burst_figures["lost"]) == (20, 0)
-    steady_figures = peer.peer_steady_once(tmp_path, rate=10, duration_s=2, the_sink=the_sink)
-    assert (steady_figures["delivered"], steady_figures["undelivered"]) == (20, 0)
+    runs = {
+        "steeple": [{"achieved_per_s": 500.0, "lateness_p99_ms": 50.0}],
+        "naive": [{"achieved_per_s": 250.0, "lateness_p99_ms": 200.0}],
+    }
+    groups = peer.arm_groups("steady 500/s", runs, higher_better=["achieved_per_s"],
+                             lower_better=["lateness_p99_ms"])  # fmt: skip
+    assert list(groups) == ["steady 500/s: steeple", "steady 500/s: naive",
+                            "steady 500/s: ratio vs naive"]  # fmt: skip
+    assert groups["steady 500/s: ratio vs naive"] == [
+        {"achieved_per_s_ratio": 2.0, "lateness_p99_ms_ratio": 4.0}
+    ]
+    assert peer.parse_peers("naive,apscheduler,naive") == ["naive", "apscheduler"]
+    with pytest.raises(SystemExit, match="unknown cron"):
+        peer.parse_peers("naive,cron")

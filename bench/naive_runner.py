@@ -1,0 +1,176 @@
+"""The naive peer: the scheduler a user writes by hand — a SQLite table of due jobs polled
+every 100 ms, one synchronous POST at a time (cron + curl, made durable). Standard library
+only: ``sqlite3`` and ``http.client``.
+
+``python -m bench.naive_runner --db FILE --url URL --jobs N (--at EPOCH_S | --every-second)``
+writes N rows ``jobs(id, next_due, period_s)`` in one transaction (``j<i>``, due at
+``--at`` once, or every second from the next whole second), prints ``ready``, then loops
+until SIGTERM:
+
+- every 100 ms (the next tick at once when a pass overran), ``SELECT`` the rows with
+  ``next_due <= now``, oldest first;
+- for each, one at a time: POST to the URL over one keep-alive connection (on an error:
+  close it, reconnect, try once more), then ``UPDATE`` its ``next_due`` (+ ``period_s``,
+  so a late job catches up on every missed second as APScheduler with
+  ``misfire_grace_time=None, coalesce=False`` does; ``NULL`` for a one-off) and commit —
+  one commit per delivery. A POST that fails twice or answers ≥ 300 leaves the row due:
+  the next pass tries again (at least once, like the other arms).
+
+The database is in WAL mode with ``synchronous=FULL`` (as Steeple's): a delivery whose
+commit returned is not sent again after a crash. Each POST carries the headers the sink
+records, as :mod:`bench.apscheduler_runner` sends them: ``X-Idempotency-Key`` =
+``<job id>@<scheduled_for>``, ``X-Attempt: 1``, ``X-Scheduled-For`` = the second the
+occurrence was due (``2026-11-29T20:00:00Z``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import signal
+import sqlite3
+import sys
+import time
+import urllib.parse
+from collections.abc import Callable
+from pathlib import Path
+
+POLL_S = 0.1
+_BODY = b'{"bench":true}'
+
+
+def scheduled_text(epoch_s: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_s))
+
+
+def open_db(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)  # explicit BEGIN/COMMIT below
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS jobs "
+        "(id TEXT PRIMARY KEY, next_due INTEGER, period_s INTEGER NOT NULL)"
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS jobs_due ON jobs (next_due)")
+    return conn
+
+
+def add_jobs(conn: sqlite3.Connection, *, jobs: int, first_due: int, period_s: int) -> None:
+    """``jobs`` rows ``j0``… first due at ``first_due`` (epoch s), then every ``period_s``
+    (0: once). One transaction: setup, not measured."""
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT INTO jobs (id, next_due, period_s) VALUES (?, ?, ?)",
+        ((f"j{i}", first_due, period_s) for i in range(jobs)),
+    )
+    conn.execute("COMMIT")
+
+
+class Poster:
+    """One keep-alive HTTP/1.1 connection to the URL; a fresh one after any error."""
+
+    def __init__(self, url: str, timeout: float = 10.0) -> None:
+        parts = urllib.parse.urlsplit(url)
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+        self.path = parts.path or "/"
+        self.timeout = timeout
+        self.conn: http.client.HTTPConnection | None = None
+
+    def _once(self, headers: dict[str, str]) -> int:
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        self.conn.request("POST", self.path, body=_BODY, headers=headers)
+        response = self.conn.getresponse()
+        response.read()
+        return response.status
+
+    def post(self, job: str, due_s: int) -> bool:
+        """POST one occurrence; True when it was answered 2xx."""
+        text = scheduled_text(due_s)
+        headers = {
+            "X-Idempotency-Key": f"{job}@{text}",
+            "X-Attempt": "1",
+            "X-Scheduled-For": text,
+            "Content-Type": "application/json",
+        }
+        for _ in range(2):
+            try:
+                return 200 <= self._once(headers) < 300
+            except (OSError, http.client.HTTPException):
+                self.close()
+        return False
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def run_pass(
+    conn: sqlite3.Connection,
+    poster: Poster,
+    now_s: float,
+    stopping: Callable[[], bool] = lambda: False,
+) -> int:
+    """One poll: deliver every row due at ``now_s``, one at a time, one commit each;
+    the number delivered."""
+    due = conn.execute(
+        "SELECT id, next_due, period_s FROM jobs WHERE next_due <= ? ORDER BY next_due, id",
+        (now_s,),
+    ).fetchall()
+    delivered = 0
+    for job, due_s, period_s in due:
+        if stopping():
+            break
+        if not poster.post(job, due_s):
+            continue  # still due: the next pass tries again
+        conn.execute("BEGIN")
+        conn.execute(
+            "UPDATE jobs SET next_due = ? WHERE id = ?",
+            (due_s + period_s if period_s else None, job),
+        )
+        conn.execute("COMMIT")
+        delivered += 1
+    return delivered
+
+
+def serve(conn: sqlite3.Connection, poster: Poster, stopping: Callable[[], bool]) -> None:
+    """Poll every :data:`POLL_S` until ``stopping()``."""
+    tick = time.monotonic()
+    while not stopping():
+        run_pass(conn, poster, time.time(), stopping)
+        tick = max(tick + POLL_S, time.monotonic())
+        time.sleep(max(0.0, tick - time.monotonic()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", required=True, type=Path)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--jobs", type=int, required=True)
+    parser.add_argument("--at", type=float, help="burst: the epoch second every job fires")
+    parser.add_argument("--every-second", action="store_true", help="steady: every second")
+    args = parser.parse_args()
+    if args.every_second == (args.at is not None):
+        parser.error("give exactly one of --at and --every-second")
+    stop: list[bool] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.append(True))
+    conn = open_db(args.db)
+    if args.every_second:
+        add_jobs(conn, jobs=args.jobs, first_due=int(time.time()) + 1, period_s=1)
+    else:
+        add_jobs(conn, jobs=args.jobs, first_due=int(args.at), period_s=0)
+    poster = Poster(args.url)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    try:
+        serve(conn, poster, lambda: bool(stop))
+    finally:
+        poster.close()
+        conn.close()
+
+
+if __name__ == "__main__":
+    main()
