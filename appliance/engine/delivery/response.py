@@ -11,9 +11,10 @@ Rules (the guarantees h11 gave the client, kept; docs/performance.md says why ll
   ``Transfer-Encoding`` other than exactly one ``chunked`` is refused, as h11 refuses it.
   Anything malformed is :class:`ResponseError`, and so is a response cut short by the end
   of the stream (only a body framed by that end ends there).
-- Bounded: the head's status line and header fields at most :data:`MAX_HEAD_BYTES`; and
-  at most :data:`MAX_HEAD_BYTES` of bytes that are not body arrive in a row (the head,
-  chunk framing, trailers, interim responses) — h11's receive-buffer limit.
+- Bounded: the status line and header fields (trailers included) at most
+  :data:`MAX_HEAD_BYTES`, whatever the packets; and at most :data:`MAX_HEAD_BYTES` of
+  bytes that are not body arrive in a row (the head, chunk framing, trailers, interim
+  responses) — h11's receive-buffer limit.
 - Interim (1xx) responses are skipped; a ``101`` is an error (nothing asked to switch).
 - Reuse only when nothing can be left over: the final response read to its end, HTTP/1.1,
   no ``Connection: close``, framed by its headers (not by the end of the stream), and no
