@@ -20,7 +20,7 @@ another module name it in brackets; a test keeps this drawing and the classes in
                                 (carries its TransportFailure: blocked, dns, connect, tls …)
 
 Foreign exceptions are translated where they enter: apsw's into ``StoreError`` in
-``store.database``, h11's and trio's stream errors into ``DeliveryFailed`` in
+``store.database``, llhttp's (httptools) and trio's stream errors into ``DeliveryFailed`` in
 ``engine.delivery``, and nowhere else. A failed delivery is an *outcome* of its attempt:
 ``engine.delivery.send`` is the one place that catches ``DeliveryFailed`` and records its
 ``core.retry.TransportFailure``.

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
-_PACKAGES = ("trio", "apsw", "httpx", "httpcore", "h11", "hypercorn", "quart-trio", "croniter",
-             "apscheduler", "sqlalchemy")  # fmt: skip
+_PACKAGES = ("trio", "apsw", "httptools", "httpx", "httpcore", "h11", "hypercorn", "quart-trio",
+             "croniter", "apscheduler", "sqlalchemy")  # fmt: skip
 
 Figures = dict[str, float]
 

@@ -3,7 +3,7 @@
 ``python -m bench.transport [--requests 5000] [--concurrency 1,16,64] [--runs 3]``
 
 N deliveries through ``engine.delivery.send`` over a ``DeliveryClient`` — the production
-path: the cached target check, the connect-time address check, the h11 connection pool —
+path: the cached target check, the connect-time address check, the keep-alive connection pool —
 at concurrency C to the loopback sink (``bench.sink``) running in its own process, over
 keep-alive connections. Per run: requests/s (wall clock) and client CPU ms per request
 (this process's CPU, so the sink's work is not counted). The client gets

@@ -6,7 +6,9 @@
                        production: DeliveryClient (client.py)
                          target.py      URL -> origin, Host, request target (checked once)
                          pool.py        per-origin turns, keep-alive, never resend
-                         connection.py  h11 over one trio stream, the excerpt cut
+                         connection.py  one trio stream: a POST out, its answer in, the excerpt cut
+                         request.py     the POST framed and validated (no header injection)
+                         response.py    the response parsed (llhttp), judged, reuse decided
                          connect.py     resolve, judge every address, TCP, TLS
                        tests: an in-memory fake of Exchange (tests/engine/fake_exchange.py)
 

@@ -73,7 +73,7 @@ class DeliveryClient:
             excerpt, error, complete = await conn.read_excerpt(EXCERPT_BYTES)
         finally:
             self.pool.release(target.origin, conn, complete=complete)
-        return Answer(status=head.status_code, headers=head.headers, excerpt=excerpt, error=error)
+        return Answer(status=head.status, headers=head.headers, excerpt=excerpt, error=error)
 
     def _target(self, url: str) -> Target:
         target = self._targets.get(url)

@@ -146,7 +146,7 @@ class Connector:
         self, tcp: trio.SocketStream, host: str
     ) -> trio.SSLStream[trio.SocketStream]:
         # https_compatible: HTTP frames its own messages, so an EOF without close_notify is
-        # not an attack we must detect (h11 notices a truncated body itself).
+        # not an attack we must detect (the response reader notices a truncated body itself).
         stream = trio.SSLStream(tcp, self._ssl_context, server_hostname=host, https_compatible=True)
         try:
             await stream.do_handshake()

@@ -11,9 +11,9 @@ Rules:
 - Each origin keeps a stack of idle connections (most recently used first); at most
   ``max_idle`` idle in all; one idle for longer than ``idle_expiry_s`` is closed, lazily,
   when the next request comes (no timer task).
-- A connection goes back to the pool only after a complete exchange that h11 calls
-  reusable. Any error, any cancellation, a body cut short: the connection is closed, so
-  no half-used connection is ever lent out again.
+- A connection goes back to the pool only after a complete exchange that the response
+  reader calls reusable (response.py). Any error, any cancellation, a body cut short: the
+  connection is closed, so no half-used connection is ever lent out again.
 - An idle connection is reused only if its socket is quiet (``Connection.is_quiet``: not
   readable, so the server has not closed it). A request is never sent twice: if a reused
   connection fails anyway (the server closed it in the instant between check and use), the

@@ -1,0 +1,39 @@
+"""Framing one POST: the request line, the header block and the body, in one ``bytes``.
+
+Rules:
+- Validated as h11 validates a request it frames (its ABNF, ``h11._abnf``): the target is
+  visible ASCII only, each header name a token, each value visible characters (obs-text
+  allowed) with single spaces or tabs inside, no blanks around it and never CR, LF or
+  NUL — so no header can be injected and no request split. Anything else is
+  :class:`RequestError` and nothing is sent.
+- The caller gives every header, ``Host`` and ``Content-Length`` included (client.py);
+  nothing is added, reordered or changed, so the bytes equal h11's (and httpx's) framing
+  of the same request (tests/engine/test_delivery_wire.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+_TARGET = re.compile(rb"[\x21-\x7e]+")
+_NAME = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+_VALUE = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
+
+
+class RequestError(ValueError):
+    """The request cannot be framed (the message names what is wrong)."""
+
+
+def frame_post(target: bytes, headers: list[tuple[bytes, bytes]], body: bytes) -> bytes:
+    """``POST target HTTP/1.1``, the headers as given, a blank line, the body."""
+    if not _TARGET.fullmatch(target):
+        raise RequestError(f"illegal request target {target!r}")
+    parts = [b"POST ", target, b" HTTP/1.1\r\n"]
+    for name, value in headers:
+        if not _NAME.fullmatch(name):
+            raise RequestError(f"illegal header name {name!r}")
+        if not _VALUE.fullmatch(value):
+            raise RequestError(f"illegal header value {value!r}")
+        parts += (name, b": ", value, b"\r\n")
+    parts += (b"\r\n", body)
+    return b"".join(parts)
