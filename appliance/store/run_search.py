@@ -7,10 +7,12 @@ Rules this module guards:
   a page continues strictly below the last ``(scheduled_for, id)`` it returned, so rows
   added or removed between pages are never skipped or repeated.
 - **Every page is a bounded index range.** One range per state asked for
-  (``job_runs_tenant_state_time``), or one of all the tenant's runs
-  (``job_runs_tenant_time``), or of one schedule's (its unique ``(schedule_id,
-  scheduled_for)`` index); each is read in order and limited to the page, and the ranges
-  are merged. One ``state IN (…) ORDER BY`` would sort every matching row first.
+  (``job_runs_tenant_state_time``) — every state when none is asked for, since the
+  tenant's runs have no index of their own (one fewer for the planner to write:
+  docs/performance.md, "Planner indexes") — or one of a schedule's runs (its unique
+  ``(schedule_id, scheduled_for)`` index); each is read in order and limited to the
+  page, and the ranges are merged. One ``state IN (…) ORDER BY`` would sort every
+  matching row first.
 - ``since`` (inclusive) and ``until`` (exclusive) bound ``scheduled_for`` inside the range;
   ``http_status`` (the run's last status) and ``as_of`` (last changed at or before) filter
   the rows of the range.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from appliance.core.runs import RunState
@@ -49,10 +52,10 @@ def search_runs(
 ) -> list[RunRecord]:
     """The tenant's runs matching ``where``, newest first, at most ``limit``, strictly
     below ``before``; with ``as_of``, only runs last changed at or before it."""
-    scans = [
-        _range(conn, tenant_id, where, state, limit, before, as_of)
-        for state in sorted(where.states)
-    ] or [_range(conn, tenant_id, where, None, limit, before, as_of)]
+    states: Iterable[RunState | None] = sorted(where.states)
+    if not where.states:  # one schedule's runs: one range; a tenant's: one per state
+        states = [None] if where.schedule_id is not None else sorted(RunState)
+    scans = [_range(conn, tenant_id, where, state, limit, before, as_of) for state in states]
     if len(scans) == 1:
         return scans[0]
     return heapq.nlargest(
