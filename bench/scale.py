@@ -105,7 +105,6 @@ def bytes_per_run(path: Path, run_rows: int) -> Figures:
         "job_runs_claimable_tenant",
         "job_runs_leases",
         "job_runs_lease_owner",
-        "job_runs_tenant_time",
         "job_runs_tenant_state_time",
     )
     run_bytes = sum(int(sizes.get(name, 0)) for name in runs_objects)

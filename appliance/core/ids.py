@@ -4,15 +4,19 @@
   80 random bits, 26 Crockford base32 characters.
 - ``idempotency_key`` = lowercase hex SHA-256 of UTF-8 ``schedule_id`` immediately followed
   by UTF-8 canonical ``scheduled_for`` text. Stable across attempts, reclaims and replays.
-- ``run_id`` = ``run_`` + first 26 Crockford base32 characters of
+- ``run_id`` = ``run_`` + a ULID whose 48-bit time is the occurrence's ``scheduled_for``
+  (epoch ms) and whose 80 other bits are the first 10 bytes of
   SHA-256(``"run:" + schedule_id + scheduled_for``): a run re-created after a restore keeps
-  its id.
+  its id, and the runs of one instant are neighbours in every index keyed by run id (the
+  planner appends to them instead of writing a random page per run).
 - :func:`occurrence_ids` derives both for one occurrence: the one place a run's identity
   is computed (``core.runs.occurrence_run`` builds every new run's row with it).
 """
 
 from __future__ import annotations
 
+import datetime
+import functools
 import hashlib
 import os
 from collections.abc import Callable
@@ -57,9 +61,17 @@ def idempotency_key(schedule_id: str, scheduled_for_text: str) -> str:
 
 
 def run_id(schedule_id: str, scheduled_for_text: str) -> str:
-    """The derived id of the run for one occurrence."""
+    """The derived id of the run for one occurrence, in occurrence order."""
     digest = hashlib.sha256(("run:" + schedule_id + scheduled_for_text).encode("utf-8")).digest()
-    return "run_" + _base32_26(int.from_bytes(digest, "big") >> (256 - 130))
+    instant = _canonical_ms(scheduled_for_text) % (1 << 48)  # 48 bits, as a ULID's time
+    return "run_" + _base32_26(instant << 80 | int.from_bytes(digest[:10], "big"))
+
+
+@functools.lru_cache(maxsize=4096)  # a planner pass's runs share a few instants
+def _canonical_ms(text: str) -> int:
+    """Epoch ms of canonical ``scheduled_for`` text (``YYYY-MM-DDTHH:MM:SSZ``, UTC)."""
+    when = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
+    return int(when.timestamp()) * 1000
 
 
 def _base32_26(v: int, p: tuple[str, ...] = _PAIRS) -> str:

@@ -4,9 +4,9 @@
   catch-up policy of their schedule — *late*: delivered (or queued for delivery) after the
   restart, no attempt before it; *missed*: recorded ``missed`` by the restart's planning.
   Runs the previous process had in flight are the boot reclaim's (counted there, not here).
-  One range scan per tenant over ``job_runs_tenant_time`` (forced: without statistics
-  SQLite would scan the table), in a read: the cost is the downtime's occurrences, not the
-  history's, and the writer never waits for it.
+  One range scan per tenant and counted state over ``job_runs_tenant_state_time``
+  (forced: without statistics SQLite would scan the table), in a read: the cost is the
+  downtime's occurrences, not the history's, and the writer never waits for it.
 - :func:`downtime_report`: the report from the previous incarnation and the tally.
 - :func:`record_restart`: the ``appliance.restarted`` event (``system`` tenant: every
   tenant's feed shows it).
@@ -22,20 +22,25 @@ from typing import Any
 
 from appliance.core.downtime import DowntimeReport
 from appliance.core.events import EventType
+from appliance.core.runs import RunState
 from appliance.core.schedules import CatchupPolicy
 from appliance.store.connection import Connection
 from appliance.store.events import SYSTEM_TENANT, append_event
 from appliance.store.incarnations import PreviousIncarnation
+from appliance.store.runs import state_list
 
-_TALLY = """
+# Every state but ``cancelled``: a cancelled occurrence is neither late nor missed.
+_COUNTED = tuple(state for state in RunState if state is not RunState.CANCELLED)
+_TALLY = f"""
 SELECT s.catchup_policy, r.state = 'missed', count(*)
 FROM tenants t
-CROSS JOIN job_runs r INDEXED BY job_runs_tenant_time
+CROSS JOIN job_runs r INDEXED BY job_runs_tenant_state_time
 JOIN schedules s ON s.id = r.schedule_id
-WHERE r.tenant_id = t.id AND r.scheduled_for >= :since AND r.scheduled_for < :until
+WHERE r.tenant_id = t.id AND r.state IN {state_list(_COUNTED)}
+AND r.scheduled_for >= :since AND r.scheduled_for < :until
 AND r.trigger = 'schedule' AND CASE
     WHEN r.state = 'missed' THEN r.created_at >= :until
-    ELSE r.state != 'cancelled' AND NOT EXISTS (
+    ELSE NOT EXISTS (
         SELECT 1 FROM attempts a WHERE a.run_id = r.id AND a.started_at < :until)
 END
 GROUP BY 1, 2

@@ -7,10 +7,15 @@ Rules this module guards:
   a page continues strictly below the last ``(scheduled_for, id)`` it returned, so rows
   added or removed between pages are never skipped or repeated.
 - **Every page is a bounded index range.** One range per state asked for
-  (``job_runs_tenant_state_time``), or one of all the tenant's runs
-  (``job_runs_tenant_time``), or of one schedule's (its unique ``(schedule_id,
-  scheduled_for)`` index); each is read in order and limited to the page, and the ranges
-  are merged. One ``state IN (…) ORDER BY`` would sort every matching row first.
+  (``job_runs_tenant_state_time``) — every state when none is asked for, since the
+  tenant's runs have no index of their own (one fewer for the planner to write:
+  docs/performance.md, "Planner indexes") — or one of a schedule's runs (its unique
+  ``(schedule_id, scheduled_for)`` index); each is read in order and limited to the
+  page, and the ranges are merged. One ``state IN (…) ORDER BY`` would sort every
+  matching row first.
+- **Several ranges read keys first**: each range reads ``(scheduled_for, id)`` from its
+  index entries (the table only for a filter on the row), the page's keys are merged,
+  and only their rows are read, by id.
 - ``since`` (inclusive) and ``until`` (exclusive) bound ``scheduled_for`` inside the range;
   ``http_status`` (the run's last status) and ``as_of`` (last changed at or before) filter
   the rows of the range.
@@ -49,26 +54,43 @@ def search_runs(
 ) -> list[RunRecord]:
     """The tenant's runs matching ``where``, newest first, at most ``limit``, strictly
     below ``before``; with ``as_of``, only runs last changed at or before it."""
-    scans = [
-        _range(conn, tenant_id, where, state, limit, before, as_of)
-        for state in sorted(where.states)
-    ] or [_range(conn, tenant_id, where, None, limit, before, as_of)]
-    if len(scans) == 1:
-        return scans[0]
-    return heapq.nlargest(
-        limit, itertools.chain.from_iterable(scans), key=lambda r: (r.scheduled_for, r.id)
+    states: list[RunState | None] = [*sorted(where.states)]
+    if not where.states:  # one schedule's runs: one range; a tenant's: one per state
+        states = [None] if where.schedule_id is not None else [*sorted(RunState)]
+    if len(states) == 1:
+        sql, params = _range(tenant_id, where, states[0], limit, before, as_of, RUN_COLUMNS.select)
+        return RUN_COLUMNS.all(conn.execute(sql, params))
+    # Several ranges: their keys first (index entries only, unless a filter reads the row),
+    # then the rows of the page's keys alone.
+    keys = heapq.nlargest(
+        limit,
+        itertools.chain.from_iterable(
+            conn.execute(*_range(tenant_id, where, state, limit, before, as_of, _KEYS))
+            for state in states
+        ),
     )
+    if not keys:
+        return []
+    found = conn.execute(
+        f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE id IN ({', '.join('?' * len(keys))})",
+        [run_id for _, run_id in keys],
+    )
+    return sorted(RUN_COLUMNS.all(found), key=lambda r: (r.scheduled_for, r.id), reverse=True)
+
+
+_KEYS = "scheduled_for, id"
 
 
 def _range(
-    conn: Connection,
     tenant_id: str,
     where: RunFilter,
     state: RunState | None,
     limit: int,
     before: Position | None,
     as_of: int | None,
-) -> list[RunRecord]:
+    columns: str,
+) -> tuple[str, list[object]]:
+    """One range's statement and parameters, newest first, at most ``limit`` rows."""
     until = where.until
     if before is not None and until is not None:
         # One upper bound, so the index range starts at it: the cursor implies
@@ -94,7 +116,7 @@ def _range(
         clauses.append("(scheduled_for, id) < (?, ?)")
         params.extend(before)  # type: ignore[arg-type]
     sql = (
-        f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE {' AND '.join(clauses)}"
+        f"SELECT {columns} FROM job_runs WHERE {' AND '.join(clauses)}"
         " ORDER BY scheduled_for DESC, id DESC LIMIT ?"
     )
-    return RUN_COLUMNS.all(conn.execute(sql, [*params, limit]))
+    return sql, [*params, limit]

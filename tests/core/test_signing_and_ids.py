@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from appliance.core.ids import CROCKFORD, _base32, idempotency_key, looks_like, new_id, run_id
+from appliance.core.instants import format_scheduled_for
 from appliance.core.signing import SignatureError, sign, verify
 
 
@@ -55,7 +56,9 @@ def test_run_id_is_derived_and_shaped() -> None:
     assert first != run_id("sch_01JDQ8Y5Z2M4X7K9P3R6T8V0WB", "2026-08-06T03:01:00Z")
     assert looks_like("run", first)
     # Golden: the id must never change for an occurrence (a restored run keeps its id).
-    assert first == "run_CJ5K94P3SQBPP1AJ534V5DPR64"
+    # Its first 10 characters are the instant, as a ULID's (ADR 0037).
+    assert first == "run_01KZAG6VW0CJ5K94P3SQBPP1AJ"
+    assert first[4:14] == new_id("sch", 1_785_985_200_000)[4:14]
     assert looks_like("sch", new_id("sch", 1_785_985_200_000))
 
 
@@ -76,3 +79,17 @@ def test_ulid_time_prefix_sorts_with_the_instant() -> None:
     early = new_id("evt", 1_785_985_200_000, randbytes=lambda n: bytes(n))
     late = new_id("evt", 1_785_985_200_001, randbytes=lambda n: bytes(n))
     assert early < late and early[4:14] != late[4:14] and early[14:] == "0" * 16
+
+
+@given(
+    st.integers(min_value=0, max_value=253_402_300_799).map(lambda s: s * 1000),
+    st.integers(min_value=0, max_value=253_402_300_799).map(lambda s: s * 1000),
+)
+def test_run_ids_sort_by_occurrence(one: int, other: int) -> None:
+    """The runs of one instant are neighbours in every index keyed by run id: the planner
+    appends to those indexes (docs/performance.md, "Planner indexes")."""
+    if one == other:
+        return
+    earlier, later = sorted((one, other))
+    first = run_id("sch_01JDQ8Y5Z2M4X7K9P3R6T8V0WB", format_scheduled_for(earlier))
+    assert first < run_id("sch_01JDQ8Y5Z2M4X7K9P3R6T8V0WC", format_scheduled_for(later))

@@ -24,8 +24,12 @@ FILTERS = {
 }
 
 
+FETCH = " WHERE id IN ("  # several ranges: the page's rows, read by id after the merge
+
+
 def plans(db: Database, where: RunFilter, **paging: object) -> list[str]:
-    """Every query plan detail line ``search_runs`` runs for this filter."""
+    """Every query plan detail line of the ranges ``search_runs`` reads for this filter
+    (the fetch of a merged page's rows by id: its own line, ``FETCH …``)."""
     seen: list[str] = []
 
     def read(conn: object) -> None:
@@ -33,8 +37,9 @@ def plans(db: Database, where: RunFilter, **paging: object) -> list[str]:
 
         def trace(cursor: apsw.Cursor, sql: str, bindings: object) -> bool:
             if sql.startswith("SELECT") and "FROM job_runs" in sql:
+                tag = "FETCH " if FETCH in sql else ""
                 for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", bindings):
-                    seen.append(str(row[-1]))
+                    seen.append(tag + str(row[-1]))
             return True
 
         conn.exec_trace = trace
@@ -66,6 +71,9 @@ def test_every_filter_reads_an_index_range_in_order(
     paging: dict[str, object] = {"before": (T0 + 30_000, "run_x")} if paged else {}
     found = plans(db, RunFilter(**filters), **paging)  # type: ignore[arg-type]
     assert found, "no query ran"
+    fetches = [d for d in found if d.startswith("FETCH ")]
+    assert all("USING INDEX sqlite_autoindex_job_runs_1 (id=?)" in d for d in fetches), found
+    found = [d for d in found if not d.startswith("FETCH ")]
     for detail in found:
         assert "USING INDEX" in detail or "USING COVERING INDEX" in detail, found
         assert "TEMP B-TREE" not in detail, found
