@@ -26,7 +26,7 @@ from appliance.core.runs import RunState, Transition, check_transition
 from appliance.store.claims import ClaimedRun
 from appliance.store.connection import Connection
 from appliance.store.events import append_event
-from appliance.store.runs import RUNNING_SQL
+from appliance.store.runs import CLAIMABLE_SQL, RUNNING_SQL
 
 
 def defer_run(conn: Connection, *, run: ClaimedRun, due_at: int, origin: str, now: int) -> bool:
@@ -56,10 +56,13 @@ def defer_run(conn: Connection, *, run: ClaimedRun, due_at: int, origin: str, no
 
 
 def release_waiting(conn: Connection, *, origin: str, now: int) -> int:
-    """Make the runs waiting for ``origin``'s breaker due ``now``; how many."""
+    """Make the runs waiting for ``origin``'s breaker due ``now``; how many. Read from
+    the claimable runs' partial index (its condition spelled as the index says), never a
+    walk of every run."""
     waiting = conn.execute(
         "SELECT r.id, s.target_url FROM job_runs r JOIN schedules s ON s.id = r.schedule_id"
-        f" WHERE r.state = '{RunState.RETRY_WAIT.value}' AND r.failure_reason = ?",
+        f" WHERE r.state IN {CLAIMABLE_SQL} AND r.state = '{RunState.RETRY_WAIT.value}'"
+        " AND r.failure_reason = ?",
         (BREAKER_OPEN,),
     ).fetchall()
     ids = [run_id for run_id, url in waiting if origin_of(str(url)) == origin]

@@ -15,6 +15,7 @@ import apsw
 import pytest
 
 from appliance.core.runs import RunState, Trigger, occurrence_run
+from appliance.store.breaker import release_waiting
 from appliance.store.connection import Connection
 from appliance.store.database import Database
 from appliance.store.materialise import insert_runs, store_body
@@ -143,3 +144,11 @@ def test_the_restart_tally_seeks_each_tenants_counted_states(db: Database) -> No
         "SEARCH r USING INDEX job_runs_tenant_state_time"
         " (tenant_id=? AND state=? AND scheduled_for>? AND scheduled_for<?)"
     ], found
+
+
+def test_a_closing_breaker_reads_only_the_claimable_runs(db: Database) -> None:
+    """Closing a breaker looks for the runs waiting on it among the claimable runs (a
+    partial index), not by walking every run the table holds."""
+    found = plans_of(db, release_waiting, origin="https://example.com:443", now=T0)
+    runs = [d for d in found if d.startswith(("SEARCH r", "SCAN r"))]
+    assert runs == ["SCAN r USING INDEX job_runs_claimable_tenant"], found
