@@ -32,6 +32,7 @@ import enum
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Final, TypeVar
 
 from appliance.core.addresses import AddressPolicy, check_target_url
@@ -102,9 +103,7 @@ def parse_schedule(
         raise ValidationError.single("$", "the request body must be a JSON object")
     fields = FieldReader(obj)
     fields.unknown(FIELDS, read_only=READ_ONLY_FIELDS)
-    name = fields.text("name", default=None, max_chars=MAX_NAME_CHARS, example="nightly report")
-    if fields.ok("name") and obj.get("name") is not None and not name.strip():
-        fields.fail("name", "must not be blank")
+    name = _name(fields)
     timing = read_timing(fields)
     target_url = _target_url(fields, policy)
     kind, body, content_type, templated = _body(fields, max_body_bytes)
@@ -149,6 +148,39 @@ def parse_schedule(
         dst_gap=timing.dst_gap,
         dst_fold=timing.dst_fold,
     )
+
+
+# What one item of a batch usually has of its own; the rest repeats across the batch.
+OWN_FIELDS: Final = ("name", "payload", "body", "payload_template")
+
+
+def parse_like(
+    obj: Mapping[str, object], like: ScheduleSpec, *, max_body_bytes: int = MAX_BODY_BYTES
+) -> ScheduleSpec:
+    """``parse_schedule(obj)`` when every field of ``obj`` but :data:`OWN_FIELDS` is (as JSON)
+    the same as in the object ``like`` was parsed from: only the name and the body are
+    read, the rest is ``like``'s. The same spec, and the same problems in the same order
+    (``like``'s fields had none)."""
+    fields = FieldReader(obj)
+    name = _name(fields)
+    kind, body, content_type, templated = _body(fields, max_body_bytes)
+    if fields.errors:
+        raise ValidationError(fields.errors)
+    return replace(
+        like,
+        name=name,
+        payload_kind=kind,
+        body=body,
+        content_type=content_type,
+        templated=templated,
+    )
+
+
+def _name(fields: FieldReader) -> str:
+    name = fields.text("name", default=None, max_chars=MAX_NAME_CHARS, example="nightly report")
+    if fields.ok("name") and fields.obj.get("name") is not None and not name.strip():
+        fields.fail("name", "must not be blank")
+    return name
 
 
 def _target_url(fields: FieldReader, policy: AddressPolicy) -> str:
