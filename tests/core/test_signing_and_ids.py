@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from appliance.core.ids import CROCKFORD, _base32, idempotency_key, looks_like, new_id, run_id
+from appliance.core.ids import (
+    CROCKFORD,
+    _base32,
+    idempotency_key,
+    looks_like,
+    new_id,
+    new_ids,
+    run_id,
+)
 from appliance.core.signing import SignatureError, sign, verify
 
 
@@ -76,3 +84,24 @@ def test_ulid_time_prefix_sorts_with_the_instant() -> None:
     early = new_id("evt", 1_785_985_200_000, randbytes=lambda n: bytes(n))
     late = new_id("evt", 1_785_985_200_001, randbytes=lambda n: bytes(n))
     assert early < late and early[4:14] != late[4:14] and early[14:] == "0" * 16
+
+
+def test_ids_of_one_instant_are_made_as_one_by_one_with_one_draw() -> None:
+    drawn: list[int] = []
+    pool = bytes(range(256)) * 4
+
+    def randbytes(n: int) -> bytes:
+        drawn.append(n)
+        return pool[:n]
+
+    ids = new_ids("sch", 1_785_985_200_000, 25, randbytes=randbytes)
+    assert drawn == [250]  # one draw for all
+    one_by_one = [
+        new_id("sch", 1_785_985_200_000, randbytes=lambda n, i=i: pool[10 * i : 10 * i + n])
+        for i in range(25)
+    ]
+    assert ids == one_by_one
+    assert all(looks_like("sch", i) for i in ids) and len(set(ids)) == 25
+    assert new_ids("evt", 5, 0) == []
+    with pytest.raises(ValueError, match="out of range"):
+        new_ids("evt", 1 << 48, 1)
