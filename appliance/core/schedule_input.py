@@ -303,10 +303,8 @@ def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
     ``payload`` is echoed as parsed JSON, ``body`` as the exact string given."""
     document: dict[str, object] = {"name": spec.name, **timing_document(spec)}
     document["target_url"] = spec.target_url
-    if spec.payload_kind is PayloadKind.JSON:
-        document["payload_template" if spec.templated else "payload"] = json.loads(spec.body)
-    else:
-        document["body"] = spec.body.decode("utf-8")
+    key, value = body_field(spec)
+    document[key] = value
     document["content_type"] = spec.content_type
     document["headers"] = dict(spec.headers)
     document["jitter_seconds"] = spec.jitter_seconds
@@ -319,6 +317,13 @@ def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
     document["paused"] = spec.paused
     document["overlap"] = spec.overlap.value
     return document
+
+
+def body_field(spec: ScheduleSpec) -> tuple[str, object]:
+    """The field that echoes ``spec``'s body in its document, and its value."""
+    if spec.payload_kind is PayloadKind.JSON:
+        return "payload_template" if spec.templated else "payload", json.loads(spec.body)
+    return "body", spec.body.decode("utf-8")
 
 
 def merge_patch(

@@ -154,8 +154,11 @@ def batch_of_schedules() -> list[Schedule]:
         {**schedule_json(name="e", at="2020-01-01T00:00:00Z"), "cron": None},
         schedule_json(name="f", jitter_seconds=30),
     ]
-    specs = [parse_schedule(b, policy=POLICY) for b in bodies_]
-    return [schedule(spec, f"sch_{i:026d}") for i, spec in enumerate(specs * 3)]
+    # each three times: the same, then with a name and a body of its own
+    again = [{**b, "name": f"{b['name']} again"} for b in bodies_]
+    again = [{**b, "payload": [b["name"]]} if "payload" in b else b for b in again]
+    specs = [parse_schedule(b, policy=POLICY) for b in [*bodies_, *bodies_, *again]]
+    return [schedule(spec, f"sch_{i:026d}") for i, spec in enumerate(specs)]
 
 
 def test_a_batch_renders_as_each_schedule_alone() -> None:
@@ -171,7 +174,7 @@ def test_a_batch_works_out_next_runs_once_per_timing_without_jitter(
     real = rendering.next_runs
 
     def counted(schedule: Schedule, **kwargs: Any) -> list[dict[str, str]]:
-        calls.append(schedule.spec.name)
+        calls.append(schedule.spec.name.split()[0])
         return real(schedule, **kwargs)
 
     monkeypatch.setattr(rendering, "next_runs", counted)
@@ -209,3 +212,20 @@ def test_surrogate_escapes_are_still_checked(text: str, refused: bool) -> None:
             bodies.decode_json(text.encode())
     else:
         assert bodies.decode_json(text.encode()) == json.loads(text)
+
+
+def test_a_batch_makes_one_document_of_specs_alike_but_for_name_and_body(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    real = rendering.schedule_document
+
+    def counted(spec: ScheduleSpec) -> dict[str, object]:
+        calls.append(spec.name)
+        return real(spec)
+
+    monkeypatch.setattr(rendering, "schedule_document", counted)
+    schedules = batch_of_schedules()
+    documents = render_schedules(schedules, now=START)
+    assert sorted(calls) == ["a", "b", "c", "d", "e"]  # f: b but for its name
+    assert [d["name"] for d in documents] == [s.spec.name for s in schedules]
