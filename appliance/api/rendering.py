@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import enum
 import itertools
+from collections.abc import Sequence
+from operator import attrgetter
+from typing import Final
 
 from appliance.core.instants import format_instant, format_scheduled_for
 from appliance.core.jitter import planned_timing
 from appliance.core.occurrence_cache import OccurrenceCache
-from appliance.core.schedule_input import schedule_document
-from appliance.core.schedules import Schedule
+from appliance.core.schedule_batch import timing_key
+from appliance.core.schedule_input import body_field, schedule_document
+from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.store.runs import AttemptRecord, RunRecord
 
 NEXT_RUNS = 5
@@ -26,13 +30,56 @@ def render_schedule(
     """``shared``: the app's occurrence cache (``ApiContext.upcoming``), so schedules with
     the same expression and timezone compute their next runs, and format them, once. None
     inside a write transaction, which runs on the writer thread: the cache is the loop's."""
+    return _document(schedule, next_runs(schedule, now=now, shared=shared))
+
+
+def render_schedules(
+    schedules: Sequence[Schedule], *, now: int, shared: OccurrenceCache | None = None
+) -> list[dict[str, object]]:
+    """``render_schedule`` of each. The next runs of a schedule without jitter depend on
+    its timing alone, not on its id: they are worked out once per distinct timing (a
+    batch's schedules share a few), and the documents share them."""
+    by_timing: dict[tuple[object, ...], list[dict[str, str]]] = {}
+    # Specs alike but for name and body (most of a batch's): one document, copied.
+    alike: dict[tuple[object, ...], dict[str, object]] = {}
+    documents = []
+    for schedule in schedules:
+        spec = schedule.spec
+        if spec.jitter_seconds:
+            runs = next_runs(schedule, now=now, shared=shared)
+        else:
+            key = (*timing_key(spec), spec.paused, schedule.next_fire_at is None)
+            found = by_timing.get(key)
+            if found is None:
+                found = by_timing[key] = next_runs(schedule, now=now, shared=shared)
+            runs = found
+        rest = _rest_of(spec)
+        like = alike.get(rest)
+        if like is None:
+            fields = alike[rest] = schedule_document(spec)
+        else:
+            body_key, body_value = body_field(spec)
+            fields = {**like, "name": spec.name, body_key: body_value}
+        documents.append(_document(schedule, runs, fields))
+    return documents
+
+
+# A spec's fields but its name and body: equal for specs whose documents differ in those.
+_rest_of: Final = attrgetter(
+    *(name for name in ScheduleSpec.__dataclass_fields__ if name not in ("name", "body"))
+)
+
+
+def _document(
+    schedule: Schedule, runs: list[dict[str, str]], fields: dict[str, object] | None = None
+) -> dict[str, object]:
     document: dict[str, object] = {"id": schedule.id}
-    document.update(schedule_document(schedule.spec))
+    document.update(schedule_document(schedule.spec) if fields is None else fields)
     document["version"] = schedule.version
     document["created_at"] = format_instant(schedule.created_at)
     document["updated_at"] = format_instant(schedule.updated_at)
     document["status"] = schedule_status(schedule).value
-    document["next_runs"] = next_runs(schedule, now=now, shared=shared)
+    document["next_runs"] = runs
     return document
 
 

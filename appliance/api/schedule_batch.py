@@ -37,7 +37,7 @@ from quart_trio import QuartTrio
 from appliance.api.auth import authenticate_caller
 from appliance.api.bodies import read_json
 from appliance.api.context import ApiContext, context
-from appliance.api.rendering import render_schedule
+from appliance.api.rendering import render_schedules
 from appliance.api.schedules import request_hash, request_key_header
 from appliance.core.cursor import anchored
 from appliance.core.occurrence_cache import OccurrenceCache
@@ -125,11 +125,9 @@ async def _create(
 
     def render(created: list[Schedule]) -> StoredResponse:
         shared = OccurrenceCache()  # this call's own: it runs on a worker thread
-        items = []
-        for schedule, found in zip(created, warnings, strict=True):
-            document = render_schedule(schedule, now=now, shared=shared)
+        items = render_schedules(created, now=now, shared=shared)
+        for document, found in zip(items, warnings, strict=True):
             document["warnings"] = found
-            items.append(document)
         return StoredResponse(
             status=201, body=json.dumps({"items": items}, ensure_ascii=False, separators=(",", ":"))
         )

@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Final
 
 from appliance.core.addresses import AddressPolicy
-from appliance.core.schedule_input import parse_schedule
+from appliance.core.schedule_input import OWN_FIELDS, parse_like, parse_schedule
 from appliance.core.schedule_warnings import schedule_warnings, warning_documents
 from appliance.core.schedules import ScheduleSpec
 from appliance.errors import FieldError, ValidationError
@@ -52,14 +52,64 @@ def parse_batch(obj: object, *, policy: AddressPolicy) -> list[ScheduleSpec]:
         )
         raise ValidationError(errors)
     specs = []
+    # Items whose other fields repeat an item already read take its spec and read only
+    # their own name and body (parse_like): most of a batch's fields are the same.
+    alike: dict[tuple[object, ...], ScheduleSpec] = {}
     for index, item in enumerate(items):
+        key = _shared_key(item)
+        like = None if key is None else alike.get(key)
         try:
-            specs.append(parse_schedule(item, policy=policy))
+            if like is None:
+                spec = parse_schedule(item, policy=policy)
+                if key is not None:
+                    alike[key] = spec
+            else:
+                spec = parse_like(item, like)
+            specs.append(spec)
         except ValidationError as error:
             errors.extend(at_index(index, error.errors))
     if errors:
         raise ValidationError(errors)
     return specs
+
+
+class _Unkeyed(Exception):
+    """A value too deep to key: the item is read in full."""
+
+
+_MAX_KEY_DEPTH: Final = 4
+
+
+def _shared_key(item: object) -> tuple[object, ...] | None:
+    """What an item's fields but :data:`OWN_FIELDS` are, as a hashable value that is
+    equal only for equal JSON (types included: ``1``, ``1.0`` and ``true`` differ), in
+    the item's own order. None for a non-object item or a very deep value."""
+    if not isinstance(item, dict):
+        return None
+    try:
+        return tuple(
+            (key, _frozen(value, _MAX_KEY_DEPTH))
+            for key, value in item.items()
+            if key not in OWN_FIELDS
+        )
+    except _Unkeyed:
+        return None
+
+
+def _frozen(value: object, depth: int) -> object:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if depth == 0:
+            raise _Unkeyed
+        return (dict, tuple((k, _frozen(v, depth - 1)) for k, v in value.items()))
+    if isinstance(value, list):
+        if depth == 0:
+            raise _Unkeyed
+        return (list, tuple(_frozen(v, depth - 1) for v in value))
+    if isinstance(value, float):
+        return (float, repr(value))  # -0.0 == 0.0 in Python, not in the JSON text
+    return (type(value), value)  # int, bool, None
 
 
 def at_index(index: int, errors: Iterable[FieldError]) -> list[FieldError]:
@@ -73,19 +123,24 @@ def batch_warnings(specs: Sequence[ScheduleSpec], *, now: int) -> list[list[dict
     found: dict[tuple[object, ...], list[dict[str, str]]] = {}
     answers = []
     for spec in specs:
-        key = (
-            spec.cron,
-            spec.timezone,
-            spec.at,
-            spec.every_seconds,
-            spec.start_at,
-            spec.end_at,
-            spec.dst_gap,
-            spec.dst_fold,
-            spec.jitter_seconds,
-        )
+        key = (*timing_key(spec), spec.jitter_seconds)
         if key not in found:
             lint = schedule_warnings(spec, jitter_seconds=spec.jitter_seconds, now=now)
             found[key] = warning_documents(lint)
         answers.append(found[key])
     return answers
+
+
+def timing_key(spec: ScheduleSpec) -> tuple[object, ...]:
+    """The fields that decide a spec's nominal occurrences (jitter aside): equal keys,
+    equal occurrences."""
+    return (
+        spec.cron,
+        spec.timezone,
+        spec.at,
+        spec.every_seconds,
+        spec.start_at,
+        spec.end_at,
+        spec.dst_gap,
+        spec.dst_fold,
+    )

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from appliance.core.events import Actor, Event, EventType, JsonValue
-from appliance.core.ids import new_id
+from appliance.core.ids import new_id, new_ids
 from appliance.core.notifications import NOTIFIED_TYPES
 from appliance.store import rows
 from appliance.store.connection import Connection, Rows
@@ -122,8 +122,10 @@ def append_schedule_events(
     conn.executemany(
         _INSERT,
         [
-            (new_id("evt", now), tenant_id, str(type), sid, None, now, text, actor_text)
-            for sid in schedule_ids
+            (event_id, tenant_id, str(type), sid, None, now, text, actor_text)
+            for event_id, sid in zip(
+                new_ids("evt", now, len(schedule_ids)), schedule_ids, strict=True
+            )
         ],
     )
 

@@ -4,6 +4,8 @@ queries of :mod:`appliance.store.schedules`."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+from operator import attrgetter
 from typing import Any, Final
 
 from appliance.core.dst import Fold, Gap
@@ -81,14 +83,23 @@ COLUMNS: Final = rows.Columns(
 
 
 def spec_values(spec: ScheduleSpec) -> tuple[object, ...]:
-    """The spec's column values, in ``SPEC_FIELDS`` order."""
-    stored: dict[str, object] = {
-        "payload_kind": spec.payload_kind.value,
-        "headers": rows.headers_column(spec.headers),
-        "catchup_policy": spec.catchup_policy.value,
-        "paused": int(spec.paused),
-        "templated": int(spec.templated),
-        "max_attempts": spec.retry.max_attempts,
-        "retry_policy": stored_retry(spec.retry),
-    }
-    return tuple(stored[name] if name in stored else getattr(spec, name) for name in SPEC_FIELDS)
+    """The spec's column values, in ``SPEC_FIELDS`` order: its fields read at once, then
+    the ones stored differently put in their places (a batch writes a thousand)."""
+    values = list(_FIELDS_OF(spec))
+    values[_AT["payload_kind"]] = spec.payload_kind.value
+    values[_AT["headers"]] = rows.headers_column(spec.headers) if spec.headers else "[]"
+    values[_AT["catchup_policy"]] = spec.catchup_policy.value
+    values[_AT["paused"]] = int(spec.paused)
+    values[_AT["templated"]] = int(spec.templated)
+    values[_AT["max_attempts"]] = spec.retry.max_attempts
+    values[_AT["retry_policy"]] = _stored_retry(spec.retry)
+    return tuple(values)
+
+
+_AT: Final = {name: index for index, name in enumerate(SPEC_FIELDS)}
+# Each column's field of the spec; max_attempts and retry_policy read "retry", replaced.
+_FIELDS_OF: Final = attrgetter(
+    *(name if name in ScheduleSpec.__dataclass_fields__ else "retry" for name in SPEC_FIELDS)
+)
+# RetryPolicy is a frozen dataclass: equal policies, one text. A batch shares a few.
+_stored_retry: Final = lru_cache(maxsize=256)(stored_retry)

@@ -38,7 +38,7 @@ from typing import Final
 
 from appliance.core.cursor import anchored, first_fire_at, first_fire_or_refuse
 from appliance.core.events import Actor, EventType, JsonValue
-from appliance.core.ids import new_id
+from appliance.core.ids import new_ids
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.schedule_input import changed_fields
 from appliance.core.schedules import Schedule, ScheduleSpec
@@ -136,7 +136,7 @@ def create_schedules(
         held = count_schedules(conn, tenant_id=tenant_id)
         if held + len(specs) > max_schedules:
             raise ScheduleLimitReached(max_schedules, held=held, adding=len(specs))
-    ids = sorted(new_id("sch", now) for _ in specs)
+    ids = sorted(new_ids("sch", now, len(specs)))
     # A batch's own cache: its specs share a few timings. Not for one spec: the cache
     # computes a chunk of occurrences where one croniter step answers.
     shared = OccurrenceCache() if len(specs) > 1 else None

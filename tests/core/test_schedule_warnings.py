@@ -133,3 +133,28 @@ def test_codes_are_stable_and_documented_as_json() -> None:
     ]
     found = schedule_warnings(timing("0 0 31 * 5"), jitter_seconds=0, now=NOW)
     assert [d["code"] for d in warning_documents(found)] == ["dom_dow_both", "day_skips_months"]
+
+
+def test_a_crons_short_month_finding_is_worked_out_once_and_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from appliance.core import schedule_warnings as module
+
+    read: list[str] = []
+    real = module.field_values
+
+    def counted(expression: str) -> tuple[set[int], ...]:
+        read.append(expression)
+        return real(expression)
+
+    monkeypatch.setattr(module, "field_values", counted)
+    expression = "0 6 31 1-4 *"  # an expression no other test uses: not kept yet
+    first = schedule_warnings(timing(expression), jitter_seconds=0, now=NOW)
+    again = schedule_warnings(
+        timing(expression, timezone="Asia/Kolkata"), jitter_seconds=0, now=NOW
+    )
+    assert read == [expression]
+    assert [w for w in first if w.code is WarningCode.DAY_SKIPS_MONTHS] == [
+        w for w in again if w.code is WarningCode.DAY_SKIPS_MONTHS
+    ]
+    assert any("day 31 does not exist in February" in w.message for w in first)

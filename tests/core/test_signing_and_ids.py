@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from appliance.core.ids import CROCKFORD, _base32, idempotency_key, looks_like, new_id, run_id
+from appliance.core.ids import (
+    CROCKFORD,
+    _base32,
+    idempotency_key,
+    looks_like,
+    new_id,
+    new_ids,
+    run_id,
+)
 from appliance.core.instants import format_scheduled_for
 from appliance.core.signing import SignatureError, sign, verify
 
@@ -93,3 +101,24 @@ def test_run_ids_sort_by_occurrence(one: int, other: int) -> None:
     earlier, later = sorted((one, other))
     first = run_id("sch_01JDQ8Y5Z2M4X7K9P3R6T8V0WB", format_scheduled_for(earlier))
     assert first < run_id("sch_01JDQ8Y5Z2M4X7K9P3R6T8V0WC", format_scheduled_for(later))
+
+
+def test_ids_of_one_instant_are_made_as_one_by_one_with_one_draw() -> None:
+    drawn: list[int] = []
+    pool = bytes(range(256)) * 4
+
+    def randbytes(n: int) -> bytes:
+        drawn.append(n)
+        return pool[:n]
+
+    ids = new_ids("sch", 1_785_985_200_000, 25, randbytes=randbytes)
+    assert drawn == [250]  # one draw for all
+    one_by_one = [
+        new_id("sch", 1_785_985_200_000, randbytes=lambda n, i=i: pool[10 * i : 10 * i + n])
+        for i in range(25)
+    ]
+    assert ids == one_by_one
+    assert all(looks_like("sch", i) for i in ids) and len(set(ids)) == 25
+    assert new_ids("evt", 5, 0) == []
+    with pytest.raises(ValueError, match="out of range"):
+        new_ids("evt", 1 << 48, 1)
