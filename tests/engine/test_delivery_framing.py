@@ -186,6 +186,7 @@ HUGE = b"x" * (MAX_HEAD_BYTES + 1)
         [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"],
         [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"],
         [b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"],
+        [b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ws\r\n\r\nxx"],
         [b"HTTP/1.1 200 OK\r\nX-Big: " + HUGE + b"\r\nContent-Length: 0\r\n\r\n"],
         [b"HTTP/1.1 200 OK\r\n"] + [b"X-Many: " + b"y" * 1000 + b"\r\n"] * 20,
         [b"HTTP/1.1 200 OK\r\nX-Never-Ends: "] + [b"z" * 4096] * 5,
@@ -193,8 +194,8 @@ HUGE = b"x" * (MAX_HEAD_BYTES + 1)
     ],
     ids=["status-digits", "no-status", "bare-lf", "space-in-name", "nul", "bare-cr", "obs-fold",
          "two-lengths", "negative-length", "length-and-chunked", "gzip", "gzip-chunked",
-         "two-codings", "101", "one-huge-header", "many-headers", "header-never-ends",
-         "endless-interim"],
+         "two-codings", "101", "101-upgrade", "one-huge-header", "many-headers",
+         "header-never-ends", "endless-interim"],
 )  # fmt: skip
 async def test_a_malformed_or_over_long_head_is_a_protocol_failure_and_closes(
     parts: list[bytes],
