@@ -201,7 +201,7 @@ async def test_cancellation_propagates_from_send() -> None:
 
 async def test_a_request_that_cannot_be_framed_is_a_protocol_failure() -> None:
     """``core.delivery`` refuses such header values when a schedule is written; should one
-    reach the client anyway, h11 refuses to frame it and nothing is sent."""
+    reach the client anyway, request.py refuses to frame it and nothing is sent."""
     async with receiver(canned("200 OK")) as rx, DeliveryClient(LOOPBACK_ALLOWED) as client:
         bad = DeliveryRequest(url=rx.url(), headers=(("X-Bad", "a\x00b"),), body=b"")
         result = await send(client, bad)

@@ -78,7 +78,7 @@ class ResponseReader:
         body_before = len(self.body)
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserError as exc:
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
             if self.complete:  # a second response, or data after Connection: close
                 self._beyond = True
                 return
@@ -156,8 +156,10 @@ def _tokens(value: bytes) -> list[bytes]:
     return [token.strip(b" \t").lower() for token in value.split(b",")]
 
 
-def _cause(exc: httptools.HttpParserError) -> str:
+def _cause(exc: Exception) -> str:
     """The message of an error raised in a callback, else llhttp's own."""
+    if isinstance(exc, httptools.HttpParserUpgrade):
+        return "the server switched protocols (101), which no request asks for"
     context = exc.__context__
     if isinstance(context, ResponseError):
         return str(context)
