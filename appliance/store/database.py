@@ -13,7 +13,10 @@ Rules this module guards (ADR 0033, docs/architecture.md "Storage"):
   wait together are written by one call of it, in one savepoint (the dispatcher's
   completions: one ``executemany`` per statement, not a savepoint and three statements
   each). If that call raises, it is rolled back and each item is written alone in its
-  own savepoint: only the failing item's caller sees the error.
+  own savepoint: only the failing item's caller sees the error. A group runs its batches
+  first, then its single writes in order of arrival (every write of a group is concurrent
+  with the others, so any order is one they could have had): the dispatcher's claim sees
+  the slots freed by the completions committed beside it.
 - Reads use their own connections (WAL snapshots), also in worker threads.
 - apsw errors are translated to :class:`~appliance.errors.StoreError` here and only here.
 - ``threaded=False`` runs the same functions inline on the calling thread. Engine tests
@@ -129,11 +132,16 @@ def run_group(conn: apsw.Connection, group: Sequence[_Write[Any]]) -> None:
 
 
 def _units(group: Sequence[_Write[Any]]) -> list[list[_Write[Any]]]:
-    """The group's writes, those of one batch function together (in order of arrival)."""
-    units: dict[object, list[_Write[Any]]] = {}
+    """The group's writes, those of one batch function together: the batches first, then
+    the single writes, each in order of arrival (see the module rules)."""
+    batches: dict[object, list[_Write[Any]]] = {}
+    singles: list[list[_Write[Any]]] = []
     for item in group:
-        units.setdefault(item if item.batch is None else item.batch, []).append(item)
-    return list(units.values())
+        if item.batch is None:
+            singles.append([item])
+        else:
+            batches.setdefault(item.batch, []).append(item)
+    return [*batches.values(), *singles]
 
 
 def _run_one(conn: apsw.Connection, item: _Write[Any]) -> None:
