@@ -9,6 +9,9 @@ Rules this module guards (ADR 0033, docs/architecture.md "Storage"):
   its own savepoint, and committed by one ``COMMIT`` (one fsync). A write that raises is
   rolled back to its savepoint alone; the others commit. Nobody's ``write`` returns before
   the ``COMMIT`` that contains it has returned, so an acknowledged write is durable.
+  Whoever finds the writer free commits what is queued; the others wait for the writer to
+  be free again, and the writes of a group are woken together when it is over (not one
+  after the other through the limiter).
 - Batched writes (:meth:`Database.write_batched`): the items of one batch function that
   wait together are written by one call of it, in one savepoint (the dispatcher's
   completions: one ``executemany`` per statement, not a savepoint and three statements
@@ -104,6 +107,7 @@ class _Write(Generic[T]):
     batch: Callable[[apsw.Connection, Sequence[Any]], Sequence[T]] | None = None
     item: Any = None  # this write's item of ``batch``
     taken: bool = False
+    done: trio.Event | None = None  # its group's, set once that group is over
     result: T | None = None
     error: BaseException | None = None
 
@@ -223,6 +227,8 @@ class Database:
         self._writer.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
         self._readers = [_connect(path, vfs) for _ in range(readers)]
         self._write_limiter = trio.CapacityLimiter(1)
+        self._writer_free = trio.Event()  # set whenever nobody holds the writer
+        self._writer_free.set()
         self._pending: list[_Write[Any]] = []
         self.group_commits = 0  # transactions committed by ``write`` (for figures, metrics)
         self.grouped_writes = 0  # writes those transactions carried
@@ -328,19 +334,41 @@ class Database:
             return result
         self._pending.append(item)
         try:
-            async with self._write_limiter:
-                while not item.taken:  # whoever holds the limiter commits for the queue
+            while not item.taken:  # whoever finds the writer free commits for the queue
+                if not self._write_limiter.available_tokens:
+                    await self._writer_free.wait()
+                    continue
+                self._write_limiter.acquire_nowait()
+                self._take_writer()
+                try:
                     await self._commit_group()
+                finally:
+                    self._free_writer()
         finally:
             if not item.taken:  # cancelled while queued: it never runs
                 self._pending.remove(item)
+        assert item.done is not None
+        if not item.done.is_set():
+            await item.done.wait()  # in another's group: all its writers wake at once
         return item.unwrap()
+
+    def _take_writer(self) -> None:
+        """Just acquired the write limiter: the writer is no longer free."""
+        if self._writer_free.is_set():
+            self._writer_free = trio.Event()
+
+    def _free_writer(self) -> None:
+        self._write_limiter.release()
+        if self._write_limiter.available_tokens:  # not handed on to a waiting checkpoint
+            self._writer_free.set()
 
     async def _commit_group(self) -> None:
         group = self._pending[:MAX_GROUP]
         del self._pending[:MAX_GROUP]
+        done = trio.Event()
         for item in group:
             item.taken = True
+            item.done = done
         try:
             await trio.to_thread.run_sync(run_group, self._writer, group, abandon_on_cancel=False)
             self.group_commits += 1
@@ -351,6 +379,8 @@ class Database:
                 item.error = exc
             if not isinstance(exc, Exception):
                 raise
+        finally:
+            done.set()
 
     async def wait_for_commit(self) -> None:
         """Return after the next transaction committed by :meth:`write` in this process
@@ -391,8 +421,12 @@ class Database:
     async def checkpoint_wal(self, *, now_ms: int) -> WalCheckpoint:
         """:meth:`checkpoint` off the event loop, between writes: it uses the writer
         connection, which must never be used from two threads at once."""
-        async with self._write_limiter:
+        await self._write_limiter.acquire()
+        self._take_writer()
+        try:
             return await self._run(functools.partial(self.checkpoint, now_ms=now_ms))
+        finally:
+            self._free_writer()
 
     def checkpoint(self, *, now_ms: int) -> WalCheckpoint:
         """A passive WAL checkpoint (never blocks readers or the writer), remembered as
