@@ -112,6 +112,8 @@ def store_figures(path: Path, *, deliveries: int) -> Figures:
         figures[f"store {name} ms/delivery"] = 1000 * cpu_s / deliveries
         figures[f"store {name} calls"] = items
     figures["store group commits"] = sum(found["groups"].values())
+    for name, n in found.get("alone", {}).items():
+        figures[f"store {name} alone in a group"] = n
     return figures
 
 

@@ -27,6 +27,7 @@ from appliance.store import database
 
 _calls: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
 _groups: collections.Counter[int] = collections.Counter()
+_alone: collections.Counter[str] = collections.Counter()  # writes that had a group to themselves
 _run_group = database.run_group
 _run_read = database.run_read
 
@@ -58,6 +59,7 @@ def _timed(fn: Callable[..., Any], name: str, items: Callable[[tuple[Any, ...]],
 def run_group(conn: Any, group: Sequence[Any]) -> None:
     start = time.thread_time()
     batches: dict[Any, Any] = {}
+    alone = _name(group[0].batch or group[0].call) if len(group) == 1 else None
     for item in group:
         if getattr(item, "batch", None) is not None:  # one wrapper per batch function
             if item.batch not in batches:
@@ -71,6 +73,8 @@ def run_group(conn: Any, group: Sequence[Any]) -> None:
         _calls["<group>"][1] += time.thread_time() - start
         _calls["<group>"][0] += 1
         _groups[len(group)] += 1
+        if alone is not None:
+            _alone[alone] += 1
 
 
 def run_read(conn: Any, fn: Callable[..., Any]) -> Any:
@@ -91,7 +95,7 @@ def _dump() -> None:
     out = os.environ.get("STEEPLE_BENCH_STORE_CALLS")
     if out:
         with open(out, "w") as f:
-            json.dump({"calls": calls, "groups": dict(_groups)}, f)
+            json.dump({"calls": calls, "groups": dict(_groups), "alone": dict(_alone)}, f)
 
 
 def main() -> None:

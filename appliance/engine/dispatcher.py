@@ -2,7 +2,13 @@
 
 Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
 
-- At most ``concurrency`` deliveries in flight. Claims take only free slots, in one
+- At most ``concurrency`` deliveries in flight. A delivery holds its slot while its
+  request is out; the slot is free again as soon as the answer (or failure) is in, and the
+  outcome is recorded beside the next claim: the claim loop is woken before the outcome is
+  handed to the group commit, so the claim rides in the same transaction, after the
+  outcomes (:class:`appliance.store.database.Database` runs batched writes first), and
+  counts their runs as finished. Until its outcome is committed the run still holds its
+  lease (the reaper spares it, drain waits for it). Claims take only free slots, in one
   statement (:func:`appliance.store.claims.claim_runs`), and only once at least
   ``claim_batch`` slots are free (default a quarter of ``concurrency``): under load, one
   claim per freed slot would cost a transaction per delivery (≈ 6× the CPU of a claim
@@ -148,6 +154,7 @@ class Dispatcher:
         self._rand = rand or random.Random()
         self._renew = renew_leases
         self._live: dict[str, InFlight] = {}  # by lease token: one run may be claimed again
+        self._recording: dict[str, InFlight] = {}  # outcome handed to the writer, not committed
         self._renewals_ok = True
         self._draining = False
         self._emptied = trio.Event()
@@ -164,7 +171,9 @@ class Dispatcher:
 
     @property
     def in_flight(self) -> int:
-        return len(self._live)
+        """Deliveries claimed and not yet recorded (their request out, or their outcome
+        being written)."""
+        return len(self._live) + len(self._recording)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -178,7 +187,7 @@ class Dispatcher:
     async def drain(self) -> None:
         """Stop claiming and wait until every delivery in flight has been recorded."""
         self._draining = True
-        if self._live:
+        if self.in_flight:
             self._emptied = trio.Event()
             await self._emptied.wait()
 
@@ -241,6 +250,7 @@ class Dispatcher:
                 return
             completion = await self._attempt(live)
             finished = Finished(live.run, completion, self._clock.now_ms())
+            self._hand_over(live)  # no checkpoint before the write is queued (module rules)
             applied = await self._db.write_batched(complete_runs, finished)
             if not applied:
                 log.warning(
@@ -251,10 +261,19 @@ class Dispatcher:
             if self._breakers is not None:
                 await self._breakers.record(origin, live.run, completion)
         finally:
-            del self._live[live.run.lease_token]
-            if not self._live:
+            token = live.run.lease_token
+            if self._live.pop(token, None) is not None:
+                self._slot_freed(live.run)
+            self._recording.pop(token, None)
+            if not self.in_flight:
                 self._emptied.set()
-            self._slot_freed(live.run)
+
+    def _hand_over(self, live: InFlight) -> None:
+        """The request is done: free its slot (the claim loop may run beside the outcome's
+        write) while the run stays held until its outcome is committed."""
+        token = live.run.lease_token
+        self._recording[token] = self._live.pop(token)
+        self._slot_freed(live.run)
 
     async def _attempt(self, live: InFlight) -> Completion:
         run = live.run
@@ -372,7 +391,8 @@ class Dispatcher:
         now = trio.current_time()
         return frozenset(
             token
-            for token, live in self._live.items()
+            for held in (self._live, self._recording)
+            for token, live in held.items()
             if not live.lapsed and now < live.lease_deadline
         )
 
@@ -384,8 +404,9 @@ class Dispatcher:
     async def renew_once(self) -> None:
         """Renew every lease this incarnation holds; on success move live deadlines
         forward, on failure stop claiming until a renewal succeeds."""
-        if self._live:
-            covered = list(self._live.values())  # claimed (committed) before this renewal
+        if self.in_flight:
+            # claimed (committed) before this renewal
+            covered = [*self._live.values(), *self._recording.values()]
             started, now = trio.current_time(), self._clock.now_ms()
             try:
                 renewed = await self._db.write(

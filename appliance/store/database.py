@@ -9,11 +9,17 @@ Rules this module guards (ADR 0033, docs/architecture.md "Storage"):
   its own savepoint, and committed by one ``COMMIT`` (one fsync). A write that raises is
   rolled back to its savepoint alone; the others commit. Nobody's ``write`` returns before
   the ``COMMIT`` that contains it has returned, so an acknowledged write is durable.
+  Whoever finds the writer free commits what is queued; the others wait for the writer to
+  be free again, and the writes of a group are woken together when it is over (not one
+  after the other through the limiter).
 - Batched writes (:meth:`Database.write_batched`): the items of one batch function that
   wait together are written by one call of it, in one savepoint (the dispatcher's
   completions: one ``executemany`` per statement, not a savepoint and three statements
   each). If that call raises, it is rolled back and each item is written alone in its
-  own savepoint: only the failing item's caller sees the error.
+  own savepoint: only the failing item's caller sees the error. A group runs its batches
+  first, then its single writes in order of arrival (every write of a group is concurrent
+  with the others, so any order is one they could have had): the dispatcher's claim sees
+  the slots freed by the completions committed beside it.
 - Reads use their own connections (WAL snapshots), also in worker threads.
 - apsw errors are translated to :class:`~appliance.errors.StoreError` here and only here.
 - ``threaded=False`` runs the same functions inline on the calling thread. Engine tests
@@ -101,6 +107,7 @@ class _Write(Generic[T]):
     batch: Callable[[apsw.Connection, Sequence[Any]], Sequence[T]] | None = None
     item: Any = None  # this write's item of ``batch``
     taken: bool = False
+    done: trio.Event | None = None  # its group's, set once that group is over
     result: T | None = None
     error: BaseException | None = None
 
@@ -129,11 +136,16 @@ def run_group(conn: apsw.Connection, group: Sequence[_Write[Any]]) -> None:
 
 
 def _units(group: Sequence[_Write[Any]]) -> list[list[_Write[Any]]]:
-    """The group's writes, those of one batch function together (in order of arrival)."""
-    units: dict[object, list[_Write[Any]]] = {}
+    """The group's writes, those of one batch function together: the batches first, then
+    the single writes, each in order of arrival (see the module rules)."""
+    batches: dict[object, list[_Write[Any]]] = {}
+    singles: list[list[_Write[Any]]] = []
     for item in group:
-        units.setdefault(item if item.batch is None else item.batch, []).append(item)
-    return list(units.values())
+        if item.batch is None:
+            singles.append([item])
+        else:
+            batches.setdefault(item.batch, []).append(item)
+    return [*batches.values(), *singles]
 
 
 def _run_one(conn: apsw.Connection, item: _Write[Any]) -> None:
@@ -215,6 +227,8 @@ class Database:
         self._writer.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
         self._readers = [_connect(path, vfs) for _ in range(readers)]
         self._write_limiter = trio.CapacityLimiter(1)
+        self._writer_free = trio.Event()  # set whenever nobody holds the writer
+        self._writer_free.set()
         self._pending: list[_Write[Any]] = []
         self.group_commits = 0  # transactions committed by ``write`` (for figures, metrics)
         self.grouped_writes = 0  # writes those transactions carried
@@ -320,19 +334,41 @@ class Database:
             return result
         self._pending.append(item)
         try:
-            async with self._write_limiter:
-                while not item.taken:  # whoever holds the limiter commits for the queue
+            while not item.taken:  # whoever finds the writer free commits for the queue
+                if not self._write_limiter.available_tokens:
+                    await self._writer_free.wait()
+                    continue
+                self._write_limiter.acquire_nowait()
+                self._take_writer()
+                try:
                     await self._commit_group()
+                finally:
+                    self._free_writer()
         finally:
             if not item.taken:  # cancelled while queued: it never runs
                 self._pending.remove(item)
+        assert item.done is not None
+        if not item.done.is_set():
+            await item.done.wait()  # in another's group: all its writers wake at once
         return item.unwrap()
+
+    def _take_writer(self) -> None:
+        """Just acquired the write limiter: the writer is no longer free."""
+        if self._writer_free.is_set():
+            self._writer_free = trio.Event()
+
+    def _free_writer(self) -> None:
+        self._write_limiter.release()
+        if self._write_limiter.available_tokens:  # not handed on to a waiting checkpoint
+            self._writer_free.set()
 
     async def _commit_group(self) -> None:
         group = self._pending[:MAX_GROUP]
         del self._pending[:MAX_GROUP]
+        done = trio.Event()
         for item in group:
             item.taken = True
+            item.done = done
         try:
             await trio.to_thread.run_sync(run_group, self._writer, group, abandon_on_cancel=False)
             self.group_commits += 1
@@ -343,6 +379,8 @@ class Database:
                 item.error = exc
             if not isinstance(exc, Exception):
                 raise
+        finally:
+            done.set()
 
     async def wait_for_commit(self) -> None:
         """Return after the next transaction committed by :meth:`write` in this process
@@ -383,8 +421,12 @@ class Database:
     async def checkpoint_wal(self, *, now_ms: int) -> WalCheckpoint:
         """:meth:`checkpoint` off the event loop, between writes: it uses the writer
         connection, which must never be used from two threads at once."""
-        async with self._write_limiter:
+        await self._write_limiter.acquire()
+        self._take_writer()
+        try:
             return await self._run(functools.partial(self.checkpoint, now_ms=now_ms))
+        finally:
+            self._free_writer()
 
     def checkpoint(self, *, now_ms: int) -> WalCheckpoint:
         """A passive WAL checkpoint (never blocks readers or the writer), remembered as
