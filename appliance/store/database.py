@@ -5,21 +5,13 @@ Rules this module guards (ADR 0033, docs/architecture.md "Storage"):
 - Every write runs inside a ``BEGIN IMMEDIATE`` transaction on the single writer
   connection, in a worker thread behind a ``CapacityLimiter(1)``: writers queue in trio,
   not in SQLite.
-- Group commit: writes that arrive while another is committing are run together, each in
-  its own savepoint, and committed by one ``COMMIT`` (one fsync). A write that raises is
-  rolled back to its savepoint alone; the others commit. Nobody's ``write`` returns before
-  the ``COMMIT`` that contains it has returned, so an acknowledged write is durable.
-  Whoever finds the writer free commits what is queued; the others wait for the writer to
-  be free again, and the writes of a group are woken together when it is over (not one
-  after the other through the limiter).
-- Batched writes (:meth:`Database.write_batched`): the items of one batch function that
-  wait together are written by one call of it, in one savepoint (the dispatcher's
-  completions: one ``executemany`` per statement, not a savepoint and three statements
-  each). If that call raises, it is rolled back and each item is written alone in its
-  own savepoint: only the failing item's caller sees the error. A group runs its batches
-  first, then its single writes in order of arrival (every write of a group is concurrent
-  with the others, so any order is one they could have had): the dispatcher's claim sees
-  the slots freed by the completions committed beside it.
+- Group commit: writes that arrive while another is committing are run together and
+  committed by one ``COMMIT`` (one fsync); nobody's ``write`` returns before the
+  ``COMMIT`` that contains it has returned, so an acknowledged write is durable. Whoever
+  finds the writer free commits what is queued; the others wait for the writer to be free
+  again, and the writes of a group are woken together when it is over (not one after the
+  other through the limiter). How a group runs on the connection — savepoints, batched
+  writes — is :mod:`appliance.store.group_commit`.
 - Reads use their own connections (WAL snapshots), also in worker threads.
 - apsw errors are translated to :class:`~appliance.errors.StoreError` here and only here.
 - ``threaded=False`` runs the same functions inline on the calling thread. Engine tests
@@ -37,13 +29,14 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import apsw
 import trio
 
 from appliance.errors import SteepleError, StoreError
 from appliance.store.datadir import create_private_file
+from appliance.store.group_commit import MAX_GROUP, PendingWrite, run_group
 from appliance.store.migrate import migrate
 from appliance.store.snapshot import snapshot_before_migration
 
@@ -94,88 +87,6 @@ def run_write(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
         raise
     conn.execute("COMMIT")
     return result
-
-
-MAX_GROUP = 256  # writes per group commit
-
-
-@dataclass(slots=True, eq=False)
-class _Write(Generic[T]):
-    """One caller's write waiting for, or done by, a group commit."""
-
-    call: Callable[[apsw.Connection], T]
-    batch: Callable[[apsw.Connection, Sequence[Any]], Sequence[T]] | None = None
-    item: Any = None  # this write's item of ``batch``
-    taken: bool = False
-    done: trio.Event | None = None  # its group's, set once that group is over
-    result: T | None = None
-    error: BaseException | None = None
-
-    def unwrap(self) -> T:
-        if self.error is not None:
-            if isinstance(self.error, apsw.Error):
-                raise _translate(self.error) from self.error
-            raise self.error
-        return self.result  # type: ignore[return-value]  # set whenever error is None
-
-
-def run_group(conn: apsw.Connection, group: Sequence[_Write[Any]]) -> None:
-    """Run every write of ``group`` in its own savepoint inside one transaction; the
-    items of one batch function in one savepoint, by one call (alone if it raises)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for unit in _units(group):
-            if len(unit) == 1 or not _run_batch(conn, unit):
-                for item in unit:
-                    _run_one(conn, item)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:  # a failed COMMIT may already have rolled back
-            conn.execute("ROLLBACK")
-        raise
-
-
-def _units(group: Sequence[_Write[Any]]) -> list[list[_Write[Any]]]:
-    """The group's writes, those of one batch function together: the batches first, then
-    the single writes, each in order of arrival (see the module rules)."""
-    batches: dict[object, list[_Write[Any]]] = {}
-    singles: list[list[_Write[Any]]] = []
-    for item in group:
-        if item.batch is None:
-            singles.append([item])
-        else:
-            batches.setdefault(item.batch, []).append(item)
-    return [*batches.values(), *singles]
-
-
-def _run_one(conn: apsw.Connection, item: _Write[Any]) -> None:
-    conn.execute("SAVEPOINT one_write")
-    try:
-        item.result = item.call(conn)
-    except Exception as exc:  # noqa: BLE001 - re-raised to its caller by unwrap()
-        conn.execute("ROLLBACK TO one_write")
-        item.error = exc
-    conn.execute("RELEASE one_write")
-
-
-def _run_batch(conn: apsw.Connection, unit: Sequence[_Write[Any]]) -> bool:
-    """Write the items of one batch function by one call; False (nothing written) if it
-    raised: then each is written alone, so one bad item does not fail the others."""
-    batch = unit[0].batch
-    assert batch is not None
-    conn.execute("SAVEPOINT one_write")
-    try:
-        results = list(batch(conn, [item.item for item in unit]))
-        if len(results) != len(unit):
-            raise ValueError(f"{batch!r} returned {len(results)} results for {len(unit)} items")
-    except Exception:  # noqa: BLE001 - each item is tried again alone, errors to its caller
-        conn.execute("ROLLBACK TO one_write")
-        conn.execute("RELEASE one_write")
-        return False
-    conn.execute("RELEASE one_write")
-    for item, result in zip(unit, results, strict=True):
-        item.result = result
-    return True
 
 
 def _quick_check(conn: apsw.Connection, path: Path) -> None:
@@ -229,7 +140,7 @@ class Database:
         self._write_limiter = trio.CapacityLimiter(1)
         self._writer_free = trio.Event()  # set whenever nobody holds the writer
         self._writer_free.set()
-        self._pending: list[_Write[Any]] = []
+        self._pending: list[PendingWrite[Any]] = []
         self.group_commits = 0  # transactions committed by ``write`` (for figures, metrics)
         self.grouped_writes = 0  # writes those transactions carried
         self._read_limiter = trio.CapacityLimiter(readers)
@@ -310,7 +221,7 @@ class Database:
         def bound(conn: apsw.Connection) -> T:
             return fn(conn, *args, **kw)
 
-        return await self._submit(_Write(call=bound))
+        return await self._submit(PendingWrite(call=bound))
 
     async def write_batched(
         self, fn: Callable[[apsw.Connection, Sequence[Item]], Sequence[T]], item: Item
@@ -323,9 +234,9 @@ class Database:
             (result,) = fn(conn, [item])
             return result
 
-        return await self._submit(_Write(call=alone, batch=fn, item=item))
+        return await self._submit(PendingWrite(call=alone, batch=fn, item=item))
 
-    async def _submit(self, item: _Write[T]) -> T:
+    async def _submit(self, item: PendingWrite[T]) -> T:
         if not self.threaded:
             async with self._write_limiter:
                 call = functools.partial(run_write, self._writer, item.call)
@@ -350,7 +261,10 @@ class Database:
         assert item.done is not None
         if not item.done.is_set():
             await item.done.wait()  # in another's group: all its writers wake at once
-        return item.unwrap()
+        try:
+            return item.outcome()
+        except apsw.Error as exc:
+            raise _translate(exc) from exc
 
     def _take_writer(self) -> None:
         """Just acquired the write limiter: the writer is no longer free."""
