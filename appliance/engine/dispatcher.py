@@ -38,7 +38,7 @@ Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
   receiver may take all of it; running out is a ``deadline`` failure.
 - Each attempt is built and signed immediately before it is sent (``signed_at`` from the
   injected wall clock), classified, and decided by :mod:`appliance.core.retry` (the random
-  factor comes from an injectable ``random.Random``).
+  factor comes from an injectable ``random.Random``), in :mod:`appliance.engine.outcomes`.
 - The outcome is written fenced on the lease token: if the lease was taken away meanwhile,
   the attempt is recorded ``stale`` and the run is left to whoever holds it now. The
   outcomes that finish together are written in one batch (one ``executemany`` per
@@ -68,18 +68,12 @@ import trio
 from appliance.clock import WallClock
 from appliance.core.breaker import BreakerConfig, origin_of
 from appliance.core.delivery import RESEND_HEADER, build_request
-from appliance.core.retry import (
-    TransportFailure,
-    Verdict,
-    classify_failure,
-    classify_response,
-    decide,
-    decide_reclaim,
-)
+from appliance.core.retry import Verdict
 from appliance.core.runs import AttemptOutcome
 from appliance.engine.breakers import Breakers
 from appliance.engine.delivery import Exchange, SendResult, send
 from appliance.engine.in_flight import InFlight
+from appliance.engine.outcomes import classify, completion, given_up, timed_out
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
 from appliance.store.backend import Store
@@ -300,87 +294,22 @@ class Dispatcher:
                 result = await send(self._client, request)
             if live.scope.cancelled_caught:
                 if live.lapsed or live.lease_deadline < live.own_deadline:
-                    return self._given_up(live, started, signed_at=signed_at)
-                result = self._timed_out(live, started)
+                    return given_up(live, started, signed_at=signed_at, clock=self._clock)
+                result = timed_out(live, started)
         except Exception as exc:  # the per-delivery boundary (see the module docstring)
             log.exception("run %s attempt %d failed inside Steeple", run.run_id, run.attempt)
             verdict = Verdict(outcome=AttemptOutcome.RETRYABLE)
             error = f"internal error: {type(exc).__name__}: {exc}"
             failed = SendResult.failed(error, started=started, failure=None)
             return self._complete(run, verdict, failed, signed_at=None)
-        return self._complete(run, self._classify(run, result), result, signed_at=signed_at)
-
-    def _timed_out(self, live: InFlight, started: float) -> SendResult:
-        error = f"no response within the {live.run.timeout_seconds} s deadline"
-        return SendResult.failed(error, started=started, failure=TransportFailure.DEADLINE)
-
-    def _given_up(self, live: InFlight, started: float, *, signed_at: int | None) -> Completion:
-        """The attempt this executor cut short itself because its lease lapsed or could
-        lapse: ``abandoned``, decided as the reaper's reclaim of a lapsed lease would be
-        (:func:`appliance.core.retry.decide_reclaim`: charged, due again at once) — not a
-        receiver's timeout, which would wait at least a minute. No failure class, so the
-        target's circuit breaker does not count it against the receiver."""
-        run = live.run
-        if live.lapsed:
-            error = "cancelled: its lease lapsed before a heartbeat could renew it"
-        else:
-            error = "cancelled before its lease could lapse (lease renewals are failing)"
-        now = self._clock.now_ms()
-        decision = decide_reclaim(
-            run.retry,
-            budget=run.budget,
-            attempt=run.attempt,
-            restart=False,
-            abandoned_in_a_row=1,
-            now_ms=now,
-        )
-        return Completion(
-            outcome=AttemptOutcome.ABANDONED,
-            transition=decision.transition,
-            due_at=decision.due_at,
-            failure_reason=None
-            if decision.failure_reason is None
-            else decision.failure_reason.value,
-            http_status=None,
-            error=error,
-            latency_ms=round((trio.current_time() - started) * 1000),
-            response_excerpt=None,
-            signed_at=signed_at,
-        )
-
-    def _classify(self, run: ClaimedRun, result: SendResult) -> Verdict:
-        if result.status is not None:
-            now = self._clock.now_ms()
-            return classify_response(
-                result.status, result.retry_after, now_ms=now, policy=run.retry
-            )
-        return classify_failure(result.failure or TransportFailure.PROTOCOL)
+        verdict = classify(run, result, clock=self._clock)
+        return self._complete(run, verdict, result, signed_at=signed_at)
 
     def _complete(
         self, run: ClaimedRun, verdict: Verdict, result: SendResult, *, signed_at: int | None
     ) -> Completion:
-        decision = decide(
-            run.retry,
-            attempt=run.budget.attempts_used(run.attempt),
-            verdict=verdict,
-            scheduled_for_ms=run.budget.window_start,
-            now_ms=self._clock.now_ms(),
-            rand=self._rand.random(),
-        )
-        return Completion(
-            outcome=verdict.outcome,
-            transition=decision.transition,
-            due_at=decision.due_at,
-            failure_reason=None
-            if decision.failure_reason is None
-            else decision.failure_reason.value,
-            http_status=result.status,
-            error=result.error_text(),
-            latency_ms=result.latency_ms,
-            response_excerpt=result.excerpt or None,
-            failure_class=None if result.failure is None else result.failure.value,
-            pause_schedule=verdict.pause_schedule,
-            signed_at=signed_at,
+        return completion(
+            run, verdict, result, signed_at=signed_at, clock=self._clock, rand=self._rand.random()
         )
 
     # --- heartbeat -------------------------------------------------------------------------
