@@ -10,7 +10,9 @@ every arm comes before run i + 1 of any, so the arms meet the same load. Ratios 
 Steeple ÷ peer for rates and peer ÷ Steeple for times and CPU (> 1: Steeple better).
 
 ``python -m bench.peer [--size 10000] [--rates 500] [--duration 60] [--runs 3]
-[--peers apscheduler,naive]``
+[--peers apscheduler,naive] [--answer-ms 0]``: ``--answer-ms N`` makes the sink answer
+each delivery N ms after it arrived (a receiver that does some work; lateness still
+counts arrivals), where one POST at a time shows what it costs.
 """
 
 from __future__ import annotations
@@ -122,12 +124,18 @@ def main() -> None:
     parser.add_argument("--peer-lead", type=float, help="APScheduler burst lead (s)")
     parser.add_argument("--naive-lead", type=float, default=5.0, help="naive burst lead (s)")
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument(
+        "--answer-ms", type=int, default=0, help="the sink answers each delivery after (ms)"
+    )
     args = parser.parse_args()
     peers = parse_peers(args.peers)
     leads = {"apscheduler": args.peer_lead or 10 + args.size / 300, "naive": args.naive_lead}
     groups: Groups = {}
     compare: dict[str, list[str]] = {}
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp, sink() as the_sink:
+    with (
+        tempfile.TemporaryDirectory(dir=args.workdir) as tmp,
+        sink(answer_ms=args.answer_ms) as the_sink,
+    ):
         work = Path(tmp)
         titled: list[tuple[str, Groups]] = []
         if args.size:
@@ -138,7 +146,7 @@ def main() -> None:
             groups.update(arm)
             compare[title] = [f"{title}: {a}" for a in ["steeple", *peers]]
     params = {"size": args.size, "rates": args.rates, "duration_s": args.duration,
-              "peers": ",".join(peers)}  # fmt: skip
+              "peers": ",".join(peers), "answer_ms": args.answer_ms}  # fmt: skip
     publish("peer", params, groups, compare=compare)
 
 

@@ -155,9 +155,9 @@ class Sink:
 
 
 @contextmanager
-def sink() -> Iterator[Sink]:
+def sink(*, answer_ms: int = 0) -> Iterator[Sink]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.sink", "--port", "0"],
+        [sys.executable, "-m", "bench.sink", "--port", "0", "--answer-ms", str(answer_ms)],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -1,10 +1,12 @@
-"""The loopback sink: a tenant endpoint in its own process that answers 200 at once and
-records every delivery, so lateness, duplicates and losses are counted by the receiver.
+"""The loopback sink: a tenant endpoint in its own process that answers 200 at once (or
+after ``--answer-ms``, a receiver that does some work) and records every delivery, so
+lateness, duplicates and losses are counted by the receiver.
 
-``python -m bench.sink --port 0 [--out FILE]`` prints ``port <n>`` on stdout when it
-accepts connections. HTTP/1.1 keep-alive on raw asyncio protocols (no framework: the sink
-must never be the bottleneck). Per request it records, at the moment the whole request
-has arrived: ``time.time_ns()``, ``X-Idempotency-Key``, ``X-Attempt``, ``X-Scheduled-For``.
+``python -m bench.sink --port 0 [--out FILE] [--answer-ms N]`` prints ``port <n>`` on
+stdout when it accepts connections. HTTP/1.1 keep-alive on raw asyncio protocols (no
+framework: the sink must never be the bottleneck). Per request it records, at the moment
+the whole request has arrived: ``time.time_ns()``, ``X-Idempotency-Key``, ``X-Attempt``,
+``X-Scheduled-For``.
 
 Control requests (any method, any other path is a delivery):
 - ``/_count`` → ``{"count": n, "distinct": distinct keys}``
@@ -55,8 +57,9 @@ class Recorder:
 class SinkProtocol(asyncio.Protocol):
     """One keep-alive connection; pipelined requests are answered in order."""
 
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, answer_s: float = 0.0) -> None:
         self.recorder = recorder
+        self.answer_s = answer_s
         self.buffer = bytearray()
         self.transport: asyncio.Transport | None = None
 
@@ -92,18 +95,25 @@ class SinkProtocol(asyncio.Protocol):
         if answer is None:
             self.recorder.records.append((arrived, found[0], found[1], found[2]))
             self.recorder.keys.add(found[0])
-            self.transport.write(_OK)
+            if self.answer_s:  # recorded on arrival, answered later (in arrival order)
+                asyncio.get_running_loop().call_later(self.answer_s, self._answer)
+            else:
+                self.transport.write(_OK)
         else:
             header = f"HTTP/1.1 200 OK\r\nContent-Length: {len(answer)}\r\n\r\n".encode()
             self.transport.write(header + answer)
         return True
 
+    def _answer(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(_OK)
 
-async def serve(port: int, out: Path | None) -> None:
+
+async def serve(port: int, out: Path | None, answer_ms: int = 0) -> None:
     recorder = Recorder()
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
-        lambda: SinkProtocol(recorder), "127.0.0.1", port, backlog=4096
+        lambda: SinkProtocol(recorder, answer_ms / 1000), "127.0.0.1", port, backlog=4096
     )
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -121,8 +131,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--out", type=Path, help="JSON lines written on SIGTERM")
+    parser.add_argument("--answer-ms", type=int, default=0, help="answer each delivery after")
     args = parser.parse_args()
-    asyncio.run(serve(args.port, args.out))
+    asyncio.run(serve(args.port, args.out, args.answer_ms))
 
 
 if __name__ == "__main__":

@@ -80,6 +80,25 @@ def test_sink_records_keep_alive_requests(the_sink: Sink) -> None:
     assert all(r.scheduled_for == "2026-11-29T00:00:00Z" and r.attempt == 1 for r in records)
 
 
+def test_a_slow_sink_records_on_arrival_and_answers_after_its_delay() -> None:
+    import http.client
+    import time
+
+    from bench.processes import sink
+
+    with sink(answer_ms=300) as slow:
+        conn = http.client.HTTPConnection("127.0.0.1", slow.port, timeout=10)
+        sent = time.time_ns()
+        conn.request("POST", "/hook", body=b"{}", headers={"X-Idempotency-Key": "k"})
+        response = conn.getresponse()
+        answered = time.time_ns()
+        assert (response.status, response.read()) == (200, b"")
+        conn.close()
+        (record,) = slow.records()
+    assert answered - sent >= 300_000_000  # the receiver's work, before its answer
+    assert record.at_ns - sent < 300_000_000  # the arrival is what lateness counts
+
+
 def test_burst_delivers_every_occurrence(tmp_path: Path, the_sink: Sink) -> None:
     figures = burst.burst_once(tmp_path, n=50, lead_s=12, timeout_s=60, the_sink=the_sink)
     assert (figures["delivered"], figures["lost"]) == (50, 0)
