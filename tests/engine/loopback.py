@@ -91,6 +91,17 @@ class Receiver:
 
 
 @contextlib.asynccontextmanager
+async def serving(handle: Callable[[trio.SocketStream], Awaitable[None]]) -> AsyncIterator[int]:
+    """Serve ``handle`` on a free port of 127.0.0.1 until the block ends; yields the port."""
+    async with trio.open_nursery() as nursery:
+        listeners: list[trio.SocketListener] = await nursery.start(
+            functools.partial(trio.serve_tcp, handle, 0, host="127.0.0.1")
+        )
+        yield listeners[0].socket.getsockname()[1]
+        nursery.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
 async def receiver(reply: Reply, *, read_first: bool = True) -> AsyncIterator[Receiver]:
     """Serve on 127.0.0.1; ``read_first=False`` replies without waiting for a request."""
     rx = Receiver()
@@ -101,13 +112,9 @@ async def receiver(reply: Reply, *, read_first: bool = True) -> AsyncIterator[Re
                 rx.requests.append(await read_request(stream))
             await reply(stream)
 
-    async with trio.open_nursery() as nursery:
-        listeners: list[trio.SocketListener] = await nursery.start(
-            functools.partial(trio.serve_tcp, handle, 0, host="127.0.0.1")
-        )
-        rx.port = listeners[0].socket.getsockname()[1]
+    async with serving(handle) as port:
+        rx.port = port
         yield rx
-        nursery.cancel_scope.cancel()
 
 
 async def answer_ok(n: int) -> tuple[bytes, bool]:
@@ -156,13 +163,9 @@ async def keep_alive_server(respond: Respond = answer_ok) -> AsyncIterator[KeepA
         await stream.aclose()
         server.ended[number].set()
 
-    async with trio.open_nursery() as nursery:
-        listeners: list[trio.SocketListener] = await nursery.start(
-            functools.partial(trio.serve_tcp, handle, 0, host="127.0.0.1")
-        )
-        server.port = listeners[0].socket.getsockname()[1]
+    async with serving(handle) as port:
+        server.port = port
         yield server
-        nursery.cancel_scope.cancel()
 
 
 async def delivered(client: DeliveryClient, url: str) -> int | None:

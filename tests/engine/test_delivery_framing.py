@@ -7,7 +7,6 @@ response read to its end that allows keep-alive and left nothing behind."""
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
@@ -22,7 +21,7 @@ from appliance.core.retry import TransportFailure
 from appliance.engine.delivery import DeliveryClient, SendResult, send
 from appliance.engine.delivery.request import RequestError, frame_post
 from appliance.engine.delivery.response import MAX_HEAD_BYTES, ResponseError, ResponseReader
-from tests.engine.loopback import LOOPBACK_ALLOWED, delivery, read_request, receiver
+from tests.engine.loopback import LOOPBACK_ALLOWED, delivery, read_request, receiver, serving
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
@@ -57,13 +56,9 @@ async def raw_server(*answers: Sequence[bytes]) -> AsyncIterator[RawServer]:
                     await stream.send_all(part)
             await stream.aclose()
 
-    async with trio.open_nursery() as nursery:
-        listeners: list[trio.SocketListener] = await nursery.start(
-            functools.partial(trio.serve_tcp, handle, 0, host="127.0.0.1")
-        )
-        server.port = listeners[0].socket.getsockname()[1]
+    async with serving(handle) as port:
+        server.port = port
         yield server
-        nursery.cancel_scope.cancel()
 
 
 async def two_deliveries(first: Sequence[bytes]) -> tuple[SendResult, RawServer, int]:
@@ -243,8 +238,28 @@ def test_the_end_of_the_stream_ends_only_a_body_framed_by_it() -> None:
 
 FUZZ = st.binary(max_size=12) | st.sampled_from(
     [b"a\r\nX-Injected: 1", b"a\nb", b"a\rb", b" a", b"a ", b"a\tb", b"a  b", b"\xff\xfe",
-     b"a\x00", b"X Y", b"X:Y", b"", b"ok", b"/a?b=%20", b"/\x7f"]
+     b"a\x00", b"X Y", b"X:Y", b"", b"ok", b"/a?b=%20", b"/\x7f",
+     b"Host", b"host", b"Content-Length", b"Transfer-Encoding"]
 )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [(b"Content-Length", b"2")],  # no Host
+        [(b"Host", b"a"), (b"host", b"b"), (b"Content-Length", b"2")],
+        [(b"Host", b"a")],  # no length
+        [(b"Host", b"a"), (b"Content-Length", b"3")],  # not the body's
+        [(b"Host", b"a"), (b"Content-Length", b"2"), (b"content-length", b"2")],
+        [(b"Host", b"a"), (b"Content-Length", b"2"), (b"Transfer-Encoding", b"chunked")],
+    ],
+    ids=["no host", "two hosts", "no length", "wrong length", "two lengths", "chunked"],
+)
+def test_a_request_whose_framing_h11_would_refuse_is_never_framed(
+    headers: list[tuple[bytes, bytes]],
+) -> None:
+    with pytest.raises(RequestError):
+        frame_post(b"/hook", headers, b"{}")
 
 
 @given(field=st.sampled_from(["name", "value", "target"]), fuzz=FUZZ)

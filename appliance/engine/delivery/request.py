@@ -6,6 +6,10 @@ Rules:
   allowed) with single spaces or tabs inside, no blanks around it and never CR, LF or
   NUL — so no header can be injected and no request split. Anything else is
   :class:`RequestError` and nothing is sent.
+- The message's framing is h11's too: exactly one ``Host``, exactly one
+  ``Content-Length`` and it is the body's length, no ``Transfer-Encoding`` (a POST here
+  always has a known length) — so no header can make the receiver read another body
+  than the one sent.
 - The caller gives every header, ``Host`` and ``Content-Length`` included (client.py);
   nothing is added, reordered or changed, so the bytes equal h11's (and httpx's) framing
   of the same request (tests/engine/test_delivery_wire.py).
@@ -35,5 +39,17 @@ def frame_post(target: bytes, headers: list[tuple[bytes, bytes]], body: bytes) -
         if not _VALUE.fullmatch(value):
             raise RequestError(f"illegal header value {value!r}")
         parts += (name, b": ", value, b"\r\n")
+    _check_framing(headers, body)
     parts += (b"\r\n", body)
     return b"".join(parts)
+
+
+def _check_framing(headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    hosts = [value for name, value in headers if name.lower() == b"host"]
+    lengths = [value for name, value in headers if name.lower() == b"content-length"]
+    if len(hosts) != 1:
+        raise RequestError(f"a request needs one Host header, not {len(hosts)}")
+    if lengths != [str(len(body)).encode()]:
+        raise RequestError(f"Content-Length must be the body's {len(body)} bytes, once: {lengths}")
+    if any(name.lower() == b"transfer-encoding" for name, _ in headers):
+        raise RequestError("a POST with a known length carries no Transfer-Encoding")
