@@ -21,6 +21,10 @@ SCANNED = ["appliance", "tests", "bench", "docs", "contracts"]
 FILE_REFERENCE = re.compile(
     r"(?<![\w/.-])((?:appliance|bench|contracts|docs|scripts|tests)/[\w./*-]*[\w*]\.[A-Za-z0-9*]+)"
 )
+# A module the docs name from the package's root: `store/claims.py`, `engine/outcomes.py`.
+PACKAGE_REFERENCE = re.compile(
+    r"`((?:api|core|engine|ops|receiver|store|ui)/[\w/]*\w\.(?:py|sql))`"
+)
 GENERATED = ("bench/results/",)  # written by the benchmarks, git-ignored: named, not kept
 # Notes that live outside this repository: the code explains itself in docs/ instead.
 FOREIGN_CITATIONS = ("../shared", "DESIGN §", "STACK-NOTES", "issue text")
@@ -95,6 +99,16 @@ def test_cited_sections_exist() -> None:
     assert missing == []
 
 
+def test_every_module_the_docs_name_exists() -> None:
+    missing = [
+        f"{where(doc)}: {ref}"
+        for doc in DOCS
+        for ref in sorted(set(PACKAGE_REFERENCE.findall(read(doc))))
+        if not (ROOT / "appliance" / ref).exists()
+    ]
+    assert missing == []
+
+
 def test_the_checks_find_what_they_look_for() -> None:
     """The patterns above catch the shapes they are written for (else the tests pass
     vacuously)."""
@@ -110,6 +124,11 @@ def test_the_checks_find_what_they_look_for() -> None:
     ]
     assert not exists("docs/missing.md") and exists("contracts/events/schedule.run.*.json")
     assert SECTION_CITATION.findall(sample) == ["One process"]
+    assert PACKAGE_REFERENCE.findall("(`store/leases.py`, `engine/outcomes.py`)") == [
+        "store/leases.py",
+        "engine/outcomes.py",
+    ]
+    assert not (ROOT / "appliance/store/leases.py").exists()
     assert ADR_SECTION_CITATION.findall(sample) == [("0033", "Claim")]
     assert len(SCANNED_FILES) > 100
 
