@@ -44,13 +44,19 @@ def _name(fn: Callable[..., Any]) -> str:
 
 
 def _timed(fn: Callable[..., Any], name: str, items: Callable[[tuple[Any, ...]], int]) -> Any:
+    """``fn`` with its thread CPU added to ``name``, and its items counted when it returns
+    (a batch that raises is written again item by item, and counted then)."""
+
     def timed(conn: Any, *args: Any) -> Any:
         start = time.thread_time()
+        written = 0
         try:
-            return fn(conn, *args)
+            result = fn(conn, *args)
+            written = items(args)
+            return result
         finally:
             spent = _calls[name]
-            spent[0] += items(args)
+            spent[0] += written
             spent[1] += time.thread_time() - start
 
     return timed
@@ -62,9 +68,12 @@ def run_group(conn: Any, group: Sequence[Any]) -> None:
     alone = _name(group[0].batch or group[0].call) if len(group) == 1 else None
     for item in group:
         if getattr(item, "batch", None) is not None:  # one wrapper per batch function
+            name = _name(item.batch)
             if item.batch not in batches:
-                batches[item.batch] = _timed(item.batch, _name(item.batch), lambda a: len(a[0]))
+                batches[item.batch] = _timed(item.batch, name, lambda a: len(a[0]))
             item.batch = batches[item.batch]
+            # an item alone in its unit of the group is written by its own call
+            item.call = _timed(item.call, name, lambda a: 1)
         else:
             item.call = _timed(item.call, _name(item.call), lambda a: 1)
     try:
