@@ -110,7 +110,7 @@ async def test_a_slot_is_free_once_the_answer_is_in_while_its_outcome_is_recorde
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(drain)
-            await trio.sleep(5)
+            await trio.testing.wait_all_tasks_blocked()
             assert not drained  # two outcomes are still being written
             commit.set()
         assert drained and engine.dispatcher.in_flight == 0
