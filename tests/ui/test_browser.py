@@ -1,6 +1,7 @@
 """The web UI in real Chromium (Playwright's sync API, Debian's ``chromium`` package)
 against a real appliance process and a real receiver: the walkthrough a new user does,
-the viewer's read-only view, screenshots for the README (``docs/ui/``, light and dark),
+the viewer's read-only view, screenshots for the README (light and dark: into a temporary
+directory, or ``$STEEPLE_SCREENSHOTS``, which ``scripts/screenshots`` sets to ``docs/ui/``),
 and axe-core's accessibility check (vendored under ``tests/ui/vendor``).
 
 Waits are Playwright's auto-waiting assertions and the receiver's condition waits, with
@@ -10,6 +11,7 @@ deadlines; nothing sleeps.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import time
@@ -24,7 +26,6 @@ pytestmark = pytest.mark.slow
 
 CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 PASSWORD = "correct horse battery staple"
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "ui"
 AXE = Path(__file__).resolve().parent / "vendor" / "axe-4.14.1.min.js"
 TIMEOUT_MS = 30_000
 
@@ -73,15 +74,23 @@ def sign_in(page: object, base_url: str, email: str) -> None:
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
 
 
-def shoot(page: object, name: str) -> None:
-    """Screenshots of the current page in light and dark."""
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: ``$STEEPLE_SCREENSHOTS`` (``scripts/screenshots`` points it at
+    ``docs/ui/``), else a temporary directory — a test run writes nothing into the tree."""
+    chosen = os.environ.get("STEEPLE_SCREENSHOTS")
+    return Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+
+
+def shoot(page: object, name: str, directory: Path) -> None:
+    """Screenshots of the current page in light and dark, into ``directory``."""
     from playwright.sync_api import Page
 
     assert isinstance(page, Page)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
-        page.screenshot(path=str(SCREENSHOTS / f"{name}-{scheme}.png"), full_page=True)
+        page.screenshot(path=str(directory / f"{name}-{scheme}.png"), full_page=True)
     page.emulate_media(color_scheme="light")
 
 
@@ -119,7 +128,7 @@ def axe_on(page: object, base_url: str, paths: list[str]) -> dict[str, list[str]
 
 
 def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
-    tmp_path: Path, browser: object
+    tmp_path: Path, browser: object, screenshots: Path
 ) -> None:
     from playwright.sync_api import Browser, expect
 
@@ -136,7 +145,7 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     try:
         page.goto(f"{app.base_url}/login")
-        shoot(page, "login")
+        shoot(page, "login", screenshots)
         sign_in(page, app.base_url, "owner@acme.example")
         feed = context.new_page()  # a second tab on the feed, open while the user works
         feed.goto(f"{app.base_url}/events")
@@ -164,7 +173,7 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
         expect(preview.get_by_role("table")).to_be_visible()
         expect(preview).to_contain_text("CET")  # the zone's abbreviation, beside UTC
         expect(preview).to_contain_text("Target URL allowed")
-        shoot(page, "schedule-new")
+        shoot(page, "schedule-new", screenshots)
         page.get_by_role("button", name="Create schedule").click()
         expect(page.get_by_role("status")).to_have_text("Schedule created.")
         expect(page.get_by_role("heading", level=1)).to_have_text("<img src=x onerror=alert(1)>")
@@ -176,7 +185,7 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
         while not page.get_by_text("succeeded").count() and time.monotonic() < deadline:
             page.reload()
         expect(page.get_by_text("succeeded").first).to_be_visible()
-        shoot(page, "schedule")
+        shoot(page, "schedule", screenshots)
         page.get_by_role("button", name="Pause").click()
         expect(page.get_by_role("status")).to_have_text("Schedule paused.")
         # the last succeeded run (rows are newest first)
@@ -185,7 +194,7 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
         key = page.locator("#idempotency-key").inner_text()
         assert re.fullmatch(r"[0-9a-f]{64}", key)
         before = len([d for d in receiver.snapshot() if d.key == key])
-        shoot(page, "run")
+        shoot(page, "run", screenshots)
         page.get_by_role("button", name="Replay (same key)").click()
         expect(page.get_by_role("status")).to_have_text(
             "Run replayed with the same idempotency key."
@@ -198,23 +207,23 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
         expect(feed.get_by_role("link", name=re.compile(r"new events?: show"))).to_be_visible()
         feed.get_by_role("link", name=re.compile(r"new events?: show")).click()
         expect(feed.get_by_role("cell", name="schedule.created")).to_be_visible()
-        shoot(feed, "events")
+        shoot(feed, "events", screenshots)
         feed.close()
 
         for path, name in (("/failed", "failed"), ("/guide", "guide"), ("/settings/keys", "keys")):
             page.goto(f"{app.base_url}{path}")
-            shoot(page, name)
+            shoot(page, name, screenshots)
         page.goto(f"{app.base_url}/settings/secrets")
-        shoot(page, "secrets")
+        shoot(page, "secrets", screenshots)
         page.get_by_label(re.compile("Overlap")).fill("0")
         page.get_by_role("button", name="Rotate secret").click()
         new_secret = page.locator("#new-secret").inner_text()
         assert new_secret.startswith("whsec_") and new_secret != tenant["signing_secret"]
         expect(page.get_by_text("it will not be shown again")).to_be_visible()
         page.goto(f"{app.base_url}/")
-        shoot(page, "dashboard")
+        shoot(page, "dashboard", screenshots)
         page.goto(f"{app.base_url}/schedules")
-        shoot(page, "schedules")
+        shoot(page, "schedules", screenshots)
         page.get_by_role("button", name="Sign out").click()
         expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
         page.goto(f"{app.base_url}/schedules")
@@ -227,7 +236,7 @@ def test_walkthrough_sign_in_create_deliver_replay_rotate_sign_out(
 
 
 def test_viewer_cannot_change_anything_other_tenants_get_404_and_pages_pass_axe(
-    tmp_path: Path, browser: object
+    tmp_path: Path, browser: object, screenshots: Path
 ) -> None:
     from playwright.sync_api import Browser, expect
 
@@ -293,9 +302,9 @@ def test_viewer_cannot_change_anything_other_tenants_get_404_and_pages_pass_axe(
         expect(page.get_by_role("heading", name="Tenants")).to_be_visible()
         page.get_by_role("link", name="Health (operator)").click()
         expect(page.get_by_role("heading", name="Health")).to_be_visible()
-        shoot(page, "admin-health")
+        shoot(page, "admin-health", screenshots)
         page.goto(f"{app.base_url}/admin/tenants")
-        shoot(page, "admin-tenants")
+        shoot(page, "admin-tenants", screenshots)
         violations = axe_on(page, app.base_url, ["/admin/health", "/admin/tenants"])
         assert violations == {}, json.dumps(violations, indent=1)
     finally:
