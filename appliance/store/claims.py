@@ -43,7 +43,7 @@ from appliance.core.retry import RetryBudget, RetryPolicy
 from appliance.core.retry_input import stored_policy
 from appliance.core.runs import RunState, Transition, check_transition
 from appliance.store import rows
-from appliance.store.connection import Connection
+from appliance.store.connection import SKIP_LOCKED, Connection, row_locks
 from appliance.store.overlap import gate_overlaps
 from appliance.store.runs import ATTEMPTED_RUN_SQL, CLAIMABLE_SQL, RUNNING_SQL
 from appliance.store.tenants import active_secrets_of
@@ -103,30 +103,36 @@ _SET_CLAIMED = (
     " attempt = attempt + 1, lease_owner = :owner, lease_token = lower(hex(randomblob(16))),"
     " lease_expires_at = :expires, heartbeat_at = :now, updated_at = :now"
 )
-# Replicas on PostgreSQL pass over rows another replica's claim has locked instead of
-# waiting for it (the dialect turns this comment into the clause; SQLite's single writer
-# has nothing to skip): docs/adr/0044-postgresql-store.md.
-SKIP_LOCKED: Final = "/* FOR UPDATE SKIP LOCKED */"
-# Tenants take turns: a run's turn is its rank among its tenant's due runs plus the runs
-# its tenant has running. At most :limit due runs are read per tenant below its cap.
-_CLAIM: Final = (
-    f"{_TENANTS}, turns(id, due_at, turn) AS (SELECT r.id, r.due_at,"
-    " t.running + ROW_NUMBER() OVER (PARTITION BY t.tenant_id ORDER BY r.due_at)"
-    " FROM room t JOIN job_runs r ON r.rowid IN (SELECT rowid FROM job_runs"
-    f" WHERE tenant_id = t.tenant_id AND state IN {CLAIMABLE_SQL} AND due_at <= :now"
-    f" ORDER BY due_at LIMIT :limit {SKIP_LOCKED}) WHERE t.running < :cap)"
-    f" {_SET_CLAIMED}"
-    " WHERE id IN (SELECT id FROM turns WHERE turn <= :cap ORDER BY turn, due_at LIMIT :limit)"
-    " RETURNING id"
-)
-# The same claim when one tenant alone has claimable runs: its turns are its due runs in
-# due_at order, so the pick is one range read of its index (:limit within its cap).
-_CLAIM_ALONE: Final = (
-    f"{_SET_CLAIMED} WHERE id IN (SELECT id FROM job_runs WHERE tenant_id = :tenant"
-    f" AND state IN {CLAIMABLE_SQL} AND due_at <= :now ORDER BY due_at LIMIT :limit"
-    f" {SKIP_LOCKED})"
-    " RETURNING id"
-)
+
+
+def _claim_statements(locks: str) -> tuple[str, str]:
+    """The contested claim and a lone tenant's, their picks ending with ``locks``
+    (:func:`~appliance.store.connection.row_locks`)."""
+    # Tenants take turns: a run's turn is its rank among its tenant's due runs plus the runs
+    # its tenant has running. At most :limit due runs are read per tenant below its cap.
+    contested = (
+        f"{_TENANTS}, turns(id, due_at, turn) AS (SELECT r.id, r.due_at,"
+        " t.running + ROW_NUMBER() OVER (PARTITION BY t.tenant_id ORDER BY r.due_at)"
+        " FROM room t JOIN job_runs r ON r.rowid IN (SELECT rowid FROM job_runs"
+        f" WHERE tenant_id = t.tenant_id AND state IN {CLAIMABLE_SQL} AND due_at <= :now"
+        f" ORDER BY due_at LIMIT :limit{locks}) WHERE t.running < :cap)"
+        f" {_SET_CLAIMED}"
+        " WHERE id IN (SELECT id FROM turns WHERE turn <= :cap ORDER BY turn, due_at LIMIT :limit)"
+        " RETURNING id"
+    )
+    # When one tenant alone has claimable runs, its turns are its due runs in due_at order,
+    # so the pick is one range read of its index (:limit within its cap).
+    alone = (
+        f"{_SET_CLAIMED} WHERE id IN (SELECT id FROM job_runs WHERE tenant_id = :tenant"
+        f" AND state IN {CLAIMABLE_SQL} AND due_at <= :now ORDER BY due_at LIMIT :limit"
+        f"{locks}) RETURNING id"
+    )
+    return contested, alone
+
+
+# Per store, by what its picks end with: SQLite's, then PostgreSQL's.
+_CLAIM: Final = {locks: _claim_statements(locks)[0] for locks in ("", SKIP_LOCKED)}
+_CLAIM_ALONE: Final = {locks: _claim_statements(locks)[1] for locks in ("", SKIP_LOCKED)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -215,15 +221,16 @@ def claim_runs(
     gate_overlaps(conn, now=now)  # skip or hold what overlaps an open run first
     cap = _NO_CAP if tenant_cap is None else tenant_cap
     params = {"owner": owner, "now": now, "expires": now + lease_ms, "limit": limit, "cap": cap}
+    locks = row_locks(conn)
     # Two tenants at most: enough to tell a contested claim from a lone tenant's.
     waiting = _WAITING_COLUMNS.all(conn.execute(f"{_WAITING} LIMIT 2")) if limit > 0 else []
     if len(waiting) == 1:
         (alone,) = waiting
         room = min(limit, cap - alone.running)
         params.update(tenant=alone.tenant_id, limit=room)
-        ids = [rid for (rid,) in conn.execute(_CLAIM_ALONE, params)] if room > 0 else []
+        ids = [rid for (rid,) in conn.execute(_CLAIM_ALONE[locks], params)] if room > 0 else []
     else:
-        ids = [rid for (rid,) in conn.execute(_CLAIM, params)] if waiting else []
+        ids = [rid for (rid,) in conn.execute(_CLAIM[locks], params)] if waiting else []
     claimed = _details(conn, owner=owner, ids=ids, now=now) if ids else ()
     next_due_at, capped = _waiting(conn, now=now, cap=cap)
     return ClaimBatch(runs=claimed, next_due_at=next_due_at, capped=capped)

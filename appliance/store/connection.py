@@ -7,13 +7,16 @@ with ``?`` and ``:name`` parameters, and run on either store (docs/adr/0044-post
   which translates each statement once (:mod:`appliance.store.postgres.dialect`).
 
 Only the calls below are allowed: a function that needs anything else is SQLite-only and
-lives in a module that says so (snapshots, WAL checkpoints, backups).
+lives in a module that says so (snapshots, WAL checkpoints, backups). Where the stores must
+differ in what a statement says, the function asks :func:`row_locks`, never the URL.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
+
+import apsw
 
 
 class Rows(Protocol):
@@ -44,3 +47,14 @@ class Connection(Protocol):
     def total_changes(self) -> int:
         """Rows changed since the connection opened."""
         ...
+
+
+SKIP_LOCKED: Final = " FOR UPDATE SKIP LOCKED"
+
+
+def row_locks(conn: Connection) -> str:
+    """What a claim's pick of rows ends with on ``conn``'s store: on PostgreSQL,
+    ``FOR UPDATE SKIP LOCKED``, so that replicas claiming at once pass over each other's
+    rows instead of waiting for them; on SQLite nothing, its single writer has nothing to
+    skip (docs/adr/0044-postgresql-store.md)."""
+    return "" if isinstance(conn, apsw.Connection) else SKIP_LOCKED

@@ -21,11 +21,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass
+from typing import Final
 
 from appliance.core.events import Event
 from appliance.core.notifications import NOTIFIED_TYPES, idempotency_key, notification_body
 from appliance.store import rows
-from appliance.store.connection import Connection
+from appliance.store.connection import SKIP_LOCKED, Connection, row_locks
 from appliance.store.tenants import active_secrets_of
 
 
@@ -159,20 +160,25 @@ def next_notification_due(conn: Connection) -> int | None:
     return None if row is None or row[0] is None else rows.integer(row[0])
 
 
+# Per store, by what the pick ends with (:func:`~appliance.store.connection.row_locks`):
+# every replica runs a notifier, so on PostgreSQL they pass over each other's rows.
+_CLAIM: Final = {
+    locks: "UPDATE notifications SET leased_until = :until, attempts = attempts + 1"
+    " WHERE id IN (SELECT id FROM notifications WHERE state = 'pending'"
+    " AND due_at <= :now AND (leased_until IS NULL OR leased_until <= :now)"
+    f" ORDER BY due_at, id LIMIT :limit{locks})"
+    f" RETURNING {_CLAIMED.select}"
+    for locks in ("", SKIP_LOCKED)
+}
+
+
 def claim_notifications(
     conn: Connection, *, now: int, lease_ms: int, limit: int
 ) -> list[ClaimedNotification]:
     """Lease up to ``limit`` due rows, oldest due first, each with its tenant's active
     secrets (newest first)."""
     claimed = _CLAIMED.all(
-        conn.execute(
-            "UPDATE notifications SET leased_until = :until, attempts = attempts + 1"
-            " WHERE id IN (SELECT id FROM notifications WHERE state = 'pending'"
-            " AND due_at <= :now AND (leased_until IS NULL OR leased_until <= :now)"
-            " ORDER BY due_at, id LIMIT :limit)"
-            f" RETURNING {_CLAIMED.select}",
-            {"until": now + lease_ms, "now": now, "limit": limit},
-        )
+        conn.execute(_CLAIM[row_locks(conn)], {"until": now + lease_ms, "now": now, "limit": limit})
     )
     secrets = active_secrets_of(conn, tenant_ids={c.tenant_id for c in claimed}, now=now)
     return [
