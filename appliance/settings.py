@@ -25,6 +25,7 @@ from pathlib import Path
 import platformdirs
 
 from appliance.errors import ConfigError
+from appliance.store.postgres.urls import is_postgres_url
 
 DB_FILENAME = "steeple.db"
 CONFIG_FILENAME = "steeple.toml"
@@ -190,7 +191,7 @@ def _log_format(name: str, text: str) -> LogFormat:
 
 def _database(name: str, text: str) -> str:
     text = text.strip()
-    if text and not text.startswith(("postgresql://", "postgres://")):
+    if text and not is_postgres_url(text):
         raise ConfigError(
             name,
             "expected a postgresql://USER:PASSWORD@HOST:PORT/DBNAME URL, or nothing for"

@@ -18,6 +18,16 @@ from tests.postgres_cluster import Cluster
 VECTORS_PATH = Path(__file__).parent / "vectors" / "delivery-contract.json"
 
 
+@pytest.fixture(autouse=True)
+def _outside_the_repository(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every test, and every process it starts, runs in a fresh temporary working
+    directory: a relative path written by mistake lands there, never in the repository
+    (a test run leaves `git status` clean)."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 @pytest.fixture(scope="session")
 def vectors() -> dict[str, Any]:
     return json.loads(VECTORS_PATH.read_text(encoding="utf-8"))

@@ -23,11 +23,10 @@ from urllib.parse import quote
 
 from appliance.errors import ConfigError, StoreError
 from appliance.settings import DB_FILENAME
-from appliance.store.backend import is_postgres
 from appliance.store.database import Database
 from appliance.store.lockfile import LockFile
 from appliance.store.migrate import current_version, migrations
-from appliance.store.postgres.urls import redacted
+from appliance.store.postgres.urls import is_postgres_url, redacted
 
 NEEDS_PSYCOPG = "a postgresql:// database needs psycopg: pip install 'steeple[postgres]' ({})"
 
@@ -63,7 +62,7 @@ def parse_source(text: str) -> Path:
 
 def parse_target(text: str) -> str:
     """A ``postgresql://`` URL libpq accepts. Never echoes it (it may hold a password)."""
-    if not is_postgres(text):
+    if not is_postgres_url(text):
         raise ConfigError("--to", "expected a postgresql://USER@HOST:PORT/DATABASE URL")
     try:
         import psycopg

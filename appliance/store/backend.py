@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from appliance.errors import StoreError
 from appliance.store.database import Database, WalCheckpoint
+from appliance.store.postgres.urls import is_postgres_url
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -64,26 +66,42 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def is_postgres(target: str | Path) -> bool:
-    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
-
-
 def open_store(
     target: str | Path, *, check: bool = True, migrate_schema: bool = True, pool_size: int = 8
 ) -> Store:
     """Open the store ``target`` names: a ``postgresql://`` URL (``pool_size``
-    connections), or the SQLite file path. PostgreSQL needs the optional extra
+    connections), or the path of a SQLite file in an existing directory; anything else is
+    refused with a StoreError naming both forms. PostgreSQL needs the optional extra
     (``pip install 'steeple[postgres]'``); without it, a one-line StoreError says so."""
-    if is_postgres(target):
+    if is_postgres_url(target):
         try:
             from appliance.store.postgres.database import PgDatabase
         except ImportError as exc:
-            from appliance.errors import StoreError
-
             raise StoreError(
                 f"a postgresql:// database needs psycopg: pip install 'steeple[postgres]' ({exc})"
             ) from exc
         return PgDatabase.open(
             str(target), check=check, migrate_schema=migrate_schema, pool_size=pool_size
         )
-    return Database.open(Path(target), check=check, migrate_schema=migrate_schema)
+    return Database.open(sqlite_file(target), check=check, migrate_schema=migrate_schema)
+
+
+def sqlite_file(target: str | Path) -> Path:
+    """``target`` as the SQLite file to open (created if missing), or a StoreError: a URL
+    of another scheme (a mistyped ``postgresql://``) or a path that cannot be a file is
+    never created as a database file."""
+    text = str(target)
+    if "://" in text:
+        shown = text.split("://", 1)[0] + "://…"  # never the rest: it may hold a password
+    elif not text or text != text.strip():
+        shown = repr(text)
+    elif Path(text).is_dir():
+        shown = f"{text} (a directory)"
+    elif not Path(text).parent.is_dir():
+        shown = f"{text} (its directory {Path(text).parent} does not exist)"
+    else:
+        return Path(text)
+    raise StoreError(
+        "expected a postgresql://USER@HOST:PORT/DATABASE URL or the path of a SQLite file"
+        f" in an existing directory, got {shown}"
+    )

@@ -58,10 +58,6 @@ _WRITE = "BEGIN ISOLATION LEVEL SERIALIZABLE; SELECT txid_current()"
 _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 
-def is_postgres_url(target: str) -> bool:
-    return target.startswith(("postgresql://", "postgres://"))
-
-
 class CommitUnknown(StoreError):
     """The connection was lost while ``COMMIT`` was on its way: it may have committed."""
 

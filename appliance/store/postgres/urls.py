@@ -1,4 +1,5 @@
-"""A PostgreSQL URL as logs and messages show it: never its password.
+"""PostgreSQL URLs: whether a target is one, and how logs and messages show it (never its
+password).
 
 Plain ``urllib``, so that a Steeple without the PostgreSQL extra can still name the
 database it was asked for in its one-line error (docs/scale-out.md, "Install").
@@ -7,6 +8,14 @@ database it was asked for in its one-line error (docs/scale-out.md, "Install").
 from __future__ import annotations
 
 from urllib.parse import unquote, urlsplit
+
+SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(target: object) -> bool:
+    """Whether ``target`` names a PostgreSQL database (the one test of it: settings, the
+    store's opening, the move command)."""
+    return isinstance(target, str) and target.startswith(SCHEMES)
 
 
 def redacted(url: str) -> str:
