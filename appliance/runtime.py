@@ -64,6 +64,7 @@ from appliance.store.incarnations import (
     register_incarnation,
 )
 from appliance.store.plan_pass import PlannerConfig
+from appliance.store.proxy_seen import proxy_seen_recorder
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.stats import active_targets
 
@@ -191,6 +192,7 @@ async def _run(
             send_probe=send_probe,
             allowed_hosts=AllowedHosts.of(settings.host_allow_list),
             trust_proxy=settings.trust_proxy,
+            on_untrusted_forwarding=proxy_seen_recorder(settings.data_dir, clock.now_ms),
             observability=Observability(
                 lifecycle=lifecycle,
                 metrics_allow=settings.metrics_allow,

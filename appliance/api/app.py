@@ -82,6 +82,7 @@ def create_app(
     send_probe: Callable[[DeliveryRequest], Awaitable[ProbeAnswer]] | None = None,
     allowed_hosts: AllowedHosts | None = None,
     trust_proxy: int = 0,
+    on_untrusted_forwarding: Callable[[str], None] | None = None,
 ) -> QuartTrio:
     app = QuartTrio(__name__, static_folder=None)
     app.request_class = _Request
@@ -101,6 +102,7 @@ def create_app(
             send_probe=send_probe,
             allowed_hosts=allowed_hosts or AllowedHosts.loopback(),
             trust_proxy=trust_proxy,
+            on_untrusted_forwarding=on_untrusted_forwarding,
         ),
     )
     register_problem_handlers(app)
@@ -129,8 +131,12 @@ async def healthz() -> Response:
 
 
 async def check_host(*_: object) -> None:
-    """``before_request``: refuse a ``Host`` outside ``allowed_hosts`` (DNS rebinding)."""
-    if request.path in HOST_EXEMPT or context().allowed_hosts.allows(request.headers.get("Host")):
+    """``before_request``: refuse a ``Host`` outside ``allowed_hosts`` (DNS rebinding);
+    note an ``X-Forwarded-For`` that no trusted proxy explains."""
+    ctx = context()
+    if ctx.on_untrusted_forwarding and not ctx.trust_proxy and "X-Forwarded-For" in request.headers:
+        ctx.on_untrusted_forwarding(request.remote_addr or "unknown")
+    if request.path in HOST_EXEMPT or ctx.allowed_hosts.allows(request.headers.get("Host")):
         return
     raise Problem(
         status=400,

@@ -52,6 +52,9 @@ class ApiContext:
     # X-Forwarded-For (appliance.core.forwarded): the settings allowed_hosts, trust_proxy.
     allowed_hosts: AllowedHosts = field(default_factory=AllowedHosts.loopback)
     trust_proxy: int = 0
+    # Told the peer of a request carrying X-Forwarded-For while trust_proxy is 0 (a
+    # proxy nobody declared); sync, cheap (the runtime records the first only).
+    on_untrusted_forwarding: Callable[[str], None] | None = None
 
 
 def install(app_extensions: dict[str, object], context: ApiContext) -> None:

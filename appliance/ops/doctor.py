@@ -18,6 +18,8 @@ from pathlib import Path
 
 from appliance import __version__
 from appliance.clock import SystemClock
+from appliance.core.hosts import ANY
+from appliance.core.instants import format_instant
 from appliance.errors import StoreError
 from appliance.settings import Settings
 from appliance.storage import describe, open_configured_store
@@ -26,6 +28,7 @@ from appliance.store.database import BUSY_TIMEOUT_MS, Database
 from appliance.store.datadir import COMPANIONS
 from appliance.store.migrate import current_version, migrations
 from appliance.store.postgres.migrate import migrations as pg_migrations
+from appliance.store.proxy_seen import proxy_seen
 from appliance.store.snapshot import last_backup
 from appliance.store.stats import journal_mode, quick_check, sqlite_version
 
@@ -54,6 +57,7 @@ def examine(settings: Settings) -> list[Finding]:
         *_data_dir(settings),
         *_database(settings),
         *_config(settings),
+        *exposure(settings),
         clock_finding(TIMESYNCD_SYNCED),
     ]
 
@@ -270,3 +274,43 @@ def _config(settings: Settings) -> Iterator[Finding]:
         text=f"settings from {source or 'defaults, environment and flags'};"
         f" listening on {settings.listen}",
     )
+
+
+def exposure(settings: Settings) -> Iterator[Finding]:
+    """Who may reach the appliance (docs/operations.md, "Who may reach the appliance"):
+    the Host check off, a public listen without public_url, an undeclared proxy."""
+    if ANY in settings.host_allow_list:
+        yield Finding(
+            level="warn",
+            text="allowed_hosts is *: any Host is answered, so DNS rebinding can reach the"
+            " UI and /metrics",
+            fix="list the names clients use in allowed_hosts, or set public_url",
+        )
+    if is_loopback_host(settings.listen.host):
+        return
+    if not settings.public_url:
+        yield Finding(
+            level="warn",
+            text=f"listening on {settings.listen} without public_url: links are built from"
+            " the address a request arrived on, and only loopback names and the listen"
+            " address are allowed Hosts",
+            fix="set public_url to the URL clients use (https://cron.example.org)",
+        )
+    seen = proxy_seen(settings.data_dir)
+    if settings.trust_proxy == 0 and seen is not None:
+        yield Finding(
+            level="warn",
+            text=f"requests from {seen.peer} carried X-Forwarded-For (first at"
+            f" {format_instant(seen.at_ms)}) but trust_proxy is 0: every client behind"
+            " that proxy shares one sign-in throttle, and /metrics trusts the proxy's address",
+            fix="set trust_proxy to the number of reverse proxies in front (docs/operations.md)",
+        )
+
+
+def is_loopback_host(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
