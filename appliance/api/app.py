@@ -106,6 +106,7 @@ def create_app(
         ),
     )
     register_problem_handlers(app)
+    app.before_request(note_forwarding)
     app.before_request(check_host)  # app-wide, before any blueprint's (the UI's too)
     app.after_request(drain_request_body)
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
@@ -130,13 +131,16 @@ async def healthz() -> Response:
     return json_response({"status": "ok", "version": context().version})
 
 
-async def check_host(*_: object) -> None:
-    """``before_request``: refuse a ``Host`` outside ``allowed_hosts`` (DNS rebinding);
-    note an ``X-Forwarded-For`` that no trusted proxy explains."""
+async def note_forwarding(*_: object) -> None:
+    """``before_request``: report an ``X-Forwarded-For`` no trusted proxy explains."""
     ctx = context()
     if ctx.on_untrusted_forwarding and not ctx.trust_proxy and "X-Forwarded-For" in request.headers:
         ctx.on_untrusted_forwarding(request.remote_addr or "unknown")
-    if request.path in HOST_EXEMPT or ctx.allowed_hosts.allows(request.headers.get("Host")):
+
+
+async def check_host(*_: object) -> None:
+    """``before_request``: refuse a ``Host`` outside ``allowed_hosts`` (DNS rebinding)."""
+    if request.path in HOST_EXEMPT or context().allowed_hosts.allows(request.headers.get("Host")):
         return
     raise Problem(
         status=400,
