@@ -29,7 +29,7 @@ from appliance.store.datadir import COMPANIONS
 from appliance.store.migrate import current_version, migrations
 from appliance.store.postgres.migrate import migrations as pg_migrations
 from appliance.store.proxy_seen import proxy_seen
-from appliance.store.snapshot import last_backup
+from appliance.store.snapshot import check_backup_dir, last_backup
 from appliance.store.stats import journal_mode, quick_check, sqlite_version
 
 NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "fuse.sshfs", "virtiofs")
@@ -231,6 +231,7 @@ def _files(settings: Settings) -> Iterator[Finding]:
             text=f"the WAL is {size >> 20} MiB: checkpoints are not keeping up (a long reader?)",
             fix="look for long-running readers (a replication tool, a stuck backup)",
         )
+    yield from _backup_dir(settings)
     last = last_backup(settings.data_dir)
     if last is None:
         yield Finding(
@@ -248,6 +249,21 @@ def _files(settings: Settings) -> Iterator[Finding]:
         )
     else:
         yield Finding(level="ok", text=f"last backup {age_days:.1f} days ago: {last.path}")
+
+
+def _backup_dir(settings: Settings) -> Iterator[Finding]:
+    """Scheduled backups refuse a directory other users could write: say so now."""
+    folder = settings.backups_path
+    if settings.backup_every_hours == 0 or not folder.exists():
+        return
+    try:
+        check_backup_dir(folder)
+    except StoreError as exc:
+        yield Finding(
+            level="warn",
+            text=f"backup_dir: {exc}; scheduled backups are refused there",
+            fix=f"chmod 0700 {folder} (owned by the appliance's user), or choose another",
+        )
 
 
 def _config(settings: Settings) -> Iterator[Finding]:

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from appliance.cli import main
 from appliance.core.instants import parse_instant
 from appliance.errors import StoreError
+from appliance.ops.doctor import examine
+from appliance.settings import load_settings
 from appliance.store.database import Database
 from appliance.store.snapshot import backup_into, take_snapshot, verify_copy
 from appliance.store.tenants import create_tenant
@@ -90,3 +93,30 @@ def test_a_directory_owned_by_another_user_is_refused(db_path: Path, tmp_path: P
     os.chown(folder, 65534, 65534)
     with pytest.raises(StoreError, match="owned by another user"):
         take_snapshot(db_path, folder / "nightly.db")
+
+
+def test_steeple_backup_names_the_unsafe_directory(
+    db_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _private_dir(tmp_path / "shared")
+    folder.chmod(0o777)
+    code = main(["backup", "--to", str(folder), "--data-dir", str(db_path.parent)])
+    err = capsys.readouterr().err
+    assert code != 0 and str(folder) in err and "writable by other users" in err
+    assert list(folder.iterdir()) == []
+
+
+def test_doctor_warns_about_an_unsafe_backup_dir(db_path: Path, tmp_path: Path) -> None:
+    folder = _private_dir(tmp_path / "shared")
+    folder.chmod(0o777)
+    settings = load_settings(
+        environ={
+            "STEEPLE_DATA_DIR": str(db_path.parent),
+            "STEEPLE_BACKUP_EVERY_HOURS": "24",
+            "STEEPLE_BACKUP_DIR": str(folder),
+        }
+    )
+    (finding,) = [f for f in examine(settings) if "backup_dir" in f.text]
+    assert finding.level == "warn" and "writable by other users" in finding.text
+    folder.chmod(0o700)
+    assert not [f for f in examine(settings) if "backup_dir" in f.text]
