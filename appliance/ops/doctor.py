@@ -302,16 +302,18 @@ def exposure(settings: Settings) -> Iterator[Finding]:
             " UI and /metrics",
             fix="list the names clients use in allowed_hosts, or set public_url",
         )
-    if is_loopback_host(settings.listen.host):
-        return
-    if not settings.public_url:
+    loopback = is_loopback_host(settings.listen.host)
+    if not settings.public_url and (not loopback or settings.trust_proxy):
+        where = "behind a proxy" if loopback else f"on {settings.listen}"
         yield Finding(
             level="warn",
-            text=f"listening on {settings.listen} without public_url: links are built from"
+            text=f"serving {where} without public_url: setup links and the guide point at"
             " the address a request arrived on, and only loopback names and the listen"
             " address are allowed Hosts",
             fix="set public_url to the URL clients use (https://cron.example.org)",
         )
+    if loopback:
+        return
     seen = proxy_seen(settings.data_dir)
     if settings.trust_proxy == 0 and seen is not None:
         yield Finding(

@@ -37,6 +37,8 @@ def test_a_star_in_allowed_hosts_is_a_warning(tmp_path: Path) -> None:
 def test_a_public_listen_wants_public_url(tmp_path: Path) -> None:
     (warning,) = _warnings(_settings(tmp_path, STEEPLE_LISTEN="0.0.0.0:8080"))
     assert "without public_url" in warning
+    (behind,) = _warnings(_settings(tmp_path, STEEPLE_TRUST_PROXY="1"))
+    assert "behind a proxy without public_url" in behind
     public = _settings(
         tmp_path, STEEPLE_LISTEN="0.0.0.0:8080", STEEPLE_PUBLIC_URL="https://cron.example.org"
     )
