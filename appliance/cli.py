@@ -39,9 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--trust-proxy",
-        action="store_true",
+        nargs="?",
+        const="1",
         default=None,
-        help="a TLS-terminating proxy is in front: trust X-Forwarded-Proto/-For (web UI)",
+        metavar="N",
+        help="N reverse proxies (default 1) are in front: the client is the N-th"
+        " X-Forwarded-For entry from the right, and X-Forwarded-Proto is believed",
     )
 
     tenant = commands.add_parser("tenant", help="manage tenants")
@@ -110,8 +113,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["database"] = args.database
     if getattr(args, "listen", None) is not None:
         overrides["listen"] = args.listen
-    if getattr(args, "trust_proxy", None):
-        overrides["trust_proxy"] = "true"
+    if getattr(args, "trust_proxy", None) is not None:
+        overrides["trust_proxy"] = args.trust_proxy
     if getattr(args, "allow_targets", None):
         overrides["allow_targets"] = ",".join(args.allow_targets)
     config = args.config or (

@@ -94,7 +94,7 @@ def run(settings: Settings, args: argparse.Namespace) -> None:
         "operator": user.operator,
     }
     if token is not None:
-        document["setup_link"] = f"{_base_url(settings)}/setup/{token}"
+        document["setup_link"] = f"{settings.public_base_url}/setup/{token}"
         document["setup_link_expires_in_seconds"] = 3600
     json.dump(document, sys.stdout)
     sys.stdout.write("\n")
@@ -108,11 +108,3 @@ def _read(args: argparse.Namespace) -> str:
         raise ValidationError.single("--password-file", f"cannot read {path}: {exc}") from None
     lines = content.splitlines()
     return lines[0] if lines else ""
-
-
-def _base_url(settings: Settings) -> str:
-    host = settings.listen.host
-    if host in ("0.0.0.0", "::"):
-        host = "127.0.0.1"  # the address the appliance answers on this machine
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{settings.listen.port}"

@@ -40,6 +40,7 @@ from appliance.core.addresses import AddressPolicy
 from appliance.core.breaker import BreakerConfig
 from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
+from appliance.core.hosts import AllowedHosts
 from appliance.engine.assembly import EngineConfig, build_engine
 from appliance.engine.backups import BackupConfig
 from appliance.engine.checkpointer import CheckpointerConfig
@@ -63,6 +64,7 @@ from appliance.store.incarnations import (
     register_incarnation,
 )
 from appliance.store.plan_pass import PlannerConfig
+from appliance.store.proxy_seen import proxy_seen_recorder
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.stats import active_targets
 
@@ -188,6 +190,9 @@ async def _run(
             max_schedules=settings.max_schedules_per_tenant,
             replay_rate_per_second=settings.replay_rate_per_second,
             send_probe=send_probe,
+            allowed_hosts=AllowedHosts.of(settings.host_allow_list),
+            trust_proxy=settings.trust_proxy,
+            on_untrusted_forwarding=proxy_seen_recorder(settings.data_dir, clock.now_ms),
             observability=Observability(
                 lifecycle=lifecycle,
                 metrics_allow=settings.metrics_allow,
@@ -205,6 +210,7 @@ async def _run(
                 max_schedules=settings.max_schedules_per_tenant,
                 replay_rate_per_second=settings.replay_rate_per_second,
                 trust_proxy=settings.trust_proxy,
+                public_url=settings.public_url,
                 version=__version__,
                 event_hub=event_hub,
             ),

@@ -21,9 +21,12 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import platformdirs
 
+from appliance.core.forwarded import MAX_TRUSTED
+from appliance.core.hosts import ANY, WILDCARDS, default_hosts
 from appliance.errors import ConfigError
 from appliance.store.postgres.urls import is_postgres_url
 
@@ -80,7 +83,9 @@ class Settings:
     backup_keep: int
     backup_dir: Path | None  # None: backups/ in the data directory
     config_file: Path | None  # the TOML file read, if any
-    trust_proxy: bool = False
+    trust_proxy: int = 0  # reverse proxies in front whose X-Forwarded-* are believed
+    allowed_hosts: tuple[str, ...] = ()  # (): default_hosts(listen, public_url)
+    public_url: str = ""  # how clients reach the appliance; "": the listen address
 
     @property
     def tenant_in_flight_cap(self) -> int:
@@ -88,6 +93,20 @@ class Settings:
         if self.tenant_max_in_flight is None:
             return max(1, self.dispatch_concurrency // 2)
         return min(self.tenant_max_in_flight, self.dispatch_concurrency)
+
+    @property
+    def host_allow_list(self) -> tuple[str, ...]:
+        """The ``Host`` names the appliance answers (``*``: any)."""
+        return self.allowed_hosts or default_hosts(self.listen.host, self.public_url)
+
+    @property
+    def public_base_url(self) -> str:
+        """``public_url``, else the listen address (a wildcard shown as loopback)."""
+        if self.public_url:
+            return self.public_url
+        host = "127.0.0.1" if self.listen.host in WILDCARDS else self.listen.host
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{self.listen.port}"
 
     @property
     def backups_path(self) -> Path:
@@ -219,6 +238,48 @@ def _flag(name: str, text: str) -> bool:
     if value not in ("true", "false", "1", "0", "yes", "no"):
         raise ConfigError(name, f"expected true or false, got {text!r}")
     return value in ("true", "1", "yes")
+
+
+def _trusted_proxies(name: str, text: str) -> int:
+    """0 to MAX_TRUSTED proxies; the former boolean spelling: true is 1, false is 0."""
+    value = text.strip().lower()
+    if value in ("true", "yes"):
+        return 1
+    if value in ("false", "no", ""):
+        return 0
+    if not value.isdigit() or int(value) > MAX_TRUSTED:
+        raise ConfigError(
+            name,
+            f"expected the number of reverse proxies in front, 0 to {MAX_TRUSTED} (true is 1,"
+            f" false 0), got {text!r}",
+        )
+    return int(value)
+
+
+def _hosts(name: str, text: str) -> tuple[str, ...]:
+    found = _cidrs(name, text)
+    for host in found:
+        if host != ANY and (any(c in host for c in "/@?# ") or "*" in host):
+            raise ConfigError(
+                name, f"expected host names or addresses such as cron.example.org, got {host!r}"
+            )
+    return found
+
+
+def _public_url(name: str, text: str) -> str:
+    text = text.strip()
+    if not text:
+        return ""
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(name, f"expected a URL such as https://cron.example.org, got {text!r}")
+    if parts.path.strip("/") or parts.query or parts.fragment or parts.username:
+        raise ConfigError(name, f"expected a scheme, host and port only, got {text!r}")
+    try:
+        parts.port  # noqa: B018  (raises on a bad port)
+    except ValueError:
+        raise ConfigError(name, f"expected a valid port in {text!r}") from None
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 SETTINGS: tuple[SettingDef, ...] = (
@@ -407,17 +468,36 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef(
         name="trust_proxy",
         env="STEEPLE_TRUST_PROXY",
-        default=lambda: "false",
-        parse=_flag,
-        help="Behind a TLS-terminating reverse proxy: trust its X-Forwarded-Proto and "
-        "X-Forwarded-For (the web UI's Secure cookie, sign-in throttling by address).",
+        default=lambda: "0",
+        parse=_trusted_proxies,
+        help="How many reverse proxies stand in front (0 to 8): the client's address is "
+        "the X-Forwarded-For entry the outermost of them appended (the N-th from the "
+        "right) and X-Forwarded-Proto is believed; 0: neither header is (clients reach "
+        "Steeple directly). true means 1.",
+    ),
+    SettingDef(
+        name="allowed_hosts",
+        env="STEEPLE_ALLOWED_HOSTS",
+        default=lambda: "",
+        parse=_hosts,
+        help="Comma-separated host names the API, UI and /metrics answer in the Host "
+        "header (DNS rebinding defence); empty: the listen address, localhost names and "
+        "public_url's host. * turns the check off.",
+    ),
+    SettingDef(
+        name="public_url",
+        env="STEEPLE_PUBLIC_URL",
+        default=lambda: "",
+        parse=_public_url,
+        help="The URL clients reach the appliance at (https://cron.example.org): setup "
+        "links and the receiver guide are built from it; empty: the listen address.",
     ),
 )
 
 
 def is_list(d: SettingDef) -> bool:
     """Whether the setting is a list (a TOML array in a file, commas elsewhere)."""
-    return d.parse in (_cidrs, _networks)
+    return d.parse in (_cidrs, _networks, _hosts)
 
 
 def _from_file(path: Path) -> dict[str, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from quart import Response
+from quart import Response, request
 from quart_trio import QuartTrio
 from quart_trio.wrappers import TrioRequest
 
@@ -34,17 +34,21 @@ from appliance.api import (
 )
 from appliance.api.bodies import drain_request_body, json_response
 from appliance.api.context import ApiContext, context, install
-from appliance.api.problems import register_problem_handlers
+from appliance.api.problems import Problem, register_problem_handlers
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
+from appliance.core.hosts import AllowedHosts
 from appliance.store.backend import Store
 from appliance.store.event_hub import EventHub
 
 # A 64 KiB body escaped inside a JSON string can double in size; anything beyond this is
 # not a schedule (413 before parsing).
 MAX_REQUEST_BYTES = 256 * 1024
+# Liveness and readiness answer any Host: load balancers probe by address, and they tell
+# nothing a direct request would not (status and version).
+HOST_EXEMPT = frozenset({"/healthz", "/readyz"})
 # Routes whose bodies may be larger: (method, path) -> bytes.
 _LARGER_BODIES = {("POST", schedule_batch.PATH): schedule_batch.MAX_BATCH_REQUEST_BYTES}
 
@@ -76,6 +80,9 @@ def create_app(
     replay_rate_per_second: int,
     observability: metrics.Observability | None = None,
     send_probe: Callable[[DeliveryRequest], Awaitable[ProbeAnswer]] | None = None,
+    allowed_hosts: AllowedHosts | None = None,
+    trust_proxy: int = 0,
+    on_untrusted_forwarding: Callable[[str], None] | None = None,
 ) -> QuartTrio:
     app = QuartTrio(__name__, static_folder=None)
     app.request_class = _Request
@@ -93,9 +100,14 @@ def create_app(
             max_schedules=max_schedules,
             replay_rate_per_second=replay_rate_per_second,
             send_probe=send_probe,
+            allowed_hosts=allowed_hosts or AllowedHosts.loopback(),
+            trust_proxy=trust_proxy,
+            on_untrusted_forwarding=on_untrusted_forwarding,
         ),
     )
     register_problem_handlers(app)
+    app.before_request(note_forwarding)
+    app.before_request(check_host)  # app-wide, before any blueprint's (the UI's too)
     app.after_request(drain_request_body)
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     schedules.register(app)
@@ -117,3 +129,23 @@ def create_app(
 async def healthz() -> Response:
     """Liveness without authentication: the process answers HTTP."""
     return json_response({"status": "ok", "version": context().version})
+
+
+async def note_forwarding(*_: object) -> None:
+    """``before_request``: report an ``X-Forwarded-For`` no trusted proxy explains."""
+    ctx = context()
+    if ctx.on_untrusted_forwarding and not ctx.trust_proxy and "X-Forwarded-For" in request.headers:
+        ctx.on_untrusted_forwarding(request.remote_addr or "unknown")
+
+
+async def check_host(*_: object) -> None:
+    """``before_request``: refuse a ``Host`` outside ``allowed_hosts`` (DNS rebinding)."""
+    if request.path in HOST_EXEMPT or context().allowed_hosts.allows(request.headers.get("Host")):
+        return
+    raise Problem(
+        status=400,
+        kind="host-not-allowed",
+        title="Host not allowed",
+        detail="this appliance does not answer that Host name: an operator adds it to the"
+        " allowed_hosts setting (or sets public_url)",
+    )

@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import trio
-from quart import current_app
+from quart import current_app, request
 
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
+from appliance.core.forwarded import client_address
+from appliance.core.hosts import AllowedHosts
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.store.backend import Store
 
@@ -46,6 +48,13 @@ class ApiContext:
     upcoming: OccurrenceCache = field(default_factory=OccurrenceCache)
     # CPU-heavy view work (a preview's occurrences) runs in one worker thread at a time
     cpu: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
+    # The Host names answered (appliance.core.hosts) and the reverse proxies trusted for
+    # X-Forwarded-For (appliance.core.forwarded): the settings allowed_hosts, trust_proxy.
+    allowed_hosts: AllowedHosts = field(default_factory=AllowedHosts.loopback)
+    trust_proxy: int = 0
+    # Told the peer of a request carrying X-Forwarded-For while trust_proxy is 0 (a
+    # proxy nobody declared); sync, cheap (the runtime records the first only).
+    on_untrusted_forwarding: Callable[[str], None] | None = None
 
 
 def install(app_extensions: dict[str, object], context: ApiContext) -> None:
@@ -58,3 +67,9 @@ def context() -> ApiContext:
     if not isinstance(value, ApiContext):
         raise TypeError("the app was not built by appliance.api.app.create_app")
     return value
+
+
+def request_client() -> str:
+    """The client's address under the ``trust_proxy`` rule (appliance.core.forwarded)."""
+    forwarded = request.headers.getlist("X-Forwarded-For")
+    return client_address(request.remote_addr, forwarded, context().trust_proxy)

@@ -35,7 +35,7 @@ from quart import Response, current_app, request
 from quart_trio import QuartTrio
 
 from appliance.api.bodies import json_response
-from appliance.api.context import context
+from appliance.api.context import context, request_client
 from appliance.api.problems import Problem
 from appliance.errors import StoreError
 from appliance.lifecycle import Lifecycle
@@ -339,9 +339,8 @@ async def metrics() -> Response:
 
 
 def _allow(observability: Observability) -> None:
-    peer = request.remote_addr or ""
     try:
-        address = ipaddress.ip_address(peer.strip("[]"))
+        address = ipaddress.ip_address(request_client().strip("[]"))
     except ValueError:
         address = None
     allowed = address is not None and any(address in network for network in observability.networks)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from appliance import __version__
 from appliance.clock import SystemClock
+from appliance.core.hosts import ANY
+from appliance.core.instants import format_instant
 from appliance.errors import StoreError
 from appliance.settings import Settings
 from appliance.storage import describe, open_configured_store
@@ -26,7 +28,8 @@ from appliance.store.database import BUSY_TIMEOUT_MS, Database
 from appliance.store.datadir import COMPANIONS
 from appliance.store.migrate import current_version, migrations
 from appliance.store.postgres.migrate import migrations as pg_migrations
-from appliance.store.snapshot import last_backup
+from appliance.store.proxy_seen import proxy_seen
+from appliance.store.snapshot import check_backup_dir, last_backup
 from appliance.store.stats import journal_mode, quick_check, sqlite_version
 
 NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "fuse.sshfs", "virtiofs")
@@ -54,6 +57,7 @@ def examine(settings: Settings) -> list[Finding]:
         *_data_dir(settings),
         *_database(settings),
         *_config(settings),
+        *exposure(settings),
         clock_finding(TIMESYNCD_SYNCED),
     ]
 
@@ -227,6 +231,7 @@ def _files(settings: Settings) -> Iterator[Finding]:
             text=f"the WAL is {size >> 20} MiB: checkpoints are not keeping up (a long reader?)",
             fix="look for long-running readers (a replication tool, a stuck backup)",
         )
+    yield from _backup_dir(settings)
     last = last_backup(settings.data_dir)
     if last is None:
         yield Finding(
@@ -244,6 +249,21 @@ def _files(settings: Settings) -> Iterator[Finding]:
         )
     else:
         yield Finding(level="ok", text=f"last backup {age_days:.1f} days ago: {last.path}")
+
+
+def _backup_dir(settings: Settings) -> Iterator[Finding]:
+    """Scheduled backups refuse a directory other users could write: say so now."""
+    folder = settings.backups_path
+    if settings.backup_every_hours == 0 or not folder.exists():
+        return
+    try:
+        check_backup_dir(folder)
+    except StoreError as exc:
+        yield Finding(
+            level="warn",
+            text=f"backup_dir: {exc}; scheduled backups are refused there",
+            fix=f"chmod 0700 {folder} (owned by the appliance's user), or choose another",
+        )
 
 
 def _config(settings: Settings) -> Iterator[Finding]:
@@ -270,3 +290,45 @@ def _config(settings: Settings) -> Iterator[Finding]:
         text=f"settings from {source or 'defaults, environment and flags'};"
         f" listening on {settings.listen}",
     )
+
+
+def exposure(settings: Settings) -> Iterator[Finding]:
+    """Who may reach the appliance (docs/operations.md, "Who may reach the appliance"):
+    the Host check off, a public listen without public_url, an undeclared proxy."""
+    if ANY in settings.host_allow_list:
+        yield Finding(
+            level="warn",
+            text="allowed_hosts is *: any Host is answered, so DNS rebinding can reach the"
+            " UI and /metrics",
+            fix="list the names clients use in allowed_hosts, or set public_url",
+        )
+    loopback = is_loopback_host(settings.listen.host)
+    if not settings.public_url and (not loopback or settings.trust_proxy):
+        where = "behind a proxy" if loopback else f"on {settings.listen}"
+        yield Finding(
+            level="warn",
+            text=f"serving {where} without public_url: setup links and the guide point at"
+            " the address a request arrived on, and only loopback names and the listen"
+            " address are allowed Hosts",
+            fix="set public_url to the URL clients use (https://cron.example.org)",
+        )
+    if loopback:
+        return
+    seen = proxy_seen(settings.data_dir)
+    if settings.trust_proxy == 0 and seen is not None:
+        yield Finding(
+            level="warn",
+            text=f"requests from {seen.peer} carried X-Forwarded-For (first at"
+            f" {format_instant(seen.at_ms)}) but trust_proxy is 0: every client behind"
+            " that proxy shares one sign-in throttle, and /metrics trusts the proxy's address",
+            fix="set trust_proxy to the number of reverse proxies in front (docs/operations.md)",
+        )
+
+
+def is_loopback_host(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -6,9 +6,13 @@ Rules (docs/operations.md, "Backup and restore"):
   backup API's incremental copy restarts whenever another connection commits, and under a
   busy writer may never finish). It does not block the writer; the WAL cannot be
   checkpointed past it while it runs.
-- It is written to a temporary name beside the target, ``integrity_check``-ed, fsynced,
-  then renamed, and the directory fsynced: a crash leaves the old target or the new one,
-  never half a file. An existing target is never overwritten.
+- It is written inside a private directory (``mkdtemp``: a random name, ``0700``) made in
+  the target's directory, so no other user can plant a file or symlink for ``VACUUM INTO``
+  to write through, made ``0600``, ``integrity_check``-ed, fsynced, then linked into
+  place (never over an existing name) and the directory fsynced: a crash leaves the old
+  target or the new one, never half a file.
+- The target's directory must be safe (:func:`check_backup_dir`): owned by this user or
+  root, and not writable by group or others unless sticky. Otherwise the backup is refused.
 - A copy is accepted for a restore only if ``integrity_check`` passes and its schema is
   one this Steeple knows (older ones migrate at the next start). The live database and
   its ``-wal``/``-shm`` are moved aside, never deleted.
@@ -21,9 +25,13 @@ Rules (docs/operations.md, "Backup and restore"):
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import json
 import os
+import secrets
+import shutil
+import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,32 +70,72 @@ def _open_existing(path: Path, *, readonly: bool = False) -> apsw.Connection:
     return conn
 
 
+def check_backup_dir(folder: Path) -> None:
+    """Refuse a directory another user could plant files in or swap names in: it must be
+    owned by this user or root, and not group- or world-writable unless sticky."""
+    try:
+        info = folder.stat()
+    except FileNotFoundError:
+        raise StoreError(f"{folder} does not exist: create it (mode 0700) first") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"{folder} is not a directory")
+    if info.st_uid not in (os.geteuid(), 0):
+        raise StoreError(
+            f"{folder} is owned by another user (uid {info.st_uid}): back up into a"
+            " directory you own (mode 0700)"
+        )
+    shared = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if shared and not info.st_mode & stat.S_ISVTX:
+        raise StoreError(
+            f"{folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o}):"
+            " back up into a private directory (chmod 0700)"
+        )
+
+
 def take_snapshot(db_path: Path, target: Path) -> Snapshot:
     """Write a consistent, checked copy of ``db_path`` to ``target`` (which must not
-    exist). Safe while the appliance runs."""
-    if target.exists():
+    exist, in a directory :func:`check_backup_dir` accepts). Safe while the appliance
+    runs."""
+    check_backup_dir(target.parent)
+    if target.exists() or target.is_symlink():
         raise StoreError(f"{target} exists: choose a new name (a backup is never overwritten)")
-    temporary = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    private = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        temporary = private / "copy.db"
+        _vacuum_into(db_path, temporary)
+        temporary.chmod(FILE_MODE)
+        version = verify_copy(temporary)
+        _fsync(temporary)
+        _link_new(temporary, target)
+        _fsync(target.parent)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    return Snapshot(path=target, bytes=target.stat().st_size, schema_version=version)
+
+
+def _vacuum_into(db_path: Path, temporary: Path) -> None:
     conn = _open_existing(db_path)
     try:
         conn.execute("VACUUM INTO ?", (str(temporary),))
     except apsw.Error as exc:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
         raise StoreError(f"the snapshot of {db_path} failed: {exc}") from None
     finally:
         conn.close()
+
+
+def _link_new(source: Path, target: Path) -> None:
+    """Give ``source`` the name ``target`` only if that name is free (a hard link fails
+    on an existing name, where a rename would replace it)."""
     try:
-        temporary.chmod(FILE_MODE)
-        version = verify_copy(temporary)
-        _fsync(temporary)
-        temporary.rename(target)
-        _fsync(target.parent)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-        raise
-    return Snapshot(path=target, bytes=target.stat().st_size, schema_version=version)
+        os.link(source, target, follow_symlinks=False)
+    except FileExistsError:
+        raise StoreError(
+            f"{target} exists: choose a new name (a backup is never overwritten)"
+        ) from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+            raise
+        source.rename(target)  # a filesystem without hard links
 
 
 def verify_copy(path: Path) -> int:
@@ -215,8 +263,9 @@ class LastBackup:
 def record_backup(data_dir: Path, last: LastBackup) -> None:
     """Replace the record of the last successful backup (atomically)."""
     record = data_dir / LAST_BACKUP
-    temporary = record.with_name(f".{LAST_BACKUP}.{os.getpid()}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+    temporary = record.with_name(f".{LAST_BACKUP}.{secrets.token_hex(8)}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temporary, flags, FILE_MODE)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         json.dump({"at": format_instant(last.at_ms), "path": last.path, "bytes": last.bytes}, out)
     temporary.rename(record)

@@ -20,7 +20,7 @@ from appliance.store.overview import tenant_summaries
 from appliance.store.suspension import resume_tenant, suspend_tenant
 from appliance.store.tenants import NewTenant, check_tenant_name, create_tenant
 from appliance.store.users import Role, create_user, find_tenant_id, issue_setup_token
-from appliance.ui.context import ui
+from appliance.ui.context import public_base_url, ui
 from appliance.ui.render import page
 from appliance.ui.security import SignInRequired, current_session
 
@@ -105,7 +105,7 @@ async def add_tenant_user() -> Response:
         return issue_setup_token(conn, user_id=user.id, now=now)
 
     token = await ctx.db.write(add)
-    return await tenant_list(link=f"{request.host_url.rstrip('/')}/setup/{token}", status=201)
+    return await tenant_list(link=f"{public_base_url()}/setup/{token}", status=201)
 
 
 async def suspend_tenant_view(tenant_id: str) -> Response:

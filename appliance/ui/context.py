@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import trio
-from quart import current_app
+from quart import current_app, request
 
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
@@ -30,8 +30,12 @@ class UiContext:
     policy: AddressPolicy
     max_schedules: int | None = None
     replay_rate_per_second: int
-    # Behind a TLS-terminating proxy: trust X-Forwarded-Proto / X-Forwarded-For.
-    trust_proxy: bool = False
+    # Reverse proxies in front whose X-Forwarded-For / -Proto entries are believed
+    # (appliance.core.forwarded); 0: none.
+    trust_proxy: int = 0
+    # How clients reach the appliance (setup links, the receiver guide); "": the address
+    # the request arrived on (the listening socket's), never the request's Host.
+    public_url: str = ""
     version: str = ""  # shown on the operator's health page
     # The API's live-feed hub (one reader for every stream, API's and UI's); None: no
     # live feed, /events polls.
@@ -50,3 +54,17 @@ def ui() -> UiContext:
     if not isinstance(value, UiContext):
         raise TypeError("the web UI was not registered by appliance.ui.app.register_ui")
     return value
+
+
+def public_base_url() -> str:
+    """The base of links the UI hands out (``https://cron.example.org``, no slash):
+    ``public_url``, else the local address of the connection. Never the ``Host`` header,
+    which the client writes."""
+    configured = ui().public_url
+    if configured:
+        return configured
+    server = request.scope.get("server") or ("127.0.0.1", 80)
+    host, port = str(server[0]), server[1]
+    shown = f"[{host}]" if ":" in host else host
+    scheme = "https" if request.scheme == "https" else "http"
+    return f"{scheme}://{shown}" if port is None else f"{scheme}://{shown}:{port}"

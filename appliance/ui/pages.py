@@ -32,7 +32,7 @@ from appliance.store.events import list_events
 from appliance.store.runs import RunRecord
 from appliance.store.sessions import find_session
 from appliance.store.users import Role
-from appliance.ui.context import ui
+from appliance.ui.context import public_base_url, ui
 from appliance.ui.render import page
 from appliance.ui.security import COOKIE, current_session, require
 
@@ -149,4 +149,4 @@ async def while_signed_in(
 
 async def guide() -> Response:
     _, tenant_id = require(Role.VIEWER)
-    return await page("guide.html", tenant_id=tenant_id, base_url=request.host_url.rstrip("/"))
+    return await page("guide.html", tenant_id=tenant_id, base_url=public_base_url())

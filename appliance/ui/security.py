@@ -28,6 +28,8 @@ from urllib.parse import urlsplit
 
 from quart import Response, g, request
 
+from appliance.core.forwarded import client_address as forwarded_client
+from appliance.core.forwarded import forwarded_https
 from appliance.store.sessions import Session, find_session, needs_touch, touch_session
 from appliance.store.users import Role
 from appliance.ui.context import ui
@@ -107,17 +109,15 @@ def require(role: Role = Role.VIEWER) -> tuple[Session, str]:
 
 
 def is_secure() -> bool:
-    if request.scheme == "https":
-        return True
-    return ui().trust_proxy and request.headers.get("X-Forwarded-Proto") == "https"
+    """HTTPS to the client: the connection's, or the trusted proxies' word for it."""
+    proto = request.headers.getlist("X-Forwarded-Proto")
+    return forwarded_https(request.scheme, proto, ui().trust_proxy)
 
 
 def client_address() -> str:
-    if ui().trust_proxy:
-        forwarded = request.headers.get("X-Forwarded-For", "").split(",")[0].strip()
-        if forwarded:
-            return forwarded
-    return request.remote_addr or "unknown"
+    """The client's address under the ``trust_proxy`` rule (appliance.core.forwarded)."""
+    forwarded = request.headers.getlist("X-Forwarded-For")
+    return forwarded_client(request.remote_addr, forwarded, ui().trust_proxy)
 
 
 def set_session_cookie(response: Response, token: str) -> None:

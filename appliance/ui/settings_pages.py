@@ -30,7 +30,7 @@ from appliance.store.tenants import (
     rotate_signing_secret,
 )
 from appliance.store.users import Role, create_user, issue_setup_token, list_users
-from appliance.ui.context import ui
+from appliance.ui.context import public_base_url, ui
 from appliance.ui.render import page
 from appliance.ui.security import require
 
@@ -141,4 +141,4 @@ async def add_user() -> Response:
         return issue_setup_token(conn, user_id=user.id, now=now)
 
     token = await ctx.db.write(add)
-    return await users(link=f"{request.host_url.rstrip('/')}/setup/{token}", status=201)
+    return await users(link=f"{public_base_url()}/setup/{token}", status=201)

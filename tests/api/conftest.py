@@ -20,6 +20,7 @@ from appliance.core.addresses import AddressPolicy, IPAddress
 from appliance.core.cron import parse_cron
 from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
+from appliance.core.hosts import AllowedHosts
 from appliance.core.instants import parse_instant
 from appliance.core.jitter import planned_occurrences
 from appliance.core.runs import AttemptOutcome, RunState, Transition, Trigger, occurrence_run
@@ -198,6 +199,8 @@ def build_app(
     dns: dict[str, IPAddress] | None = None,
     max_schedules: int | None = None,
     send_probe: Callable[[DeliveryRequest], Awaitable[ProbeAnswer]] | None = None,
+    allowed_hosts: AllowedHosts | None = None,
+    trust_proxy: int = 0,
 ) -> QuartTrio:
     return create_app(
         db=db,
@@ -210,6 +213,8 @@ def build_app(
         max_schedules=max_schedules,
         replay_rate_per_second=REPLAY_RATE,
         send_probe=send_probe,
+        allowed_hosts=allowed_hosts,
+        trust_proxy=trust_proxy,
     )
 
 

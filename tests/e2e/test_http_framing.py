@@ -23,7 +23,7 @@ BODY = b'{"name": "0", "scope": "read"}'
 
 def head_of(method: str, key: str) -> bytes:
     return (
-        f"{method} /v1/keys HTTP/1.1\r\nHost: steeple\r\nAuthorization: Bearer {key}\r\n"
+        f"{method} /v1/keys HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(BODY)}\r\n\r\n"
     ).encode()
 

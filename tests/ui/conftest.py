@@ -15,6 +15,7 @@ import pytest
 from quart_trio import QuartTrio
 
 from appliance.core.addresses import AddressPolicy
+from appliance.core.hosts import AllowedHosts
 from appliance.core.passwords import hash_password
 from appliance.store.database import Database
 from appliance.store.tenants import NewTenant, create_tenant
@@ -108,10 +109,23 @@ def app(db: Database, clock: FakeClock, nudges: Nudges) -> QuartTrio:
 
 
 def make_app(
-    db: Database, clock: FakeClock, nudges: Nudges, *, trust_proxy: bool = False
+    db: Database,
+    clock: FakeClock,
+    nudges: Nudges,
+    *,
+    trust_proxy: int = 0,
+    public_url: str = "",
+    allowed_hosts: AllowedHosts | None = None,
 ) -> QuartTrio:
     policy = AddressPolicy()
-    app = build_app(db=db, clock=clock, nudges=nudges, policy=policy)
+    app = build_app(
+        db=db,
+        clock=clock,
+        nudges=nudges,
+        policy=policy,
+        allowed_hosts=allowed_hosts,
+        trust_proxy=trust_proxy,
+    )
     register_ui(
         app,
         UiContext(
@@ -122,6 +136,7 @@ def make_app(
             policy=policy,
             replay_rate_per_second=REPLAY_RATE,
             trust_proxy=trust_proxy,
+            public_url=public_url,
             event_hub=app.extensions["steeple"].event_hub,  # the API's: one hub
         ),
     )
