@@ -1,25 +1,20 @@
 """HTTP/1.1 connections that keep reading while a response is in progress.
 
-hypercorn 0.18's ``H11Protocol`` waits for its ``can_read`` event when h11 pauses (bytes
-arrive after a complete request, while the response to it is still going out): the wait
-blocks the connection's only reader, so an end of file is never seen, and nothing sets
-the event once the connection is gone. A client that sends one byte too many on a stream
-(``/v1/events/stream``, the UI's ``/events/stream``: endless responses) and leaves held
-its socket until shutdown.
+hypercorn 0.18's ``H11Protocol`` waits on ``can_read`` when h11 pauses (bytes after a
+complete request, its response still going out). The wait blocks the connection's only
+reader and nothing sets the event once the peer is gone: a client that sent a byte too
+many on an endless stream (``/v1/events/stream``, ``/events/stream``) held its socket.
 
 Rules this module guards:
 
-1. No connection task ever waits for ``can_read``: a pause ends the parsing pass, and
-   the connection's reader goes back to reading. An end of file, or a reset, then ends the
-   response at once (the app hears ``http.disconnect``) and the socket is closed.
-2. Bytes h11 holds unparsed are bounded (``MAX_UNREAD``): past it the connection closes.
-3. Pipelined requests are still answered in order: when a response ends and the
-   connection is recycled, the bytes h11 held are parsed then.
-4. One parsing pass at a time per connection: a pass in progress sees new bytes and a
-   recycled state in its own loop.
+1. No task waits for ``can_read``: a pause ends the parsing pass and the reader reads on,
+   so an end of file or a reset ends the response (``http.disconnect``) and the socket.
+2. What h11 holds unparsed is bounded (``MAX_UNREAD``); past it the connection closes.
+3. Pipelined requests are answered in order: parsed once the connection is recycled.
+4. One parsing pass at a time per connection; a pass sees new bytes in its own loop.
 
-``install`` puts the class where hypercorn's ``ProtocolWrapper`` looks it up, for the
-whole process; ``tests/api/test_serving.py`` pins the internals relied on.
+``install`` swaps the class in for the process; ``tests/api/test_serving.py`` pins the
+hypercorn internals relied on.
 """
 
 from __future__ import annotations
