@@ -334,6 +334,7 @@ def _import_web_stack() -> None:
     import quart_trio  # noqa: F401
 
     import appliance.api.app
+    import appliance.api.serving
     import appliance.ui.app  # noqa: F401
 
 
@@ -343,6 +344,9 @@ async def _serve_http(
     import hypercorn.config
     import hypercorn.trio
 
+    from appliance.api.serving import install
+
+    install()  # connections read on while a stream is answered: a client that leaves is seen
     config = hypercorn.config.Config()
     config.bind = [str(settings.listen)]
     config.accesslog = None
