@@ -2,7 +2,8 @@
 
 The hub, the backfill-then-follow rule and the message format live in
 :mod:`appliance.store.event_hub`, shared with the web UI's ``/events/stream``: one
-function, two faces (rules there).
+function, two faces (rules there). Open streams are capped per key, per tenant and per
+process (:mod:`appliance.store.stream_limits`): over a cap, 429 naming the limit.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import AsyncIterator
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from appliance.api.auth import authenticate, checked_inputs
+from appliance.api.auth import authenticate_caller, checked_inputs
 from appliance.api.context import context
 from appliance.api.events import EventQuery, event_query
 from appliance.store.backend import Store
@@ -24,6 +25,7 @@ from appliance.store.event_hub import (
     StreamQuery,
     follow,
 )
+from appliance.store.stream_limits import Holder, Surface, admit, holding
 
 __all__ = ["HEARTBEAT_S", "RETRY_MS", "EventHub", "Live", "register"]
 
@@ -35,10 +37,17 @@ def register(app: QuartTrio) -> None:
 async def stream_feed() -> Response:
     resume = request.headers.get("Last-Event-ID")
     query = await checked_inputs(lambda: event_query(resume=resume))
-    tenant_id = await authenticate()
+    caller = await authenticate_caller()
     ctx = context()
+    holder = Holder(
+        surface=Surface.API,
+        tenant_id=caller.tenant_id,
+        credential=caller.key_id,
+        actor=caller.actor,
+    )
+    await admit(ctx.streams, holder)
     response = Response(
-        _messages(ctx.event_hub, ctx.db, tenant_id, query),
+        holding(ctx.streams, holder, _messages(ctx.event_hub, ctx.db, caller.tenant_id, query)),
         mimetype="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )

@@ -10,6 +10,7 @@ JavaScript; htmx (vendored, pinned) only swaps fragments such as the live cron p
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Final
 from urllib.parse import quote
@@ -17,6 +18,7 @@ from urllib.parse import quote
 from quart import Blueprint, Quart, Response, redirect, request
 
 from appliance.errors import Conflict, NotFound, ValidationError
+from appliance.store.stream_limits import RETRY_AFTER_S, StreamLimitReached
 from appliance.ui import (
     admin,
     pages,
@@ -55,6 +57,7 @@ def register_ui(app: Quart, context: UiContext) -> None:
     bp.register_error_handler(NotFound, _not_found)
     bp.register_error_handler(Conflict, _conflict)
     bp.register_error_handler(ValidationError, _invalid)
+    bp.register_error_handler(StreamLimitReached, _too_many_streams)
     register_filters(bp)
     for module in (signin, pages, schedules, schedule_actions, runs, settings_pages, admin):
         module.register(bp)
@@ -80,6 +83,24 @@ async def _conflict(error: Conflict) -> Response:
 
 async def _invalid(error: ValidationError) -> Response:
     return await page("error.html", status=422, title="Invalid input", message=str(error))
+
+
+async def _too_many_streams(error: StreamLimitReached) -> Response:
+    """The API's problem document: an EventSource reads no page (it polls instead)."""
+    document = {
+        "type": "urn:steeple:problem:stream-limit",
+        "title": "Too many open streams",
+        "status": 429,
+        "detail": str(error),
+        "limit": str(error.limit),
+        "max": error.most,
+    }
+    return Response(
+        json.dumps(document),
+        status=429,
+        headers={"Retry-After": str(RETRY_AFTER_S)},
+        content_type="application/problem+json",
+    )
 
 
 def _quote(path: str) -> str:

@@ -21,7 +21,7 @@ from quart import Blueprint, Response, redirect, request
 
 from appliance.clock import WallClock
 from appliance.core.cron_preview import soonest_occurrences
-from appliance.core.events import Event, EventType
+from appliance.core.events import Actor, Event, EventType
 from appliance.core.schedules import Schedule
 from appliance.errors import NotFound
 from appliance.store import overview
@@ -31,6 +31,7 @@ from appliance.store.event_hub import HEARTBEAT_S, StreamQuery, follow
 from appliance.store.events import list_events
 from appliance.store.runs import RunRecord
 from appliance.store.sessions import find_session
+from appliance.store.stream_limits import Holder, Surface, admit, holding
 from appliance.store.users import Role
 from appliance.ui.context import ui
 from appliance.ui.render import page
@@ -114,15 +115,23 @@ async def new_events() -> Response:
 async def event_stream() -> Response:
     """The tenant's feed after ``Last-Event-ID`` (or ``?after=``) as Server-Sent Events:
     the very generator ``GET /v1/events/stream`` answers with."""
-    _, tenant_id = require(Role.VIEWER)
+    session, tenant_id = require(Role.VIEWER)
     ctx = ui()
     if ctx.event_hub is None:
         raise NotFound("no live feed here: reload /events")
     text = request.headers.get("Last-Event-ID") or request.args.get("after", "0")
     after = int(text) if text.isdigit() else 0
+    holder = Holder(
+        surface=Surface.UI,
+        tenant_id=tenant_id,
+        credential=session.id_hash,
+        actor=Actor.user(session.user.id),
+    )
+    await admit(ctx.streams, holder)
     chunks = follow(ctx.event_hub, ctx.db, tenant_id, StreamQuery(after=after))
+    chunks = while_signed_in(chunks, request.cookies.get(COOKIE, ""), ctx.db, ctx.clock)
     response = Response(
-        while_signed_in(chunks, request.cookies.get(COOKIE, ""), ctx.db, ctx.clock),
+        holding(ctx.streams, holder, chunks),
         mimetype="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )

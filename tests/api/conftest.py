@@ -33,6 +33,7 @@ from appliance.store.event_hub import EventHub
 from appliance.store.incarnations import register_incarnation
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.schedules import get_schedule
+from appliance.store.stream_limits import StreamRegistry
 from appliance.store.tenants import create_tenant
 
 START = parse_instant("2026-03-02T10:00:00.400Z")
@@ -198,6 +199,7 @@ def build_app(
     dns: dict[str, IPAddress] | None = None,
     max_schedules: int | None = None,
     send_probe: Callable[[DeliveryRequest], Awaitable[ProbeAnswer]] | None = None,
+    streams: StreamRegistry | None = None,
 ) -> QuartTrio:
     return create_app(
         db=db,
@@ -207,6 +209,7 @@ def build_app(
         policy=policy,
         version="9.9.9-test",
         event_hub=EventHub(db),
+        streams=streams,
         max_schedules=max_schedules,
         replay_rate_per_second=REPLAY_RATE,
         send_probe=send_probe,

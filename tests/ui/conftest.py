@@ -17,6 +17,7 @@ from quart_trio import QuartTrio
 from appliance.core.addresses import AddressPolicy
 from appliance.core.passwords import hash_password
 from appliance.store.database import Database
+from appliance.store.stream_limits import StreamRegistry
 from appliance.store.tenants import NewTenant, create_tenant
 from appliance.store.users import Role, create_user
 from appliance.ui.app import register_ui
@@ -108,10 +109,15 @@ def app(db: Database, clock: FakeClock, nudges: Nudges) -> QuartTrio:
 
 
 def make_app(
-    db: Database, clock: FakeClock, nudges: Nudges, *, trust_proxy: bool = False
+    db: Database,
+    clock: FakeClock,
+    nudges: Nudges,
+    *,
+    trust_proxy: bool = False,
+    streams: StreamRegistry | None = None,
 ) -> QuartTrio:
     policy = AddressPolicy()
-    app = build_app(db=db, clock=clock, nudges=nudges, policy=policy)
+    app = build_app(db=db, clock=clock, nudges=nudges, policy=policy, streams=streams)
     register_ui(
         app,
         UiContext(
@@ -123,6 +129,7 @@ def make_app(
             replay_rate_per_second=REPLAY_RATE,
             trust_proxy=trust_proxy,
             event_hub=app.extensions["steeple"].event_hub,  # the API's: one hub
+            streams=app.extensions["steeple"].streams,  # and one count of open streams
         ),
     )
     return app
