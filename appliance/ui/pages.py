@@ -12,8 +12,7 @@ does the same.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import trio
@@ -27,7 +26,7 @@ from appliance.errors import NotFound
 from appliance.store import overview
 from appliance.store.backend import Store
 from appliance.store.connection import Connection
-from appliance.store.event_hub import HEARTBEAT_S, StreamQuery, follow
+from appliance.store.event_hub import Recheck, StreamQuery, follow
 from appliance.store.events import list_events
 from appliance.store.runs import RunRecord
 from appliance.store.sessions import find_session
@@ -38,7 +37,6 @@ from appliance.ui.render import page
 from appliance.ui.security import COOKIE, current_session, require
 
 FEED_SIZE: Final = 50
-RECHECK_MS: Final = HEARTBEAT_S * 1000  # an open stream's session is checked this often
 UPCOMING: Final = 10
 
 
@@ -128,8 +126,11 @@ async def event_stream() -> Response:
         actor=Actor.user(session.user.id),
     )
     await admit(ctx.streams, holder)
-    chunks = follow(ctx.event_hub, ctx.db, tenant_id, StreamQuery(after=after))
-    chunks = while_signed_in(chunks, request.cookies.get(COOKIE, ""), ctx.db, ctx.clock)
+    recheck = Recheck(
+        still_valid=signed_in(request.cookies.get(COOKIE, ""), ctx.db, ctx.clock),
+        every_s=ctx.streams.recheck_s,
+    )
+    chunks = follow(ctx.event_hub, ctx.db, tenant_id, StreamQuery(after=after), recheck)
     response = Response(
         holding(ctx.streams, holder, chunks),
         mimetype="text/event-stream",
@@ -139,21 +140,14 @@ async def event_stream() -> Response:
     return response
 
 
-async def while_signed_in(
-    chunks: AsyncIterator[bytes], token: str, db: Store, clock: WallClock
-) -> AsyncIterator[bytes]:
-    """``chunks`` while the session of ``token`` lives: it is looked up again at the first
-    chunk (a heartbeat at least) after ``RECHECK_MS``, so a sign-out, an expiry or a
-    suspended tenant ends an open stream too."""
-    checked = clock.now_ms()
-    async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-        async for chunk in chunks:
-            now = clock.now_ms()
-            if now - checked >= RECHECK_MS:
-                if await db.read(find_session, token=token, now=now) is None:
-                    return
-                checked = now
-            yield chunk
+def signed_in(token: str, db: Store, clock: WallClock) -> Callable[[], Awaitable[bool]]:
+    """Whether the session of ``token`` still works, asked again later: a sign-out, an
+    expiry or a suspended tenant ends an open stream too (store.event_hub.Recheck)."""
+
+    async def ask() -> bool:
+        return await db.read(find_session, token=token, now=clock.now_ms()) is not None
+
+    return ask
 
 
 async def guide() -> Response:
