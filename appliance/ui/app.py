@@ -10,7 +10,6 @@ JavaScript; htmx (vendored, pinned) only swaps fragments such as the live cron p
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Final
 from urllib.parse import quote
@@ -86,20 +85,14 @@ async def _invalid(error: ValidationError) -> Response:
 
 
 async def _too_many_streams(error: StreamLimitReached) -> Response:
-    """The API's problem document: an EventSource reads no page (it polls instead)."""
-    document = {
-        "type": "urn:steeple:problem:stream-limit",
-        "title": "Too many open streams",
-        "status": 429,
-        "detail": str(error),
-        "limit": str(error.limit),
-        "max": error.most,
-    }
-    return Response(
-        json.dumps(document),
+    return pages.stream_problem(
         status=429,
+        kind="stream-limit",
+        title="Too many open streams",
+        detail=str(error),
         headers={"Retry-After": str(RETRY_AFTER_S)},
-        content_type="application/problem+json",
+        limit=str(error.limit),
+        max=error.most,
     )
 
 

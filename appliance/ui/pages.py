@@ -12,6 +12,7 @@ does the same.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Final
 
@@ -20,9 +21,9 @@ from quart import Blueprint, Response, redirect, request
 
 from appliance.clock import WallClock
 from appliance.core.cron_preview import soonest_occurrences
-from appliance.core.events import Actor, Event, EventType
+from appliance.core.events import SEQ_RULE, Actor, Event, EventType, parse_seq
 from appliance.core.schedules import Schedule
-from appliance.errors import NotFound
+from appliance.errors import FieldError, NotFound, ValidationError
 from appliance.store import overview
 from appliance.store.backend import Store
 from appliance.store.connection import Connection
@@ -98,8 +99,10 @@ async def events() -> Response:
 async def new_events() -> Response:
     """The poller fragment: how many events arrived after ``after``."""
     _, tenant_id = require(Role.VIEWER)
-    text = request.args.get("after", "0")
-    after = int(text) if text.isdigit() else 0
+    errors: list[FieldError] = []
+    after = _cursor("after", request.args.get("after"), errors)
+    if errors:
+        raise ValidationError(errors)
 
     def read(conn: Connection) -> list[Event]:
         return list_events(conn, tenant_id=tenant_id, after=after, limit=FEED_SIZE + 1)
@@ -117,8 +120,13 @@ async def event_stream() -> Response:
     ctx = ui()
     if ctx.event_hub is None:
         raise NotFound("no live feed here: reload /events")
-    text = request.headers.get("Last-Event-ID") or request.args.get("after", "0")
-    after = int(text) if text.isdigit() else 0
+    errors: list[FieldError] = []
+    after = _cursor("after", request.args.get("after"), errors)
+    resume = request.headers.get("Last-Event-ID")
+    if resume:  # what EventSource sends on reconnecting: it takes precedence
+        after = _cursor("Last-Event-ID", resume, errors)
+    if errors:
+        return invalid_stream(errors)
     holder = Holder(
         surface=Surface.UI,
         tenant_id=tenant_id,
@@ -138,6 +146,54 @@ async def event_stream() -> Response:
     )
     response.timeout = None  # a stream lives until the tab leaves or the appliance stops
     return response
+
+
+def _cursor(field: str, text: str | None, errors: list[FieldError]) -> int:
+    """The event seq in ``text`` (absent or empty: 0); else 0 and an error naming ``field``."""
+    if not text:
+        return 0
+    seq = parse_seq(text)
+    if seq is None:
+        errors.append(FieldError(field=field, message=SEQ_RULE))
+        return 0
+    return seq
+
+
+def invalid_stream(errors: list[FieldError]) -> Response:
+    fields = ", ".join(error.field for error in errors)
+    return stream_problem(
+        status=422,
+        kind="validation",
+        title="The request is not valid",
+        detail=f"{len(errors)} problem{'s' if len(errors) != 1 else ''} with: {fields}",
+        errors=[{"field": error.field, "message": error.message} for error in errors],
+    )
+
+
+def stream_problem(
+    *,
+    status: int,
+    kind: str,
+    title: str,
+    detail: str,
+    headers: dict[str, str] | None = None,
+    **members: object,
+) -> Response:
+    """A refused stream's answer: an RFC 9457 problem document, as the API's stream
+    answers (an EventSource reads no page; the tab polls instead)."""
+    document = {
+        "type": f"urn:steeple:problem:{kind}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        **members,
+    }
+    return Response(
+        json.dumps(document, ensure_ascii=False),
+        status=status,
+        headers=headers or {},
+        content_type="application/problem+json",
+    )
 
 
 def signed_in(token: str, db: Store, clock: WallClock) -> Callable[[], Awaitable[bool]]:
