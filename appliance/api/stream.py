@@ -48,7 +48,7 @@ async def stream_feed() -> Response:
         credential=caller.key_id,
         actor=caller.actor,
     )
-    await admit(ctx.streams, holder)
+    await admit(ctx.streams, ctx.db, holder, now=ctx.clock.now_ms())
     recheck = Recheck(still_valid=still_authorised(), every_s=ctx.streams.recheck_s)
     messages = _messages(ctx.event_hub, ctx.db, caller.tenant_id, query, recheck)
     response = Response(

@@ -33,6 +33,7 @@ class EventType(enum.StrEnum):
     SECRET_REVEALED = "signing_secret.revealed"  # an owner was shown a secret whole
     TENANT_SUSPENDED = "tenant.suspended"  # by an operator (store/suspension.py)
     TENANT_RESUMED = "tenant.resumed"
+    STREAM_REFUSED = "stream.refused"  # a live stream over a cap (store/stream_limits.py)
 
 
 JsonScalar = str | int | float | bool | None

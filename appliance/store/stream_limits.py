@@ -13,6 +13,9 @@ Rules this module guards:
   starts (:func:`holding`): a response that is never sent holds nothing. Should the
   limit fill between the two, the stream ends at once, empty, and the client's retry
   gets the 429.
+- **Bounded audit.** A refusal appends ``stream.refused`` to the tenant's feed at most
+  once per tenant and limit per :data:`REFUSAL_EVENT_EVERY_MS`: refusals cannot flood the
+  event log, and the throttle's memory is bounded by tenants × limits.
 - **Rechecked while open.** An open stream asks again every :data:`RECHECK_S` whether its
   credential still works (:class:`appliance.store.event_hub.Recheck`).
 """
@@ -24,11 +27,15 @@ import enum
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
-from appliance.core.events import Actor
+from appliance.core.events import Actor, EventType
 from appliance.errors import SteepleError
+from appliance.store.backend import Store
+from appliance.store.connection import Connection
+from appliance.store.events import append_event
 
 RECHECK_S = 5.0  # an open stream's key or session (and tenant) is looked up again this often
 RETRY_AFTER_S = 10  # what a refused client is told to wait (Retry-After)
+REFUSAL_EVENT_EVERY_MS = 60_000
 
 
 class Surface(enum.StrEnum):
@@ -96,6 +103,7 @@ class StreamRegistry:
     recheck_s: float = RECHECK_S
     _counts: dict[tuple[Limit, str], int] = field(default_factory=dict)
     _surfaces: dict[Surface, int] = field(default_factory=lambda: dict.fromkeys(Surface, 0))
+    _refusals_recorded: dict[tuple[str, Limit], int] = field(default_factory=dict)  # → ms
 
     def check(self, holder: Holder) -> None:
         """Raise :class:`StreamLimitReached` naming the first of ``holder``'s limits that
@@ -125,6 +133,20 @@ class StreamRegistry:
         """Open streams per surface, for ``steeple_open_streams``."""
         return dict(self._surfaces)
 
+    def should_record(self, tenant_id: str, limit: Limit, *, now: int) -> bool:
+        """Whether a refusal at ``now`` (ms) is the first of its tenant and limit in
+        :data:`REFUSAL_EVENT_EVERY_MS`; remembers it when so."""
+        last = self._refusals_recorded.get((tenant_id, limit))
+        if last is not None and 0 <= now - last < REFUSAL_EVENT_EVERY_MS:
+            return False
+        self._refusals_recorded = {
+            key: at
+            for key, at in self._refusals_recorded.items()
+            if 0 <= now - at < REFUSAL_EVENT_EVERY_MS
+        }
+        self._refusals_recorded[tenant_id, limit] = now
+        return True
+
     def _limits(self, holder: Holder) -> list[tuple[tuple[Limit, str], int]]:
         own = Limit.KEY if holder.surface is Surface.API else Limit.SESSION
         own_most = self.limits.per_key if own is Limit.KEY else self.limits.per_session
@@ -135,10 +157,28 @@ class StreamRegistry:
         ]
 
 
-async def admit(registry: StreamRegistry, holder: Holder) -> None:
+async def admit(registry: StreamRegistry, db: Store, holder: Holder, *, now: int) -> None:
     """Raise :class:`StreamLimitReached` when ``holder``'s stream would be over a limit
-    now."""
-    registry.check(holder)
+    now, recording ``stream.refused`` first (at most once per tenant and limit a minute)."""
+    try:
+        registry.check(holder)
+    except StreamLimitReached as refused:
+        if registry.should_record(holder.tenant_id, refused.limit, now=now):
+            await db.write(record_refusal, holder=holder, refused=refused, now=now)
+        raise
+
+
+def record_refusal(
+    conn: Connection, *, holder: Holder, refused: StreamLimitReached, now: int
+) -> None:
+    append_event(
+        conn,
+        tenant_id=holder.tenant_id,
+        type=EventType.STREAM_REFUSED,
+        now=now,
+        data={"surface": str(holder.surface), "limit": str(refused.limit), "max": refused.most},
+        actor=holder.actor,
+    )
 
 
 async def holding(

@@ -133,7 +133,7 @@ async def event_stream() -> Response:
         credential=session.id_hash,
         actor=Actor.user(session.user.id),
     )
-    await admit(ctx.streams, holder)
+    await admit(ctx.streams, ctx.db, holder, now=ctx.clock.now_ms())
     recheck = Recheck(
         still_valid=signed_in(request.cookies.get(COOKIE, ""), ctx.db, ctx.clock),
         every_s=ctx.streams.recheck_s,

@@ -4,12 +4,15 @@ slot given back however the stream ends, and ``steeple_open_streams``."""
 
 from __future__ import annotations
 
+import functools
 from contextlib import AsyncExitStack
+from typing import Any
 
 import httpx
 import yaml
 from jsonschema import Draft202012Validator
 from prometheus_client.parser import text_string_to_metric_families
+from referencing import Registry, Resource
 
 from appliance.runtime import stream_limits
 from appliance.settings import load_settings
@@ -21,6 +24,7 @@ from appliance.store.users import user_by_email
 from tests.api.conftest import START, FakeClock, Nudges
 from tests.api.loopback import Stream, open_stream, served, wait_until
 from tests.api.test_openapi_contract import SPEC_PATH
+from tests.test_event_schemas import SCHEMAS
 from tests.ui.conftest import Tenant, add_tenant, make_app
 
 API = "/v1/events/stream"
@@ -55,10 +59,16 @@ def assert_refused(answer: Stream | httpx.Response, limit: str) -> None:
     assert problem["type"] == "urn:steeple:problem:stream-limit"
     assert problem["status"] == 429 and problem["limit"] == limit
     assert f"max_streams_per_{limit}" in problem["detail"] or limit == "process"
+    documented().validate(problem)
+
+
+@functools.cache
+def documented() -> Draft202012Validator:
+    """The spec's schema of the 429 (the spec is read once: it is large)."""
     spec = yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
-    documented = spec["components"]["responses"]["TooManyStreams"]["content"]
-    schema = documented["application/problem+json"]["schema"]
-    Draft202012Validator({**schema, "components": spec["components"]}).validate(problem)
+    content = spec["components"]["responses"]["TooManyStreams"]["content"]
+    schema = content["application/problem+json"]["schema"]
+    return Draft202012Validator({**schema, "components": spec["components"]})
 
 
 async def open_streams(client: httpx.AsyncClient) -> dict[str, float]:
@@ -120,3 +130,55 @@ def test_the_registry_defaults_are_the_settings_defaults() -> None:
     assert (settings.max_streams_per_tenant, settings.max_streams) == (16, 256)
     small = load_settings(environ={"STEEPLE_MAX_STREAMS_PER_KEY": "1", "STEEPLE_MAX_STREAMS": "9"})
     assert stream_limits(small) == StreamLimits(per_key=1, per_process=9)
+
+
+async def refusals(client: httpx.AsyncClient, key: dict[str, str]) -> list[dict[str, Any]]:
+    """The tenant's ``stream.refused`` events, as ``GET /v1/events`` renders them."""
+    feed = await client.get("/v1/events", params={"type": "stream.refused"}, headers=key)
+    assert feed.status_code == 200, feed.text
+    items: list[dict[str, Any]] = feed.json()["items"]
+    return items
+
+
+def assert_valid_event(event: dict[str, Any]) -> None:
+    resources = [(s["$id"], Resource.from_contents(s)) for s in SCHEMAS.values()]
+    registry = Registry().with_resources(resources)  # type: ignore[var-annotated]
+    for name in ("envelope", event["type"]):
+        Draft202012Validator(SCHEMAS[name], registry=registry).validate(event)
+
+
+async def test_a_burst_of_refusals_is_one_stream_refused_per_tenant_and_limit_a_minute(
+    db: Database, clock: FakeClock, nudges: Nudges
+) -> None:
+    alpha = add_tenant(db, "alpha")
+    registry = StreamRegistry(limits=StreamLimits(per_key=1, per_session=1))
+    app = make_app(db, clock, nudges, streams=registry)
+    key, cookie = bearer(alpha.tenant.api_key), viewer_cookie(db, alpha)
+    async with (
+        served(app) as client,
+        open_stream(client, API, key) as api_stream,
+        open_stream(client, UI, cookie) as ui_stream,
+    ):
+        assert isinstance(api_stream, Stream) and isinstance(ui_stream, Stream)
+        for path, headers, limit in ((API, key, "key"), (UI, cookie, "session")):
+            for _ in range(25):
+                async with open_stream(client, path, headers) as refused:
+                    assert_refused(refused, limit)
+        first = await refusals(client, key)
+        assert [(e["data"]["surface"], e["data"]["limit"]) for e in first] == [
+            ("api", "key"),
+            ("ui", "session"),
+        ]
+        assert first[0]["data"]["max"] == 1 and first[0]["actor"]["kind"] == "api_key"
+        assert first[1]["actor"]["kind"] == "user"
+        for event in first:
+            assert_valid_event(event)
+        clock.advance(59_999)
+        async with open_stream(client, API, key) as refused:
+            assert_refused(refused, "key")
+        assert len(await refusals(client, key)) == 2  # still within the minute
+        clock.advance(1)
+        async with open_stream(client, API, key) as refused:
+            assert_refused(refused, "key")
+        assert len(await refusals(client, key)) == 3  # a minute on: one more
+        await api_stream.wait_for(lambda s: len(s.ids) == 3)  # the open stream saw them
