@@ -13,6 +13,7 @@ another module name it in brackets; a test keeps this drawing and the classes in
      │    ├── TooManySecrets    a rotation beyond 3 active secrets [store.tenants]
      │    └── LastSecret        expiring it would leave deliveries unsigned [store.tenants]
      ├── IllegalTransition      a run state change the transition table refuses
+     ├── StreamLimitReached     too many open live streams (-> 429) [store.stream_limits]
      ├── StoreError             the database failed (disk full, I/O, corruption)
      │    ├── DatabaseLocked    another appliance holds the data directory's lock file
      │    └── CommitUnknown     a lost commit PostgreSQL forgot [store.postgres.database]

@@ -67,6 +67,7 @@ from appliance.store.plan_pass import PlannerConfig
 from appliance.store.proxy_seen import proxy_seen_recorder
 from appliance.store.reclaim import reclaim_previous
 from appliance.store.stats import active_targets
+from appliance.store.stream_limits import StreamLimits, StreamRegistry
 
 if TYPE_CHECKING:
     from quart_trio import QuartTrio
@@ -187,6 +188,7 @@ async def _run(
             policy=policy,
             version=__version__,
             event_hub=(event_hub := EventHub(db)),
+            streams=(streams := StreamRegistry(limits=stream_limits(settings))),
             max_schedules=settings.max_schedules_per_tenant,
             replay_rate_per_second=settings.replay_rate_per_second,
             send_probe=send_probe,
@@ -213,6 +215,7 @@ async def _run(
                 public_url=settings.public_url,
                 version=__version__,
                 event_hub=event_hub,
+                streams=streams,
             ),
         )
         await nursery.start(event_hub.run)
@@ -291,6 +294,16 @@ def delivery_client(settings: Settings, policy: AddressPolicy) -> DeliveryClient
         policy,
         max_per_host=settings.max_in_flight_per_host,
         max_rate_per_host=settings.max_rate_per_host,
+    )
+
+
+def stream_limits(settings: Settings) -> StreamLimits:
+    """Open live streams at most, per key, per session, per tenant and in all."""
+    return StreamLimits(
+        per_key=settings.max_streams_per_key,
+        per_session=settings.max_streams_per_session,
+        per_tenant=settings.max_streams_per_tenant,
+        per_process=settings.max_streams,
     )
 
 

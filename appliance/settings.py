@@ -86,6 +86,10 @@ class Settings:
     trust_proxy: int = 0  # reverse proxies in front whose X-Forwarded-* are believed
     allowed_hosts: tuple[str, ...] = ()  # (): default_hosts(listen, public_url)
     public_url: str = ""  # how clients reach the appliance; "": the listen address
+    max_streams: int = 256  # open live streams (API and UI) in this process
+    max_streams_per_tenant: int = 16
+    max_streams_per_key: int = 4
+    max_streams_per_session: int = 4
 
     @property
     def tenant_in_flight_cap(self) -> int:
@@ -387,6 +391,38 @@ SETTINGS: tuple[SettingDef, ...] = (
         default=lambda: "1000",
         parse=_bounded_int(1, 1_000_000),
         help="Live schedules one tenant may have; a create beyond it is refused (409).",
+    ),
+    SettingDef(
+        name="max_streams",
+        env="STEEPLE_MAX_STREAMS",
+        default=lambda: "256",
+        parse=_bounded_int(1, 100_000),
+        help="Live event streams (GET /v1/events/stream and the UI's /events/stream) open "
+        "at once in this process; one more is refused (429).",
+    ),
+    SettingDef(
+        name="max_streams_per_tenant",
+        env="STEEPLE_MAX_STREAMS_PER_TENANT",
+        default=lambda: "16",
+        parse=_bounded_int(1, 100_000),
+        help="Live event streams one tenant may have open at once, across its keys and "
+        "users; one more is refused (429).",
+    ),
+    SettingDef(
+        name="max_streams_per_key",
+        env="STEEPLE_MAX_STREAMS_PER_KEY",
+        default=lambda: "4",
+        parse=_bounded_int(1, 100_000),
+        help="Live event streams (GET /v1/events/stream) one API key may have open at "
+        "once; one more is refused (429).",
+    ),
+    SettingDef(
+        name="max_streams_per_session",
+        env="STEEPLE_MAX_STREAMS_PER_SESSION",
+        default=lambda: "4",
+        parse=_bounded_int(1, 100_000),
+        help="Live event streams (the UI's /events/stream) one signed-in session may have "
+        "open at once; one more is refused (429) and the page polls instead.",
     ),
     SettingDef(
         name="shutdown_grace_seconds",

@@ -297,6 +297,14 @@ VALID: list[tuple[str, dict[str, Any]]] = [
     ("suspended by an operator", tenant_event(E.TENANT_SUSPENDED, SUSPENDED_DATA, actor=USER)),
     ("suspended from the CLI", tenant_event(E.TENANT_SUSPENDED, {"cancelled_runs": 0})),
     (
+        "stream refused",
+        tenant_event(
+            E.STREAM_REFUSED,
+            {"surface": "api", "limit": "key", "max": 4},
+            actor={"kind": "api_key", "id": new_id("key", NOW)},
+        ),
+    ),
+    (
         "resumed",
         tenant_event(E.TENANT_RESUMED, {"suspended_at": format_instant(NOW - 1000)}, actor=USER),
     ),
@@ -375,6 +383,7 @@ PAUSED = dict(VALID)["paused with a note"]
 REVEALED = dict(VALID)["secret revealed"]
 SUSPENDED = dict(VALID)["suspended by an operator"]
 RESUMED = dict(VALID)["resumed"]
+REFUSED = dict(VALID)["stream refused"]
 RESTARTED = restarted()
 
 INVALID: list[Invalid] = [
@@ -436,6 +445,10 @@ INVALID: list[Invalid] = [
     bad("suspension on a schedule", SUSPENDED, "schedule_id", SCH),
     bad("negative cancelled count", SUSPENDED, "data.cancelled_runs", -1),
     bad("resumed without its start", RESUMED, "data.suspended_at", DELETE),
+    bad("refusal without who asked", REFUSED, "actor", None),
+    bad("refusal of an unknown limit", REFUSED, "data.limit", "schedule"),
+    bad("refusal of an unknown surface", REFUSED, "data.surface", "cli"),
+    bad("refusal without the cap", REFUSED, "data.max", DELETE),
     bad("unknown envelope field", UPDATED, "tenant", TEN),
     bad("event id without prefix", UPDATED, "id", "01JDQ8Y5Z2M4X7K9P3R6T8V0WB"),
     bad("occurred_at as epoch ms", UPDATED, "occurred_at", NOW),

@@ -42,6 +42,7 @@ from appliance.core.delivery import DeliveryRequest
 from appliance.core.hosts import AllowedHosts
 from appliance.store.backend import Store
 from appliance.store.event_hub import EventHub
+from appliance.store.stream_limits import StreamRegistry
 
 # A 64 KiB body escaped inside a JSON string can double in size; anything beyond this is
 # not a schedule (413 before parsing).
@@ -76,6 +77,7 @@ def create_app(
     policy: AddressPolicy,
     version: str,
     event_hub: EventHub,
+    streams: StreamRegistry | None = None,  # None: one of its own, default limits
     max_schedules: int | None = None,
     replay_rate_per_second: int,
     observability: metrics.Observability | None = None,
@@ -97,6 +99,7 @@ def create_app(
             policy=policy,
             version=version,
             event_hub=event_hub,
+            streams=streams or StreamRegistry(),
             max_schedules=max_schedules,
             replay_rate_per_second=replay_rate_per_second,
             send_probe=send_probe,

@@ -20,7 +20,7 @@ authenticated before its 422, so a missing or wrong key always answers 401 first
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from quart import request
@@ -112,6 +112,18 @@ async def _note_use(caller: Caller) -> None:
     now = ctx.clock.now_ms()
     if needs_last_used(caller, now=now):
         await ctx.db.write(touch_api_key, key_id=caller.key_id, now=now)
+
+
+def still_authorised() -> Callable[[], Awaitable[bool]]:
+    """Whether this request's key still authorises it (not revoked, its tenant not
+    suspended), asked again later: for an open stream (store.event_hub.Recheck)."""
+    token, db = _token(), context().db
+
+    async def ask() -> bool:
+        caller = await db.read(caller_for_api_key, api_key=token)
+        return caller is not None and not caller.suspended
+
+    return ask
 
 
 async def checked_inputs(parse: Callable[[], T]) -> T:

@@ -25,6 +25,7 @@ from appliance.store.backend import Store
 
 if TYPE_CHECKING:
     from appliance.store.event_hub import EventHub
+    from appliance.store.stream_limits import StreamRegistry
 
 _EXTENSION = "steeple"
 
@@ -38,6 +39,7 @@ class ApiContext:
     policy: AddressPolicy
     version: str
     event_hub: EventHub  # the live event stream's fan-out, run by the runtime's nursery
+    streams: StreamRegistry  # the process's open streams and their caps (the UI's too)
     max_schedules: int | None = None  # live schedules per tenant (None: no limit)
     replay_rate_per_second: int  # how fast a bulk replay's runs become due (settings)
     # Sends one request through the engine's delivery client (outbound policy checked at

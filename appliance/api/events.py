@@ -20,11 +20,9 @@ from appliance.api.auth import checked_inputs, read_as_tenant
 from appliance.api.bodies import json_response
 from appliance.api.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from appliance.core.envelope import render_event
-from appliance.core.events import EventType
+from appliance.core.events import SEQ_RULE, EventType, parse_seq
 from appliance.errors import FieldError, ValidationError
 from appliance.store.events import list_events
-
-MAX_SEQ = 2**63 - 1  # SQLite's INTEGER range
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,9 +57,9 @@ def event_query(*, resume: str | None = None) -> EventQuery:
     """This request's filters. ``resume`` (the stream's ``Last-Event-ID``), when given,
     takes the place of ``?after=``. Raises ValidationError naming every bad parameter."""
     errors: list[FieldError] = []
-    after = parse_seq(request.args.get("after"), errors)
+    after = cursor(request.args.get("after"), errors)
     if resume is not None:
-        after = parse_seq(resume, errors, field="Last-Event-ID")
+        after = cursor(resume, errors, field="Last-Event-ID")
     limit = _limit(request.args.get("limit"), errors)
     types = _types(request.args.getlist("type"), errors)
     schedule_id = request.args.get("schedule_id") or None
@@ -70,13 +68,16 @@ def event_query(*, resume: str | None = None) -> EventQuery:
     return EventQuery(after=after, limit=limit, types=types, schedule_id=schedule_id)
 
 
-def parse_seq(text: str | None, errors: list[FieldError], *, field: str = "after") -> int:
+def cursor(text: str | None, errors: list[FieldError], *, field: str = "after") -> int:
+    """The seq in ``text`` (absent or empty: 0, the feed's start); else 0, and an error
+    naming ``field``."""
     if text is None or text == "":
         return 0
-    if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_SEQ:
-        return int(text)
-    errors.append(FieldError(field=field, message="must be an event seq: a whole number ≥ 0"))
-    return 0
+    seq = parse_seq(text)
+    if seq is None:
+        errors.append(FieldError(field=field, message=SEQ_RULE))
+        return 0
+    return seq
 
 
 def _limit(text: str | None, errors: list[FieldError]) -> int:

@@ -46,6 +46,7 @@ from appliance.store.migrate import current_version, migrations
 from appliance.store.observed import Reading, SeenEvent, read_since
 from appliance.store.restarts import LastRestart
 from appliance.store.stats import sqlite_version
+from appliance.store.stream_limits import Surface
 
 _EXTENSION = "steeple.observability"
 OUTCOMES = ("succeeded", "retrying", "failed")
@@ -125,6 +126,7 @@ class Collector:
     figures: Figures | None = None
     checkpoint: WalCheckpoint | None = None  # this process's last passive checkpoint
     version: str = ""
+    open_streams: dict[Surface, int] = field(default_factory=dict)  # this process's, now
     lock: trio.Lock = field(default_factory=trio.Lock)
 
     async def refresh(self, db: Store, now: int, version: str) -> None:
@@ -165,6 +167,14 @@ class Collector:
             yield from _recent(h)
         if self.checkpoint is not None:
             yield from _checkpoint(self.checkpoint)
+        streams = GaugeMetricFamily(
+            "steeple_open_streams",
+            "Live event streams open now in this process, by surface (api, ui).",
+            labels=["surface"],
+        )
+        for surface, n in sorted(self.open_streams.items()):
+            streams.add_metric([str(surface)], n)
+        yield streams
 
 
 def _info(version: str) -> Metric:
@@ -334,6 +344,7 @@ async def metrics() -> Response:
     _allow(observability)
     ctx = context()
     await collector.refresh(ctx.db, ctx.clock.now_ms(), ctx.version)
+    collector.open_streams = ctx.streams.open_streams()
     body = generate_latest(registry)  # a few kB from figures already read: on the loop
     return Response(body, status=200, content_type="text/plain; version=0.0.4; charset=utf-8")
 

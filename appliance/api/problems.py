@@ -6,7 +6,8 @@ Rules this module guards (docs/architecture.md, "The API"):
   :func:`register_problem_handlers`: ``ValidationError`` → 422 with one ``errors`` entry per
   field (a batch item's with its ``index``), ``NotFound`` → 404, ``VersionMismatch`` → 412,
   ``RequestKeyReused`` → 422, ``ScheduleLimitReached`` → 409 ``schedule-limit``,
-  ``Conflict`` → 409, werkzeug's HTTP
+  ``Conflict`` → 409, ``StreamLimitReached`` → 429 ``stream-limit`` with ``Retry-After``
+  and the ``limit`` it hit, werkzeug's HTTP
   errors (unknown route 404, 405 with ``Allow``, 413) keep their status, ``StoreError`` →
   503 (disk full, I/O: the operator's problem, logged), and :class:`Problem` carries
   anything a view decides itself (400, 401, 415). Anything else is a bug: logged with its
@@ -28,6 +29,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTo
 from appliance.errors import Conflict, FieldError, NotFound, StoreError, ValidationError
 from appliance.store.request_keys import RequestKeyReused
 from appliance.store.schedules import ScheduleLimitReached, VersionMismatch
+from appliance.store.stream_limits import RETRY_AFTER_S, StreamLimitReached
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ class Problem(Exception):
         detail: str,
         errors: Sequence[FieldError] = (),
         headers: Mapping[str, str] | None = None,
+        extensions: Mapping[str, str | int] | None = None,
     ) -> None:
         super().__init__(detail)
         self.status = status
@@ -56,6 +59,7 @@ class Problem(Exception):
         self.detail = detail
         self.errors = tuple(errors)
         self.headers = dict(headers or {})
+        self.extensions = dict(extensions or {})  # RFC 9457 extension members
 
 
 def problem_response(problem: Problem) -> Response:
@@ -64,6 +68,7 @@ def problem_response(problem: Problem) -> Response:
         "title": problem.title,
         "status": problem.status,
         "detail": problem.detail,
+        **problem.extensions,
     }
     if problem.errors:
         document["errors"] = [_field_error(e) for e in problem.errors]
@@ -139,6 +144,19 @@ def _from_conflict(error: Conflict) -> Response:
     return problem_response(problem)
 
 
+def _from_stream_limit(error: StreamLimitReached) -> Response:
+    return problem_response(
+        Problem(
+            status=429,
+            kind="stream-limit",
+            title="Too many open streams",
+            detail=str(error),
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+            extensions={"limit": str(error.limit), "max": error.most},
+        )
+    )
+
+
 def _from_http(error: HTTPException) -> Response:
     status = error.code or 500
     headers = {}
@@ -187,5 +205,6 @@ def register_problem_handlers(app: QuartTrio) -> None:
     app.register_error_handler(NotFound, _from_not_found)
     app.register_error_handler(Conflict, _from_conflict)
     app.register_error_handler(StoreError, _from_store)
+    app.register_error_handler(StreamLimitReached, _from_stream_limit)
     app.register_error_handler(HTTPException, _from_http)
     app.register_error_handler(Exception, _from_unexpected)

@@ -2,7 +2,10 @@
 
 The hub, the backfill-then-follow rule and the message format live in
 :mod:`appliance.store.event_hub`, shared with the web UI's ``/events/stream``: one
-function, two faces (rules there).
+function, two faces (rules there). While open, a stream asks again every few seconds
+whether its key still authorises it (revoked? tenant suspended?) and ends when not.
+Open streams are capped per key, per tenant and per
+process (:mod:`appliance.store.stream_limits`): over a cap, 429 naming the limit.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import AsyncIterator
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from appliance.api.auth import authenticate, checked_inputs
+from appliance.api.auth import authenticate_caller, checked_inputs, still_authorised
 from appliance.api.context import context
 from appliance.api.events import EventQuery, event_query
 from appliance.store.backend import Store
@@ -21,9 +24,11 @@ from appliance.store.event_hub import (
     RETRY_MS,
     EventHub,
     Live,
+    Recheck,
     StreamQuery,
     follow,
 )
+from appliance.store.stream_limits import Holder, Surface, admit, holding
 
 __all__ = ["HEARTBEAT_S", "RETRY_MS", "EventHub", "Live", "register"]
 
@@ -35,10 +40,19 @@ def register(app: QuartTrio) -> None:
 async def stream_feed() -> Response:
     resume = request.headers.get("Last-Event-ID")
     query = await checked_inputs(lambda: event_query(resume=resume))
-    tenant_id = await authenticate()
+    caller = await authenticate_caller()
     ctx = context()
+    holder = Holder(
+        surface=Surface.API,
+        tenant_id=caller.tenant_id,
+        credential=caller.key_id,
+        actor=caller.actor,
+    )
+    await admit(ctx.streams, ctx.db, holder, now=ctx.clock.now_ms())
+    recheck = Recheck(still_valid=still_authorised(), every_s=ctx.streams.recheck_s)
+    messages = _messages(ctx.event_hub, ctx.db, caller.tenant_id, query, recheck)
     response = Response(
-        _messages(ctx.event_hub, ctx.db, tenant_id, query),
+        holding(ctx.streams, holder, messages),
         mimetype="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
@@ -46,10 +60,13 @@ async def stream_feed() -> Response:
     return response
 
 
-def _messages(hub: EventHub, db: Store, tenant_id: str, query: EventQuery) -> AsyncIterator[bytes]:
+def _messages(
+    hub: EventHub, db: Store, tenant_id: str, query: EventQuery, recheck: Recheck
+) -> AsyncIterator[bytes]:
     return follow(
         hub,
         db,
         tenant_id,
         StreamQuery(after=query.after, types=query.types, schedule_id=query.schedule_id),
+        recheck,
     )

@@ -33,6 +33,7 @@ class EventType(enum.StrEnum):
     SECRET_REVEALED = "signing_secret.revealed"  # an owner was shown a secret whole
     TENANT_SUSPENDED = "tenant.suspended"  # by an operator (store/suspension.py)
     TENANT_RESUMED = "tenant.resumed"
+    STREAM_REFUSED = "stream.refused"  # a live stream over a cap (store/stream_limits.py)
 
 
 JsonScalar = str | int | float | bool | None
@@ -80,3 +81,16 @@ class Event:
     occurred_at: int
     data: dict[str, JsonValue]
     actor: Actor | None = None
+
+
+MAX_SEQ = 2**63 - 1  # an event's seq is a SQLite INTEGER, a PostgreSQL BIGINT
+SEQ_RULE = f"must be an event seq: a whole number from 0 to {MAX_SEQ}"
+
+
+def parse_seq(text: str) -> int | None:
+    """An event ``seq`` (a cursor: ``?after=``, ``Last-Event-ID``) written as ASCII digits,
+    0 to :data:`MAX_SEQ`; None for anything else — a sign, other scripts' digits, or more
+    digits than a seq has (checked before ``int``, which refuses 4,301 of them)."""
+    if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_SEQ:
+        return int(text)
+    return None

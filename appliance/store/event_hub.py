@@ -20,13 +20,17 @@ envelope JSON of ``GET /v1/events``. Rules this module guards:
   hold up the others or the writer.
 - **Heartbeat and shutdown.** A comment line every ``HEARTBEAT_S`` keeps proxies from
   closing an idle stream; :meth:`EventHub.close` (at shutdown) ends every stream cleanly.
+- **The credential, asked again.** An open stream asks its :class:`Recheck` (the API's
+  key, the UI's session; both fail for a suspended tenant) every ``every_s`` seconds,
+  before it sends anything more, and ends at the first no: a revoked key, an ended
+  session or a suspended tenant stops receiving within ``every_s``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -232,11 +236,21 @@ class StreamQuery:
     schedule_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recheck:
+    """Whether an open stream's credential still works: ``still_valid()``, asked at most
+    ``every_s`` seconds (trio's clock) after the previous answer."""
+
+    still_valid: Callable[[], Awaitable[bool]]
+    every_s: float
+
+
 async def follow(
-    hub: EventHub, db: Store, tenant_id: str, query: StreamQuery
+    hub: EventHub, db: Store, tenant_id: str, query: StreamQuery, recheck: Recheck
 ) -> AsyncIterator[bytes]:
     """A tenant's stream: the stored feed after ``query.after``, then the live hub, each
-    event once, a heartbeat comment when idle; ends when the hub drops or closes it."""
+    event once, a heartbeat comment when idle; ends when the hub drops or closes it, or
+    when ``recheck`` says no."""
     yield f"retry: {RETRY_MS}\n\n".encode()
     last = query.after
     async with hub.subscribe(tenant_id) as live:
@@ -254,33 +268,51 @@ async def follow(
                 last = page[-1].seq
             if len(page) < BACKFILL_PAGE:
                 break
-        unfiltered = query.types is None and query.schedule_id is None
-        while True:
-            batches: list[Batch] = []
-            with trio.move_on_after(HEARTBEAT_S):
-                try:
-                    batches.append(await live.receive())
-                except trio.EndOfChannel:
-                    return
-                # Whatever else is queued goes out in the same chunk.
-                with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
-                    while True:
-                        batches.append(live.receive_nowait())
-            if not batches:  # the heartbeat's timer ran out first
-                yield b": heartbeat\n\n"
-                continue
-            if unfiltered and batches[0].messages[0].seq > last:
-                chunk = b"".join(batch.sse for batch in batches)
-            else:
-                chunk = b"".join(
-                    message.sse
-                    for batch in batches
-                    for message in batch.messages
-                    if message.seq > last and _wanted(message, query)
-                )
-            last = max(last, batches[-1].messages[-1].seq)
-            if chunk:
+        async with contextlib.aclosing(_live(live, query, last, recheck)) as chunks:
+            async for chunk in chunks:
                 yield chunk
+
+
+async def _live(
+    live: Live, query: StreamQuery, last: int, recheck: Recheck
+) -> AsyncGenerator[bytes, None]:
+    """What arrives after ``last``, a heartbeat when idle, while ``recheck`` says yes."""
+    unfiltered = query.types is None and query.schedule_id is None
+    check_at = trio.current_time() + recheck.every_s
+    sent_at = trio.current_time()
+    while True:
+        batches: list[Batch] = []
+        with trio.move_on_at(min(sent_at + HEARTBEAT_S, check_at)):
+            try:
+                batches.append(await live.receive())
+            except trio.EndOfChannel:
+                return
+            # Whatever else is queued goes out in the same chunk.
+            with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
+                while True:
+                    batches.append(live.receive_nowait())
+        if trio.current_time() >= check_at:
+            if not await recheck.still_valid():
+                return
+            check_at = trio.current_time() + recheck.every_s
+        if not batches:
+            if trio.current_time() >= sent_at + HEARTBEAT_S:
+                yield b": heartbeat\n\n"
+                sent_at = trio.current_time()
+            continue
+        if unfiltered and batches[0].messages[0].seq > last:
+            chunk = b"".join(batch.sse for batch in batches)
+        else:
+            chunk = b"".join(
+                message.sse
+                for batch in batches
+                for message in batch.messages
+                if message.seq > last and _wanted(message, query)
+            )
+        last = max(last, batches[-1].messages[-1].seq)
+        if chunk:
+            yield chunk
+            sent_at = trio.current_time()
 
 
 def _wanted(message: Message, query: StreamQuery) -> bool:

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from quart import Blueprint, Quart, Response, redirect, request
 
 from appliance.errors import Conflict, NotFound, ValidationError
+from appliance.store.stream_limits import RETRY_AFTER_S, StreamLimitReached
 from appliance.ui import (
     admin,
     pages,
@@ -55,6 +56,7 @@ def register_ui(app: Quart, context: UiContext) -> None:
     bp.register_error_handler(NotFound, _not_found)
     bp.register_error_handler(Conflict, _conflict)
     bp.register_error_handler(ValidationError, _invalid)
+    bp.register_error_handler(StreamLimitReached, _too_many_streams)
     register_filters(bp)
     for module in (signin, pages, schedules, schedule_actions, runs, settings_pages, admin):
         module.register(bp)
@@ -80,6 +82,18 @@ async def _conflict(error: Conflict) -> Response:
 
 async def _invalid(error: ValidationError) -> Response:
     return await page("error.html", status=422, title="Invalid input", message=str(error))
+
+
+async def _too_many_streams(error: StreamLimitReached) -> Response:
+    return pages.stream_problem(
+        status=429,
+        kind="stream-limit",
+        title="Too many open streams",
+        detail=str(error),
+        headers={"Retry-After": str(RETRY_AFTER_S)},
+        limit=str(error.limit),
+        max=error.most,
+    )
 
 
 def _quote(path: str) -> str:

@@ -17,6 +17,7 @@ from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.store.backend import Store
 from appliance.store.event_hub import EventHub
+from appliance.store.stream_limits import StreamRegistry
 
 _EXTENSION = "steeple-ui"
 
@@ -40,6 +41,8 @@ class UiContext:
     # The API's live-feed hub (one reader for every stream, API's and UI's); None: no
     # live feed, /events polls.
     event_hub: EventHub | None = None
+    # The process's open streams and their caps: the API's registry (one count for both).
+    streams: StreamRegistry = field(default_factory=StreamRegistry)
     # Password hashing and previews run in worker threads, one at a time.
     cpu: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
 

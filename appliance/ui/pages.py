@@ -12,8 +12,8 @@ does the same.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
+import json
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import trio
@@ -21,23 +21,23 @@ from quart import Blueprint, Response, redirect, request
 
 from appliance.clock import WallClock
 from appliance.core.cron_preview import soonest_occurrences
-from appliance.core.events import Event, EventType
+from appliance.core.events import SEQ_RULE, Actor, Event, EventType, parse_seq
 from appliance.core.schedules import Schedule
-from appliance.errors import NotFound
+from appliance.errors import FieldError, NotFound, ValidationError
 from appliance.store import overview
 from appliance.store.backend import Store
 from appliance.store.connection import Connection
-from appliance.store.event_hub import HEARTBEAT_S, StreamQuery, follow
+from appliance.store.event_hub import Recheck, StreamQuery, follow
 from appliance.store.events import list_events
 from appliance.store.runs import RunRecord
 from appliance.store.sessions import find_session
+from appliance.store.stream_limits import Holder, Surface, admit, holding
 from appliance.store.users import Role
 from appliance.ui.context import public_base_url, ui
 from appliance.ui.render import page
 from appliance.ui.security import COOKIE, current_session, require
 
 FEED_SIZE: Final = 50
-RECHECK_MS: Final = HEARTBEAT_S * 1000  # an open stream's session is checked this often
 UPCOMING: Final = 10
 
 
@@ -99,8 +99,10 @@ async def events() -> Response:
 async def new_events() -> Response:
     """The poller fragment: how many events arrived after ``after``."""
     _, tenant_id = require(Role.VIEWER)
-    text = request.args.get("after", "0")
-    after = int(text) if text.isdigit() else 0
+    errors: list[FieldError] = []
+    after = _cursor("after", request.args.get("after"), errors)
+    if errors:
+        raise ValidationError(errors)
 
     def read(conn: Connection) -> list[Event]:
         return list_events(conn, tenant_id=tenant_id, after=after, limit=FEED_SIZE + 1)
@@ -114,15 +116,31 @@ async def new_events() -> Response:
 async def event_stream() -> Response:
     """The tenant's feed after ``Last-Event-ID`` (or ``?after=``) as Server-Sent Events:
     the very generator ``GET /v1/events/stream`` answers with."""
-    _, tenant_id = require(Role.VIEWER)
+    session, tenant_id = require(Role.VIEWER)
     ctx = ui()
     if ctx.event_hub is None:
         raise NotFound("no live feed here: reload /events")
-    text = request.headers.get("Last-Event-ID") or request.args.get("after", "0")
-    after = int(text) if text.isdigit() else 0
-    chunks = follow(ctx.event_hub, ctx.db, tenant_id, StreamQuery(after=after))
+    errors: list[FieldError] = []
+    after = _cursor("after", request.args.get("after"), errors)
+    resume = request.headers.get("Last-Event-ID")
+    if resume:  # what EventSource sends on reconnecting: it takes precedence
+        after = _cursor("Last-Event-ID", resume, errors)
+    if errors:
+        return invalid_stream(errors)
+    holder = Holder(
+        surface=Surface.UI,
+        tenant_id=tenant_id,
+        credential=session.id_hash,
+        actor=Actor.user(session.user.id),
+    )
+    await admit(ctx.streams, ctx.db, holder, now=ctx.clock.now_ms())
+    recheck = Recheck(
+        still_valid=signed_in(request.cookies.get(COOKIE, ""), ctx.db, ctx.clock),
+        every_s=ctx.streams.recheck_s,
+    )
+    chunks = follow(ctx.event_hub, ctx.db, tenant_id, StreamQuery(after=after), recheck)
     response = Response(
-        while_signed_in(chunks, request.cookies.get(COOKIE, ""), ctx.db, ctx.clock),
+        holding(ctx.streams, holder, chunks),
         mimetype="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
@@ -130,21 +148,62 @@ async def event_stream() -> Response:
     return response
 
 
-async def while_signed_in(
-    chunks: AsyncIterator[bytes], token: str, db: Store, clock: WallClock
-) -> AsyncIterator[bytes]:
-    """``chunks`` while the session of ``token`` lives: it is looked up again at the first
-    chunk (a heartbeat at least) after ``RECHECK_MS``, so a sign-out, an expiry or a
-    suspended tenant ends an open stream too."""
-    checked = clock.now_ms()
-    async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-        async for chunk in chunks:
-            now = clock.now_ms()
-            if now - checked >= RECHECK_MS:
-                if await db.read(find_session, token=token, now=now) is None:
-                    return
-                checked = now
-            yield chunk
+def _cursor(field: str, text: str | None, errors: list[FieldError]) -> int:
+    """The event seq in ``text`` (absent or empty: 0); else 0 and an error naming ``field``."""
+    if not text:
+        return 0
+    seq = parse_seq(text)
+    if seq is None:
+        errors.append(FieldError(field=field, message=SEQ_RULE))
+        return 0
+    return seq
+
+
+def invalid_stream(errors: list[FieldError]) -> Response:
+    fields = ", ".join(error.field for error in errors)
+    return stream_problem(
+        status=422,
+        kind="validation",
+        title="The request is not valid",
+        detail=f"{len(errors)} problem{'s' if len(errors) != 1 else ''} with: {fields}",
+        errors=[{"field": error.field, "message": error.message} for error in errors],
+    )
+
+
+def stream_problem(
+    *,
+    status: int,
+    kind: str,
+    title: str,
+    detail: str,
+    headers: dict[str, str] | None = None,
+    **members: object,
+) -> Response:
+    """A refused stream's answer: an RFC 9457 problem document, as the API's stream
+    answers (an EventSource reads no page; the tab polls instead)."""
+    document = {
+        "type": f"urn:steeple:problem:{kind}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        **members,
+    }
+    return Response(
+        json.dumps(document, ensure_ascii=False),
+        status=status,
+        headers=headers or {},
+        content_type="application/problem+json",
+    )
+
+
+def signed_in(token: str, db: Store, clock: WallClock) -> Callable[[], Awaitable[bool]]:
+    """Whether the session of ``token`` still works, asked again later: a sign-out, an
+    expiry or a suspended tenant ends an open stream too (store.event_hub.Recheck)."""
+
+    async def ask() -> bool:
+        return await db.read(find_session, token=token, now=clock.now_ms()) is not None
+
+    return ask
 
 
 async def guide() -> Response:

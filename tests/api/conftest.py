@@ -34,6 +34,7 @@ from appliance.store.event_hub import EventHub
 from appliance.store.incarnations import register_incarnation
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.schedules import get_schedule
+from appliance.store.stream_limits import StreamRegistry
 from appliance.store.tenants import create_tenant
 
 START = parse_instant("2026-03-02T10:00:00.400Z")
@@ -201,6 +202,7 @@ def build_app(
     send_probe: Callable[[DeliveryRequest], Awaitable[ProbeAnswer]] | None = None,
     allowed_hosts: AllowedHosts | None = None,
     trust_proxy: int = 0,
+    streams: StreamRegistry | None = None,
 ) -> QuartTrio:
     return create_app(
         db=db,
@@ -210,6 +212,7 @@ def build_app(
         policy=policy,
         version="9.9.9-test",
         event_hub=EventHub(db),
+        streams=streams,
         max_schedules=max_schedules,
         replay_rate_per_second=REPLAY_RATE,
         send_probe=send_probe,

@@ -17,9 +17,17 @@ from appliance.api.stream import HEARTBEAT_S, RETRY_MS, EventHub, Live, _message
 from appliance.core.envelope import render_event
 from appliance.core.events import Event, EventType
 from appliance.store.database import Database
+from appliance.store.event_hub import Recheck
 from appliance.store.events import SYSTEM_TENANT, append_event
 
 NOW = 1_790_000_000_000
+
+
+async def _yes() -> bool:
+    return True
+
+
+STILL_VALID = Recheck(still_valid=_yes, every_s=5.0)  # a credential that keeps working
 
 
 async def append(db: Database, tenant_id: str, count: int) -> list[int]:
@@ -130,7 +138,9 @@ async def read_stream(
 ) -> None:
     """Run one stream's message generator, keeping its chunks, until it sent ``until``;
     ``following`` is set once it sent ``marker`` (from then on it follows the hub)."""
-    async with contextlib.aclosing(_messages(hub, db, "ten_a", UNFILTERED)) as messages:
+    async with contextlib.aclosing(
+        _messages(hub, db, "ten_a", UNFILTERED, STILL_VALID)
+    ) as messages:
         async for chunk in messages:
             chunks.append(chunk)
             if sent(chunks, marker):
@@ -216,7 +226,9 @@ async def test_an_idle_stream_gets_a_heartbeat_comment_every_15_s(
     hub = EventHub(inline_db)
     async with trio.open_nursery() as nursery:
         await nursery.start(hub.run)
-        async with contextlib.aclosing(_messages(hub, inline_db, "ten_a", UNFILTERED)) as stream:
+        async with contextlib.aclosing(
+            _messages(hub, inline_db, "ten_a", UNFILTERED, STILL_VALID)
+        ) as stream:
             assert await anext(stream) == b"retry: %d\n\n" % RETRY_MS
             for _ in range(2):
                 began = trio.current_time()

@@ -18,6 +18,7 @@ from appliance.core.addresses import AddressPolicy
 from appliance.core.hosts import AllowedHosts
 from appliance.core.passwords import hash_password
 from appliance.store.database import Database
+from appliance.store.stream_limits import StreamRegistry
 from appliance.store.tenants import NewTenant, create_tenant
 from appliance.store.users import Role, create_user
 from appliance.ui.app import register_ui
@@ -116,6 +117,7 @@ def make_app(
     trust_proxy: int = 0,
     public_url: str = "",
     allowed_hosts: AllowedHosts | None = None,
+    streams: StreamRegistry | None = None,
 ) -> QuartTrio:
     policy = AddressPolicy()
     app = build_app(
@@ -125,6 +127,7 @@ def make_app(
         policy=policy,
         allowed_hosts=allowed_hosts,
         trust_proxy=trust_proxy,
+        streams=streams,
     )
     register_ui(
         app,
@@ -138,6 +141,7 @@ def make_app(
             trust_proxy=trust_proxy,
             public_url=public_url,
             event_hub=app.extensions["steeple"].event_hub,  # the API's: one hub
+            streams=app.extensions["steeple"].streams,  # and one count of open streams
         ),
     )
     return app

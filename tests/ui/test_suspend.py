@@ -6,7 +6,6 @@ tests/engine/test_planner.py.)"""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,10 +23,8 @@ from appliance.store.incarnations import register_incarnation
 from appliance.store.overview import tenant_summaries
 from appliance.store.runs import get_run
 from appliance.store.schedules import get_schedule
-from appliance.store.sessions import start_session
 from appliance.store.suspension import suspend_tenant, suspended_since
 from appliance.store.users import user_by_email
-from appliance.ui.pages import RECHECK_MS, while_signed_in
 from appliance.ui.signin import GENERIC_ERROR
 from tests.api.conftest import START, Api, FakeClock, plan_runs
 from tests.ui.conftest import Browser, Tenant, schedule_form
@@ -192,21 +189,3 @@ async def test_a_delivery_in_flight_at_suspension_gets_no_retry(
     assert db.write_now(complete_run, run=claimed, completion=retry, now=clock.now + 5)
     run = db.read_now(get_run, tenant_id=alpha.id, run_id=claimed.run_id)
     assert run is not None and run.state is RunState.CANCELLED
-
-
-async def test_an_open_event_stream_ends_once_its_session_stops_working(
-    alpha: Tenant, db: Database, clock: FakeClock
-) -> None:
-    user = db.read_now(user_by_email, email=alpha.viewer)
-    assert user is not None
-    token = db.write_now(start_session, user_id=user.id, address="127.0.0.1", now=clock.now)
-
-    async def chunks() -> AsyncIterator[bytes]:
-        for n in range(100):  # heartbeats, one per RECHECK_MS
-            clock.advance(RECHECK_MS)
-            if n == 3:
-                db.write_now(suspend_tenant, tenant_id=alpha.id, now=clock.now)
-            yield b": heartbeat\n\n"
-
-    sent = [chunk async for chunk in while_signed_in(chunks(), token, db, clock)]
-    assert len(sent) == 3  # the chunk after the suspension found no session
