@@ -1,10 +1,11 @@
 """Request and response bodies: JSON in, JSON out, with the API's error rules.
 
 - A JSON request body needs ``Content-Type: application/json`` (or ``+json``) → else 415.
-- Bytes that are not JSON, not UTF-8, nest deeper than :data:`MAX_DEPTH`, hold
-  NaN/Infinity or a number too large to represent, or hold unpaired surrogates → 400: they
-  are not input we can even validate. The depth cap keeps every later ``json`` call far
-  from Python's recursion limit. Validation of well-formed JSON is the views' job (→ 422).
+- Bytes that :func:`appliance.core.json_text.decode_json_bytes` refuses (not UTF-8, not
+  JSON, NaN/Infinity, a number too large, nesting deeper than ``MAX_DEPTH``, unpaired
+  surrogates) → 400: they are not input we can even validate. The depth cap keeps every
+  later ``json`` call far from Python's recursion limit. Validation of well-formed JSON is
+  the views' job (→ 422).
 - Responses are written with ``ensure_ascii=False`` and without key sorting, so a tenant's
   ``payload`` comes back as it was given.
 """
@@ -12,18 +13,16 @@
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Mapping
 
 from quart import Response, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from appliance.api.problems import Problem, bad_request
+from appliance.core.json_text import JsonTextError, decode_json_bytes
 
 JSON = "application/json"
 MERGE_PATCH_JSON = "application/merge-patch+json"
-MAX_DEPTH = 64
 
 
 async def read_json(*, accept: tuple[str, ...] = (JSON,)) -> object:
@@ -43,59 +42,9 @@ async def read_json(*, accept: tuple[str, ...] = (JSON,)) -> object:
 
 def decode_json(data: bytes) -> object:
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise bad_request("the body is not UTF-8 text") from None
-    try:
-        value = json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
-    except RecursionError:
-        raise bad_request("the JSON nests too deeply") from None
-    except ValueError as error:
-        raise bad_request(f"the body is not valid JSON: {error}") from None
-    if _deeper_than(value, MAX_DEPTH):
-        raise bad_request(f"the JSON nests deeper than {MAX_DEPTH} levels")
-    # UTF-8 text decodes to no surrogate: only a \uD800-\uDFFF escape makes one, so a
-    # text without such an escape needs no second look (a thousand schedules re-encoded
-    # cost ≈ 10 ms of the event loop).
-    if _SURROGATE_ESCAPE.search(text) is None:
-        return value
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise bad_request("the JSON holds an unpaired UTF-16 surrogate (\\ud800-\\udfff)") from None
-    return value
-
-
-# May also match an escaped backslash followed by "ud8…" text: then the value is checked.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def _deeper_than(value: object, limit: int) -> bool:
-    """Whether arrays/objects nest more than ``limit`` levels (iterative: no recursion)."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: list[object] = list(item.values())
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is too large")
-    return value
-
-
-def _no_constant(text: str) -> float:
-    raise ValueError(f"{text} is not JSON")
+        return decode_json_bytes(data)
+    except JsonTextError as error:
+        raise bad_request(f"the body is not valid JSON: {error.message}") from None
 
 
 def json_response(

@@ -29,6 +29,7 @@ from appliance.core.cron import day_rule
 from appliance.core.cron_preview import PreviewItem, preview_occurrences
 from appliance.core.cron_words import describe_cron
 from appliance.core.json_fields import FieldReader
+from appliance.core.json_text import whole_number
 from appliance.core.schedule_input import MAX_JITTER_SECONDS
 from appliance.core.schedule_warnings import ScheduleWarning, schedule_warnings
 from appliance.core.schedules import ScheduleSpec
@@ -97,7 +98,8 @@ def _compute(form: Mapping[str, str], now: int) -> Preview:
     form_errors: list[FieldError] = []
     document = timing_of(form, form_errors)
     jitter_text = form.get("jitter_seconds", "").strip()  # read as the API reads it
-    document["jitter_seconds"] = int(jitter_text) if jitter_text.isdigit() else jitter_text or None
+    jitter_given = whole_number(jitter_text)
+    document["jitter_seconds"] = jitter_text or None if jitter_given is None else jitter_given
     fields = FieldReader(document)
     timing = read_timing(fields)
     jitter = fields.integer(

@@ -4,7 +4,8 @@ errors onto the form's fields.
 The form is a face of the API's document, not a second validator: the fields become the
 same JSON a tenant would POST (``core.schedule_input`` then validates it as a whole), and
 only what a form cannot carry is checked here — a payload that is not JSON, a number
-field that is not a number, a local date-time that does not exist in the zone
+field that is not a number (both read by :mod:`appliance.core.json_text`, as the API reads
+its bodies), a local date-time that does not exist in the zone
 (:mod:`appliance.ui.form_instants`).
 
 Rules:
@@ -27,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from appliance.core.json_text import JsonTextError, parse_json_text, whole_number
 from appliance.core.retry_input import MAX_AGE_SECONDS, backoff_document
 from appliance.core.schedules import CatchupPolicy, Overlap, PayloadKind, ScheduleSpec
 from appliance.core.timing import ScheduleKind, format_every, kind_of
@@ -74,7 +76,6 @@ FORM_FIELDS: Final = (
 )
 KINDS: Final = tuple(kind.value for kind in ScheduleKind)
 _INSTANTS: Final = ("start_at", "end_at")
-_WHOLE: Final = re.compile(r"[+-]?\d+")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -217,10 +218,9 @@ def _payload(
     if not payload.strip():
         return
     try:
-        value = json.loads(payload)
-    except json.JSONDecodeError as exc:
-        message = f"is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        errors.append(FieldError(field="payload", message=message))
+        value = parse_json_text(payload)
+    except JsonTextError as error:
+        errors.append(FieldError(field="payload", message=f"is not JSON: {error.message}"))
         return
     document["payload_template" if templated else "payload"] = value
 
@@ -244,20 +244,22 @@ def _backoff(text: str, errors: list[FieldError]) -> object:
         return "default"
     if text.startswith("{"):
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            errors.append(FieldError(field="backoff", message=f"is not JSON: {exc.msg}"))
+            return parse_json_text(text)
+        except JsonTextError as error:
+            errors.append(FieldError(field="backoff", message=f"is not JSON: {error.message}"))
             return None
     return [_entry(item.strip()) for item in text.split(",")]
 
 
 def _entry(item: str) -> object:
-    if _WHOLE.fullmatch(item):
-        return int(item)
+    whole = whole_number(item)
+    if whole is not None:
+        return whole
     try:
-        return float(item)
-    except ValueError:
+        value = parse_json_text(item)
+    except JsonTextError:
         return item
+    return value if isinstance(value, float) else item
 
 
 def with_errors(
@@ -291,9 +293,9 @@ def form_error(error: FieldError) -> tuple[str, str]:
 
 
 def _number(form: Mapping[str, str], key: str, errors: list[FieldError]) -> object:
-    text = form.get(key, "").strip()
-    try:
-        return int(text)
-    except ValueError:
+    """The field's whole number, for the API's range check; None (with an error) when it
+    spells none."""
+    value = whole_number(form.get(key, ""))
+    if value is None:
         errors.append(FieldError(field=key, message="must be a whole number"))
-        return None
+    return value

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from quart import Blueprint, Response, redirect, request
 
 from appliance.core.events import Actor
+from appliance.core.json_text import whole_number
 from appliance.core.payload_template import NAMES
 from appliance.core.schedule_input import merge_patch, parse_schedule
 from appliance.core.schedules import Schedule, ScheduleSpec
@@ -139,12 +140,11 @@ async def preview_page() -> Response:
     schedule = await load_schedule(tenant_id, schedule_id) if schedule_id else None
     kind = blank_form().payload_kind if schedule is None else schedule.spec.payload_kind
     found, errors = await preview.compute(form)
-    version = form.get("version", "")
     return await _form_page(
         with_errors(form, [], kind),
         schedule=schedule,
         form_key=form.get("form_key", "")[:_FORM_KEY_CHARS],
-        version=int(version) if version.isdigit() else None,
+        version=_version(form.get("version", "")),
         preview=found,
         preview_errors=errors,
         target=preview.verdict(form.get("target_url", "")),
@@ -270,7 +270,7 @@ async def save(schedule_id: str) -> Response:
             schedule_id=schedule_id,
             spec=spec,
             now=ctx.clock.now_ms(),
-            expected_version=_version(form.get("version", "")),
+            expected_version=_expected_version(form.get("version", "")),
             actor=Actor.user(session.user.id),
         )
         ctx.nudge()
@@ -278,7 +278,20 @@ async def save(schedule_id: str) -> Response:
 
 
 def _version(text: str) -> int | None:
-    return int(text) if text.isdigit() else None
+    """The version a form edits; None when it carries none (no compare-and-set)."""
+    value = whole_number(text)
+    return value if value is not None and value >= 0 else None
+
+
+def _expected_version(text: str) -> int | None:
+    """The version a save compares against: none when blank; a version no schedule can
+    have is an incomplete form, not a reason to skip the check."""
+    if not text.strip():
+        return None
+    value = _version(text)
+    if value is None:
+        raise ValidationError.single("version", "the form is incomplete; reload it")
+    return value
 
 
 async def load_schedule(tenant_id: str, schedule_id: str) -> Schedule:

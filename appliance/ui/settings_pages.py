@@ -14,6 +14,7 @@ from __future__ import annotations
 from quart import Blueprint, Response, redirect, request
 
 from appliance.core.events import Actor
+from appliance.core.json_text import whole_number
 from appliance.errors import ValidationError
 from appliance.store.api_keys import (
     issue_api_key,
@@ -100,10 +101,10 @@ async def reveal(secret_id: str) -> Response:
 async def rotate() -> Response:
     _, tenant_id = require(Role.OWNER)
     ctx = ui()
-    text = (await request.form).get("overlap_seconds", "").strip()
-    if not text.isdigit():
+    given = whole_number((await request.form).get("overlap_seconds", ""))
+    if given is None:
         raise ValidationError.single("overlap_seconds", "must be a whole number of seconds")
-    overlap_s = parse_overlap({"overlap_seconds": int(text)})
+    overlap_s = parse_overlap({"overlap_seconds": given})
     secret = await ctx.db.write(
         rotate_signing_secret,
         tenant_id=tenant_id,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
+import logging
 import shutil
 import socket
 import ssl
@@ -22,7 +23,7 @@ import trio
 from appliance.core.addresses import AddressPolicy, IPAddress
 from appliance.core.retry import TransportFailure
 from appliance.engine.delivery import DeliveryClient, DeliveryFailed, send
-from appliance.engine.delivery.connect import Connector
+from appliance.engine.delivery.connect import Connector, refusal
 from tests.engine.loopback import (
     BODY,
     LOOPBACK_ALLOWED,
@@ -65,17 +66,20 @@ async def test_allow_listed_loopback_delivery_succeeds() -> None:
     assert result.latency_ms >= 0
 
 
-async def test_rebinding_name_is_checked_on_the_address_actually_connected_to() -> None:
+async def test_rebinding_name_is_checked_on_the_address_actually_connected_to(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     # The name passes the static check; only connect-time resolution shows it is loopback.
+    # The tenant reads the write-time check's generic words; the operator's log, the why.
     rebind = fake_dns({"rebind.example": ["127.0.0.1"]})
     async with receiver(canned("204 No Content")) as rx:
-        async with DeliveryClient(OPEN, resolve=rebind) as client:
-            blocked = await send(client, delivery(rx.url("rebind.example")))
+        with caplog.at_level(logging.WARNING, logger="appliance.engine.delivery.connect"):
+            async with DeliveryClient(OPEN, resolve=rebind) as client:
+                blocked = await send(client, delivery(rx.url("rebind.example")))
         assert blocked.failure is TransportFailure.BLOCKED
-        assert blocked.error == (
-            "rebind.example resolves to 127.0.0.1, which is a loopback address; Steeple only "
-            "delivers to public addresses unless the operator allows it with --allow-target"
-        )
+        assert blocked.error == refusal("rebind.example")
+        assert "127.0.0.1" not in blocked.error and "loopback" not in blocked.error
+        assert "rebind.example resolves to 127.0.0.1, which is a loopback address" in caplog.text
         assert rx.requests == []
 
         async with DeliveryClient(LOOPBACK_ALLOWED, resolve=rebind) as client:
@@ -149,10 +153,21 @@ def connector(policy: AddressPolicy, tcp: RecordingTCP, **dns: list[str]) -> Con
 async def test_one_blocked_address_blocks_the_host_before_any_connection() -> None:
     tcp = RecordingTCP(answer=1)
     guarded = connector(OPEN, tcp, mixed_example=["8.8.8.8", "10.0.0.7"])
-    with pytest.raises(DeliveryFailed, match=r"mixed\.example resolves to 10\.0\.0\.7") as caught:
+    with pytest.raises(DeliveryFailed) as caught:
         await guarded.connect_tcp("mixed.example", 443)
     assert caught.value.failure is TransportFailure.BLOCKED
+    assert caught.value.message == refusal("mixed.example")
     assert tcp.connected == []
+
+
+async def test_a_failed_connection_names_the_host_and_port_not_the_address() -> None:
+    tcp = RecordingTCP(answer=0)
+    guarded = connector(OPEN, tcp, public_example=["8.8.8.8"])
+    with pytest.raises(DeliveryFailed) as caught:
+        await guarded.connect_tcp("public.example", 443)
+    assert (
+        caught.value.message == "could not connect to public.example port 443: Connection refused"
+    )
 
 
 async def test_connector_connects_to_the_checked_address_not_the_name() -> None:

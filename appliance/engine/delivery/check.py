@@ -6,8 +6,9 @@ Rules:
   literal, a host name that names this machine (``check_target_url``'s messages).
 - What the *network* says is not a tenant's to read: when a name resolves to an address
   the policy refuses, does not resolve, or resolves too slowly, the tenant gets one generic
-  refusal — the same for all three, so it neither names an internal address nor tells
-  which internal names exist — and the operator's log gets the detail.
+  refusal (``connect.refusal``, the words a connect-time refusal uses too) — the same for
+  all three, so it neither names an internal address nor tells which internal names
+  exist — and the operator's log gets the detail.
 - It fails closed: a name that does not resolve in :data:`RESOLVE_TIMEOUT_S` is refused.
   The same check runs again at every connection (``engine.delivery.connect``).
 """
@@ -20,14 +21,13 @@ from urllib.parse import urlsplit
 import trio
 
 from appliance.core.addresses import (
-    ALLOW_FLAG,
     AddressPolicy,
     IPAddress,
     ascii_host,
     check_target_url,
     parse_ip_literal,
 )
-from appliance.engine.delivery.connect import Resolver, blocked_message, resolve_host
+from appliance.engine.delivery.connect import Resolver, blocked_message, refusal, resolve_host
 from appliance.engine.delivery.exchange import DeliveryFailed
 from appliance.errors import ValidationError
 
@@ -54,15 +54,6 @@ async def check_destination(
     if detail is not None:
         log.warning("target_url refused: %s", detail)
         raise ValidationError.single(TARGET_FIELD, refusal(host))
-
-
-def refusal(host: str) -> str:
-    """What the tenant is told when the network refuses ``host`` (see the module rules)."""
-    return (
-        f"host {host!r} does not resolve to a public address that Steeple may deliver to; "
-        f"check the name, or ask the operator to allow it with {ALLOW_FLAG} "
-        "(the appliance's log says why it was refused)"
-    )
 
 
 async def _resolve(host: str, resolve: Resolver, timeout_s: float) -> list[IPAddress] | str:

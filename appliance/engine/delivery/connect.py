@@ -9,7 +9,11 @@ Rules:
   are still verified against the name the tenant configured. The SSL context is built once
   (certifi's CAs, nothing from the environment) and shared by every connection.
 - Every failure is a :class:`DeliveryFailed` raised here with its class: ``dns`` (no
-  address: fail closed), ``destination_blocked``, ``connect``, ``tls``. There is no
+  address: fail closed), ``destination_blocked``, ``connect``, ``tls``. Its message is the
+  tenant's to read (an attempt's error): it names no address the network gave. A name
+  refused for what it resolves to gets :func:`refusal`, the write-time check's words, and
+  the operator's log gets the host, the address and why; a failed connection names the
+  host and port, not the address tried. There is no
   timeout of its own: the attempt's deadline covers resolving, connecting and the
   handshake.
 """
@@ -17,6 +21,8 @@ Rules:
 from __future__ import annotations
 
 import ipaddress
+import logging
+import os
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
@@ -25,6 +31,7 @@ import certifi
 import trio
 
 from appliance.core.addresses import (
+    ALLOW_FLAG,
     AddressPolicy,
     IPAddress,
     block_reason,
@@ -33,6 +40,8 @@ from appliance.core.addresses import (
 )
 from appliance.core.retry import TransportFailure
 from appliance.engine.delivery.exchange import DeliveryFailed
+
+log = logging.getLogger(__name__)
 
 Resolver = Callable[[str], Awaitable[list[IPAddress]]]
 """Host name -> its addresses; raises DeliveryFailed(DNS). A seam for tests."""
@@ -71,6 +80,18 @@ def blocked_message(policy: AddressPolicy, host: str, addresses: list[IPAddress]
     return None
 
 
+def refusal(host: str) -> str:
+    """What the tenant is told when the network refuses ``host``: the same words whether
+    it resolves to a blocked address, does not resolve, or resolves too slowly, at write
+    time and at connect time, so they neither name an internal address nor tell which
+    internal names exist."""
+    return (
+        f"host {host!r} does not resolve to a public address that Steeple may deliver to; "
+        f"check the name, or ask the operator to allow it with {ALLOW_FLAG} "
+        "(the appliance's log says why it was refused)"
+    )
+
+
 async def open_tcp(address: IPAddress, port: int) -> trio.SocketStream:
     """A TCP connection to exactly ``address`` (no resolution, no other address tried)."""
     family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
@@ -81,6 +102,13 @@ async def open_tcp(address: IPAddress, port: int) -> trio.SocketStream:
         sock.close()
         raise
     return trio.SocketStream(sock)  # sets TCP_NODELAY
+
+
+def _not_connected(host: str, port: int, error: OSError | None) -> str:
+    """A failed connection in words without the address tried (trio's own message
+    names it)."""
+    reason = os.strerror(error.errno) if error is not None and error.errno else str(error)
+    return f"could not connect to {host} port {port}: {reason}"
 
 
 def default_ssl_context() -> ssl.SSLContext:
@@ -122,16 +150,18 @@ class Connector:
     async def connect_tcp(self, host: str, port: int) -> trio.SocketStream:
         """Resolve, check every address, connect to the first checked one that answers."""
         addresses = await self._addresses(host)
-        message = blocked_message(self._policy, host, addresses)
-        if message is not None:
-            raise DeliveryFailed(TransportFailure.BLOCKED, message)
+        detail = blocked_message(self._policy, host, addresses)
+        if detail is not None:
+            log.warning("delivery to host %r refused by the address policy: %s", host, detail)
+            typed = parse_ip_literal(host) is not None  # the tenant's own words: say them
+            raise DeliveryFailed(TransportFailure.BLOCKED, detail if typed else refusal(host))
         error: OSError | None = None
         for address in addresses:
             try:
                 return await self._connect(address, port)
             except OSError as exc:
                 error = exc
-        raise DeliveryFailed(TransportFailure.CONNECT, str(error))
+        raise DeliveryFailed(TransportFailure.CONNECT, _not_connected(host, port, error))
 
     async def _addresses(self, host: str) -> list[IPAddress]:
         literal = parse_ip_literal(host)
