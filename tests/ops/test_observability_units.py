@@ -175,6 +175,7 @@ async def test_metric_names_follow_the_conventions(app) -> None:  # type: ignore
                 "version",
                 "python",
                 "sqlite",
+                "surface",  # api | ui (steeple_open_streams)
             }
     assert not any(s.name.endswith("_created") for f in families for s in f.samples)
 
