@@ -7,7 +7,9 @@ One tab per browser follows ``/events/stream`` — the API's stream function and
 (:mod:`appliance.store.event_hub`) behind the session instead of a key; the others ask
 ``/events/new`` every five seconds (``web/static/steeple.js``: HTTP/1.1 allows six
 connections per host, and each stream holds one). Without JavaScript, reloading the page
-does the same.
+does the same. A stream counts toward its session's, tenant's and the process's caps
+(:mod:`appliance.store.stream_limits`); over one, or with a cursor that is not an event
+``seq``, it answers a problem document (429, 422) instead of streaming.
 """
 
 from __future__ import annotations
