@@ -13,9 +13,16 @@ import pytest
 
 from appliance.store.database import Database
 from tests import postgres_cluster
+from tests.chaos.recorder import FIGURES
 from tests.postgres_cluster import Cluster
 
 VECTORS_PATH = Path(__file__).parent / "vectors" / "delivery-contract.json"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """The chaos figures an xdist worker published (tests/chaos/conftest.py)."""
+    FIGURES.extend(getattr(node, "workeroutput", {}).get("chaos_figures", []))
 
 
 @pytest.fixture(autouse=True)
@@ -92,8 +99,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Name what is missing and every test it kept from running (-ra folds them into one
+    """The chaos suite's lines of figures (tests/chaos/recorder.py), one per scenario;
+    then what is missing and every test it kept from running (-ra folds them into one
     line: the fixture's)."""
+    if FIGURES:
+        terminalreporter.section("chaos figures")
+        for line in FIGURES:
+            terminalreporter.write_line(line)
     skipped = [
         (report.nodeid, report.longrepr[2])
         for report in terminalreporter.stats.get("skipped", [])

@@ -99,8 +99,9 @@ def profile(request: pytest.FixtureRequest) -> Profile:
     return chosen
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if FIGURES:
-        terminalreporter.section("chaos figures")
-        for line in FIGURES:
-            terminalreporter.write_line(line)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its figures to the controller, whose summary prints them
+    (tests/conftest.py)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["chaos_figures"] = list(FIGURES)
