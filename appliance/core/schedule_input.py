@@ -23,11 +23,13 @@ Rules this module guards (docs/architecture.md, ADR 0032, ADR 0037):
   resolution is not done here (core is pure): the API checks the resolved addresses after.
 
 :func:`merge_patch` applies a JSON merge patch to a stored spec's document and revalidates
-the result as a whole, so a PATCH can never produce a schedule a POST would refuse.
+the result as a whole, so a PATCH can never produce a schedule a POST would refuse; a
+header sent back masked keeps its stored value (:func:`appliance.core.secret_headers.keep_masked`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import re
@@ -49,6 +51,7 @@ from appliance.core.schedules import (
     PayloadKind,
     ScheduleSpec,
 )
+from appliance.core.secret_headers import keep_masked
 from appliance.core.timing_input import (
     TIMING_FIELDS,
     read_timing,
@@ -357,7 +360,10 @@ def merge_patch(
             document.pop(key, None)
         else:
             document[key] = value
-    return parse_schedule(document, policy=policy, max_body_bytes=max_body_bytes)
+    spec = parse_schedule(document, policy=policy, max_body_bytes=max_body_bytes)
+    if "headers" not in obj or not current.headers:
+        return spec
+    return dataclasses.replace(spec, headers=keep_masked(spec.headers, current.headers))
 
 
 def _switch_body_kind(document: dict[str, object], patch: Mapping[str, object]) -> None:
