@@ -5,8 +5,9 @@ A new API key or signing secret is shown once, on the answer to the POST that ma
 (``Cache-Control: no-store``, like every signed-in page), never again; lists show masks
 and prefixes only. An owner may reveal an active signing secret again: a POST (CSRF like
 every form) whose answer shows it once, and which records ``signing_secret.revealed``
-naming the owner (:mod:`appliance.store.secret_reveal`). A new user gets a single-use
-setup link (an hour), shown once.
+naming the owner (:mod:`appliance.store.secret_reveal`). Adding a user is an invitation
+(:func:`appliance.store.invitations.invite_user`): a single-use setup link (an hour),
+shown once, and the same answer whether or not the email has an account elsewhere.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from appliance.store.api_keys import (
     parse_key_request,
     revoke_api_key,
 )
-from appliance.store.connection import Connection
+from appliance.store.invitations import invite_user, pending_invitations
 from appliance.store.secret_reveal import reveal_signing_secret
 from appliance.store.tenants import (
     SigningSecret,
@@ -29,7 +30,7 @@ from appliance.store.tenants import (
     parse_overlap,
     rotate_signing_secret,
 )
-from appliance.store.users import Role, create_user, issue_setup_token, list_users
+from appliance.store.users import Role, list_users
 from appliance.ui.context import ui
 from appliance.ui.render import page
 from appliance.ui.security import require
@@ -115,30 +116,38 @@ async def rotate() -> Response:
 
 async def users(*, link: str | None = None, status: int = 200) -> Response:
     _, tenant_id = require(Role.OWNER)
-    listed = await ui().db.read(lambda conn: list_users(conn, tenant_id=tenant_id))
-    return await page("users.html", status=status, users=listed, link=link, roles=list(Role))
+    now = ui().clock.now_ms()
+    listed, invited = await ui().db.read(
+        lambda conn: (
+            list_users(conn, tenant_id=tenant_id),
+            pending_invitations(conn, tenant_id=tenant_id, now=now),
+        )
+    )
+    return await page(
+        "users.html", status=status, users=listed, invited=invited, link=link, roles=list(Role)
+    )
 
 
 async def add_user() -> Response:
     _, tenant_id = require(Role.OWNER)
     ctx = ui()
     form = await request.form
-    role_text = form.get("role", "")
-    if role_text not in tuple(Role):
+    invited = await ctx.db.write(
+        invite_user,
+        tenant=tenant_id,
+        email=form.get("email", ""),
+        role=form_role(form.get("role", "")),
+        now=ctx.clock.now_ms(),
+    )
+    return await users(link=setup_link(invited.token), status=201)
+
+
+def form_role(text: str) -> Role:
+    """The role a form's ``role`` field names; ValidationError otherwise."""
+    if text not in tuple(Role):
         raise ValidationError.single("role", "must be owner, editor or viewer")
-    now = ctx.clock.now_ms()
+    return Role(text)
 
-    def add(conn: Connection) -> str:
-        user = create_user(
-            conn,
-            email=form.get("email", ""),
-            tenant_id=tenant_id,
-            role=Role(role_text),
-            operator=False,
-            password_hash=None,
-            now=now,
-        )
-        return issue_setup_token(conn, user_id=user.id, now=now)
 
-    token = await ctx.db.write(add)
-    return await users(link=f"{request.host_url.rstrip('/')}/setup/{token}", status=201)
+def setup_link(token: str) -> str:
+    return f"{request.host_url.rstrip('/')}/setup/{token}"
