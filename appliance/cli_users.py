@@ -19,19 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from appliance.clock import SystemClock
+from appliance.core.events import Actor
 from appliance.core.passwords import hash_password
 from appliance.errors import ValidationError
 from appliance.settings import Settings
 from appliance.storage import open_configured_store
 from appliance.store.connection import Connection
-from appliance.store.invitations import Invited, invite_user
-from appliance.store.users import (
-    SETUP_LINK_MS,
-    Role,
-    create_user,
-    find_tenant_id,
-    issue_setup_token,
-)
+from appliance.store.invitations import Invited, add_user_with_password, invite_user
+from appliance.store.users import SETUP_LINK_MS, Role, create_user, issue_setup_token
 
 COMMANDS = ("user", "admin")
 
@@ -92,7 +87,14 @@ def run(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _invite(conn: Connection, *, args: argparse.Namespace, now: int) -> Invited:
-    return invite_user(conn, tenant=args.tenant, email=args.email, role=Role(args.role), now=now)
+    return invite_user(
+        conn,
+        tenant=args.tenant,
+        email=args.email,
+        role=Role(args.role),
+        now=now,
+        actor=Actor.operator(),
+    )
 
 
 def _invitation(invited: Invited) -> dict[str, object]:
@@ -110,17 +112,27 @@ def _invitation(invited: Invited) -> dict[str, object]:
 def _create(
     conn: Connection, *, args: argparse.Namespace, password_hash: str | None, now: int
 ) -> dict[str, object]:
-    """An operator (a setup link without a password), or a tenant user with a password."""
-    operator = args.command == "admin"
-    user = create_user(
-        conn,
-        email=args.email,
-        tenant_id=None if operator else find_tenant_id(conn, id_or_name=args.tenant),
-        role=Role.OWNER if operator else Role(args.role),
-        operator=operator,
-        password_hash=password_hash,
-        now=now,
-    )
+    """A tenant user with a password, or an operator (a setup link without one)."""
+    if args.command == "admin":
+        user = create_user(
+            conn,
+            email=args.email,
+            tenant_id=None,
+            role=Role.OWNER,
+            operator=True,
+            password_hash=password_hash,
+            now=now,
+        )
+    else:
+        assert password_hash is not None
+        user = add_user_with_password(
+            conn,
+            tenant=args.tenant,
+            email=args.email,
+            role=Role(args.role),
+            password_hash=password_hash,
+            now=now,
+        )
     document: dict[str, object] = {
         "id": user.id,
         "email": user.email,

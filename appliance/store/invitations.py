@@ -14,6 +14,9 @@ Rules this module guards:
   message of an unknown link, and nothing of that account changes.
 - The setup page reads the same for an invitation as for the link of an account made
   without a password (:func:`appliance.store.users.issue_setup_token`): :func:`setup_email`.
+- An invitation appends ``user.invited`` naming who invited, a tenant account made here
+  ``user.created`` (the new user is its actor when they used a link), in the same
+  transaction; never a token or a password.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import secrets
 from dataclasses import dataclass
 from typing import Final
 
+from appliance.core.events import Actor, EventType
 from appliance.core.ids import new_id
 from appliance.errors import Conflict, NotFound
 from appliance.store.connection import Connection
+from appliance.store.events import append_event
 from appliance.store.rows import Columns, integer, text
 from appliance.store.users import (
     SETUP_LINK_MS,
@@ -75,7 +80,9 @@ _INVITATION = Columns(
 )
 
 
-def invite_user(conn: Connection, *, tenant: str, email: str, role: Role, now: int) -> Invited:
+def invite_user(
+    conn: Connection, *, tenant: str, email: str, role: Role, now: int, actor: Actor
+) -> Invited:
     """A new invitation of ``email`` to ``tenant`` (its id, or its unique name as an
     operator types it: NotFound, Conflict); Conflict when the email is a user of this
     tenant already, ValidationError (``email``) when it is no address."""
@@ -97,6 +104,14 @@ def invite_user(conn: Connection, *, tenant: str, email: str, role: Role, now: i
         "INSERT INTO invitations (token_hash, id, tenant_id, email, role, created_at,"
         " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (_digest(token), invitation.id, tenant_id, address, str(role), now, invitation.expires_at),
+    )
+    append_event(
+        conn,
+        tenant_id=tenant_id,
+        type=EventType.USER_INVITED,
+        now=now,
+        data={"invitation_id": invitation.id, "email": address, "role": str(role)},
+        actor=actor,
     )
     return Invited(invitation=invitation, token=token)
 
@@ -135,15 +150,49 @@ def finish_setup(conn: Connection, *, token: str, password_hash: str, now: int) 
     )
     if conn.changes() != 1:
         raise NotFound(DEAD_LINK)
-    return create_user(
+    return _create(
+        conn, invitation.tenant_id, invitation.email, invitation.role, password_hash, now
+    )
+
+
+def add_user_with_password(
+    conn: Connection, *, tenant: str, email: str, role: Role, password_hash: str, now: int
+) -> User:
+    """A tenant user made at once with a password (``steeple user create
+    --password-file``); Conflict when the email has an account. The operator is the actor."""
+    tenant_id = find_tenant_id(conn, id_or_name=tenant)
+    return _create(conn, tenant_id, email, role, password_hash, now, actor=Actor.operator())
+
+
+def _create(
+    conn: Connection,
+    tenant_id: str,
+    email: str,
+    role: Role,
+    password_hash: str,
+    now: int,
+    *,
+    actor: Actor | None = None,
+) -> User:
+    """The account and its ``user.created``; ``actor`` None: the new user themselves."""
+    user = create_user(
         conn,
-        email=invitation.email,
-        tenant_id=invitation.tenant_id,
-        role=invitation.role,
+        email=email,
+        tenant_id=tenant_id,
+        role=role,
         operator=False,
         password_hash=password_hash,
         now=now,
     )
+    append_event(
+        conn,
+        tenant_id=tenant_id,
+        type=EventType.USER_CREATED,
+        now=now,
+        data={"user_id": user.id, "email": user.email, "role": str(user.role)},
+        actor=actor or Actor.user(user.id),
+    )
+    return user
 
 
 def _live(conn: Connection, token: str, now: int) -> Invitation | None:

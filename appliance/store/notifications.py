@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from appliance.core.events import Event
 from appliance.core.notifications import NOTIFIED_TYPES, idempotency_key, notification_body
 from appliance.store import rows
+from appliance.store.active_secrets import active_secrets_of
 from appliance.store.connection import Connection
-from appliance.store.tenants import active_secrets_of
 
 
 class NotificationState(enum.StrEnum):

@@ -84,16 +84,16 @@ async def add_tenant() -> Response:
 
 
 async def add_tenant_user() -> Response:
-    require_operator()
+    actor = require_operator()
     ctx = ui()
     form = await request.form
-    role = form_role(form.get("role", ""))
     invited = await ctx.db.write(
         invite_user,
         tenant=form.get("tenant", ""),
         email=form.get("email", ""),
-        role=role,
+        role=form_role(form.get("role", "")),
         now=ctx.clock.now_ms(),
+        actor=actor,
     )
     return await tenant_list(link=setup_link(invited.token), status=201)
 

@@ -5,7 +5,9 @@ A new API key or signing secret is shown once, on the answer to the POST that ma
 (``Cache-Control: no-store``, like every signed-in page), never again; lists show masks
 and prefixes only. An owner may reveal an active signing secret again: a POST (CSRF like
 every form) whose answer shows it once, and which records ``signing_secret.revealed``
-naming the owner (:mod:`appliance.store.secret_reveal`). Adding a user is an invitation
+naming the owner (:mod:`appliance.store.secret_reveal`). Revoking a key takes a
+confirmation page (GET) naming it; its POST revokes. Every key, secret and user change
+is an event naming the owner. Adding a user is an invitation
 (:func:`appliance.store.invitations.invite_user`): a single-use setup link (an hour),
 shown once, and the same answer whether or not the email has an account elsewhere.
 """
@@ -15,8 +17,9 @@ from __future__ import annotations
 from quart import Blueprint, Response, redirect, request
 
 from appliance.core.events import Actor
-from appliance.errors import ValidationError
+from appliance.errors import NotFound, ValidationError
 from appliance.store.api_keys import (
+    get_api_key,
     issue_api_key,
     list_api_keys,
     parse_key_request,
@@ -39,6 +42,7 @@ from appliance.ui.security import require
 def register(bp: Blueprint) -> None:
     bp.add_url_rule("/settings/keys", view_func=keys, methods=["GET"])
     bp.add_url_rule("/settings/keys", view_func=create_key, methods=["POST"])
+    bp.add_url_rule("/settings/keys/<key_id>/revoke", view_func=revoke_form, methods=["GET"])
     bp.add_url_rule("/settings/keys/<key_id>/revoke", view_func=revoke_key, methods=["POST"])
     bp.add_url_rule("/settings/secrets", view_func=secrets, methods=["GET"])
     bp.add_url_rule("/settings/secrets/rotate", view_func=rotate, methods=["POST"])
@@ -54,20 +58,40 @@ async def keys(*, issued: str | None = None, status: int = 200) -> Response:
 
 
 async def create_key() -> Response:
-    _, tenant_id = require(Role.OWNER)
+    session, tenant_id = require(Role.OWNER)
     ctx = ui()
     form = await request.form
     name, scope = parse_key_request({"name": form.get("name", ""), "scope": form.get("scope")})
     made = await ctx.db.write(
-        issue_api_key, tenant_id=tenant_id, name=name, scope=scope, now=ctx.clock.now_ms()
+        issue_api_key,
+        tenant_id=tenant_id,
+        name=name,
+        scope=scope,
+        now=ctx.clock.now_ms(),
+        actor=Actor.user(session.user.id),
     )
     return await keys(issued=made.api_key, status=201)
 
 
-async def revoke_key(key_id: str) -> Response:
+async def revoke_form(key_id: str) -> Response:
+    """The confirmation a revocation needs: it names the key; its POST revokes."""
     _, tenant_id = require(Role.OWNER)
+    key = await ui().db.read(get_api_key, key_id=key_id)
+    if key is None or key.tenant_id != tenant_id or key.revoked_at is not None:
+        raise NotFound(f"no API key {key_id}")
+    return await page("key_revoke.html", key=key)
+
+
+async def revoke_key(key_id: str) -> Response:
+    session, tenant_id = require(Role.OWNER)
     ctx = ui()
-    await ctx.db.write(revoke_api_key, tenant_id=tenant_id, key_id=key_id, now=ctx.clock.now_ms())
+    await ctx.db.write(
+        revoke_api_key,
+        tenant_id=tenant_id,
+        key_id=key_id,
+        now=ctx.clock.now_ms(),
+        actor=Actor.user(session.user.id),
+    )
     return redirect("/settings/keys?done=revoked")  # type: ignore[return-value]
 
 
@@ -99,7 +123,7 @@ async def reveal(secret_id: str) -> Response:
 
 
 async def rotate() -> Response:
-    _, tenant_id = require(Role.OWNER)
+    session, tenant_id = require(Role.OWNER)
     ctx = ui()
     text = (await request.form).get("overlap_seconds", "").strip()
     if not text.isdigit():
@@ -110,6 +134,7 @@ async def rotate() -> Response:
         tenant_id=tenant_id,
         overlap_ms=overlap_s * 1000,
         now=ctx.clock.now_ms(),
+        actor=Actor.user(session.user.id),
     )
     return await secrets(created=secret.secret, status=201)
 
@@ -129,7 +154,7 @@ async def users(*, link: str | None = None, status: int = 200) -> Response:
 
 
 async def add_user() -> Response:
-    _, tenant_id = require(Role.OWNER)
+    session, tenant_id = require(Role.OWNER)
     ctx = ui()
     form = await request.form
     invited = await ctx.db.write(
@@ -138,6 +163,7 @@ async def add_user() -> Response:
         email=form.get("email", ""),
         role=form_role(form.get("role", "")),
         now=ctx.clock.now_ms(),
+        actor=Actor.user(session.user.id),
     )
     return await users(link=setup_link(invited.token), status=201)
 
