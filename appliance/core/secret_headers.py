@@ -11,13 +11,16 @@ Rules this module guards:
   these headers masked; only a ``write`` key reads them back.
 - Sending a document back with :data:`MASK` as the value of a secret-bearing header the
   schedule already has keeps the stored value (:func:`keep_masked`): an edit made from a
-  masked view never replaces a credential with the mask.
+  masked view never replaces a credential with the mask. The mask as the value of one it
+  does not have (a create, a new header) is refused: it is never stored as a credential.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Final
+
+from appliance.errors import FieldError, ValidationError
 
 MASK: Final = "<masked>"
 _SECRET_NAMES: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
@@ -38,12 +41,24 @@ def masked_headers(headers: Sequence[tuple[str, str]]) -> Headers:
 
 
 def keep_masked(sent: Sequence[tuple[str, str]], stored: Sequence[tuple[str, str]]) -> Headers:
-    """``sent``, where a secret-bearing header whose value is :data:`MASK` and which
-    ``stored`` has (by name, any case) takes its stored value back."""
+    """``sent``, where a secret-bearing header whose value is :data:`MASK` takes the value
+    ``stored`` has under its name (any case). Raises ValidationError (``headers.<Name>``)
+    for such a header that ``stored`` lacks: the mask is never stored as a credential."""
     before = {name.lower(): value for name, value in stored}
-    return tuple(
-        (name, before[name.lower()])
-        if value == MASK and looks_secret(name) and name.lower() in before
-        else (name, value)
-        for name, value in sent
-    )
+    kept: list[tuple[str, str]] = []
+    errors: list[FieldError] = []
+    for name, value in sent:
+        if value == MASK and looks_secret(name):
+            if name.lower() not in before:
+                errors.append(FieldError(field=f"headers.{name}", message=_NO_MASK))
+                continue
+            value = before[name.lower()]
+        kept.append((name, value))
+    if errors:
+        raise ValidationError(errors)
+    return tuple(kept)
+
+
+_NO_MASK: Final = (
+    f"{MASK} is how a read key is shown this header, not a value: send the credential itself"
+)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from appliance.core.secret_headers import MASK
-from tests.api.conftest import Api
+from tests.api.conftest import Api, schedule_json
 
 SECRET = "Bearer s3cr3t-receiver-token"
 HEADERS = {"Authorization": SECRET, "X-Api-Key": "k-123456", "X-Team": "payments"}
@@ -51,12 +51,26 @@ async def test_a_patch_sending_the_masked_view_back_keeps_the_secrets(api: Api) 
         "PATCH", f"/v1/schedules/{created['id']}", json_body={"headers": seen}
     )
     assert unchanged.status == 200 and unchanged.body["version"] == created["version"]
-    edited = {**seen, "X-Team": "billing", "X-New-Token": MASK}  # a new header: no secret to keep
+    edited = {**seen, "X-Team": "billing"}
     patched = await api.call(
         "PATCH", f"/v1/schedules/{created['id']}", json_body={"headers": edited}
     )
-    assert patched.status == 200
-    assert patched.body["headers"] == {**HEADERS, "X-Team": "billing", "X-New-Token": MASK}
+    assert patched.status == 200 and patched.body["headers"] == {**HEADERS, "X-Team": "billing"}
+
+
+async def test_the_mask_is_never_stored_as_a_credential(api: Api) -> None:
+    """On a create, or for a header the schedule does not have, the mask is refused."""
+    created = await schedule_with_secrets(api)
+    path = f"/v1/schedules/{created['id']}"
+    new_header = await api.call("PATCH", path, json_body={"headers": {**HEADERS, "X-Token": MASK}})
+    assert (new_header.status, new_header.fields) == (422, ["headers.X-Token"])
+    copied = await api.call("POST", "/v1/schedules", json_body=schedule_json(headers=SHOWN_MASKED))
+    assert (copied.status, sorted(copied.fields)) == (
+        422,
+        ["headers.Authorization", "headers.X-Api-Key"],
+    )
+    assert "send the credential itself" in str(copied.body)
+    assert (await api.call("GET", path)).body["headers"] == HEADERS
 
 
 async def test_a_patch_may_still_replace_or_drop_a_secret(api: Api) -> None:
