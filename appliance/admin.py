@@ -3,7 +3,8 @@ runs (SQLite serialises the writes): tenants, and the API keys and signing secre
 tenant.
 
 Each opens the database, does one transaction and closes it. Tenants use the same store
-functions through the API (``/v1/keys``, ``/v1/signing-secrets``).
+functions through the API (``/v1/keys``, ``/v1/signing-secrets``); the key and secret
+events these commands record name the actor ``operator:cli``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar
 
 from appliance.clock import SystemClock
+from appliance.core.events import Actor
 from appliance.errors import NotFound
 from appliance.settings import Settings
 from appliance.storage import open_configured_store
@@ -34,6 +36,8 @@ from appliance.store.users import find_tenant_id
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+OPERATOR = Actor.operator()  # the actor of every change these commands make
 
 
 def _write(
@@ -94,7 +98,9 @@ def resume(settings: Settings, *, id_or_name: str) -> tuple[str, bool]:
 def create_key(settings: Settings, *, tenant_id: str, name: str, scope: Scope) -> IssuedKey:
     def issue(conn: Connection) -> IssuedKey:
         _known_tenant(conn, tenant_id)
-        return issue_api_key(conn, tenant_id=tenant_id, name=name, scope=scope, now=_now())
+        return issue_api_key(
+            conn, tenant_id=tenant_id, name=name, scope=scope, now=_now(), actor=OPERATOR
+        )
 
     return _write(settings, issue)
 
@@ -108,14 +114,20 @@ def list_keys(settings: Settings, *, tenant_id: str) -> list[ApiKey]:
 
 
 def revoke_key(settings: Settings, *, key_id: str) -> ApiKey:
-    return _write(settings, store_revoke_api_key, tenant_id=None, key_id=key_id, now=_now())
+    return _write(
+        settings, store_revoke_api_key, tenant_id=None, key_id=key_id, now=_now(), actor=OPERATOR
+    )
 
 
 def rotate_secret(settings: Settings, *, tenant_id: str, overlap_seconds: int) -> SigningSecret:
     def rotate(conn: Connection) -> SigningSecret:
         _known_tenant(conn, tenant_id)
         return rotate_signing_secret(
-            conn, tenant_id=tenant_id, overlap_ms=overlap_seconds * 1000, now=_now()
+            conn,
+            tenant_id=tenant_id,
+            overlap_ms=overlap_seconds * 1000,
+            now=_now(),
+            actor=OPERATOR,
         )
 
     return _write(settings, rotate)

@@ -1,11 +1,13 @@
 """``steeple user create`` and ``steeple admin create``: the people of the web UI
 (docs/ui.md, "People and sign-in").
 
-No default password exists: a user is created either with the password read from
-``--password-file`` (hashed with argon2id before the database is opened) or with none,
-in which case a single-use setup link valid for an hour is printed, and ``/setup/<token>``
-in the browser sets the password. Like the other operator commands, these work while the
-appliance runs (SQLite serialises the writes).
+No default password exists: a user is created with the password read from
+``--password-file`` (hashed with argon2id before the database is opened); without one,
+``user create`` invites the email to the tenant (:func:`appliance.store.invitations.invite_user`,
+as the web UI's pages do) and ``admin create`` makes the operator without a password;
+either prints a single-use setup link valid for an hour, and ``/setup/<token>`` in the
+browser sets the password (and makes an invited user's account). Like the other operator
+commands, these work while the appliance runs (SQLite serialises the writes).
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from appliance.clock import SystemClock
+from appliance.core.events import Actor
 from appliance.core.passwords import hash_password
 from appliance.errors import ValidationError
 from appliance.settings import Settings
 from appliance.storage import open_configured_store
 from appliance.store.connection import Connection
-from appliance.store.users import Role, User, create_user, find_tenant_id, issue_setup_token
+from appliance.store.invitations import Invited, add_user_with_password, invite_user
+from appliance.store.users import SETUP_LINK_MS, Role, create_user, issue_setup_token
 
 COMMANDS = ("user", "admin")
 
@@ -62,30 +66,73 @@ def _password_file(parser: argparse.ArgumentParser) -> None:
 
 
 def run(settings: Settings, args: argparse.Namespace) -> None:
-    """Create the user ``args`` describes and print it as one JSON line."""
+    """Create the user (or, without a password, the invitation) ``args`` describes and print
+    it as one JSON line."""
     password_hash = None if args.password_file is None else hash_password(_read(args))
     operator = args.command == "admin"
     now = SystemClock().now_ms()
+    db = open_configured_store(settings)
+    try:
+        if operator or password_hash is not None:
+            document = db.write_now(_create, args=args, password_hash=password_hash, now=now)
+        else:
+            document = _invitation(db.write_now(_invite, args=args, now=now))
+    finally:
+        db.close()
+    if "setup_token" in document:
+        document["setup_link"] = f"{settings.public_base_url}/setup/{document.pop('setup_token')}"
+        document["setup_link_expires_in_seconds"] = SETUP_LINK_MS // 1000
+    json.dump(document, sys.stdout)
+    sys.stdout.write("\n")
 
-    def create(conn: Connection) -> tuple[User, str | None]:
-        tenant_id = None if operator else find_tenant_id(conn, id_or_name=args.tenant)
+
+def _invite(conn: Connection, *, args: argparse.Namespace, now: int) -> Invited:
+    return invite_user(
+        conn,
+        tenant=args.tenant,
+        email=args.email,
+        role=Role(args.role),
+        now=now,
+        actor=Actor.operator(),
+    )
+
+
+def _invitation(invited: Invited) -> dict[str, object]:
+    invitation = invited.invitation
+    return {
+        "invitation_id": invitation.id,
+        "email": invitation.email,
+        "tenant_id": invitation.tenant_id,
+        "role": str(invitation.role),
+        "operator": False,
+        "setup_token": invited.token,
+    }
+
+
+def _create(
+    conn: Connection, *, args: argparse.Namespace, password_hash: str | None, now: int
+) -> dict[str, object]:
+    """A tenant user with a password, or an operator (a setup link without one)."""
+    if args.command == "admin":
         user = create_user(
             conn,
             email=args.email,
-            tenant_id=tenant_id,
-            role=Role.OWNER if operator else Role(args.role),
-            operator=operator,
+            tenant_id=None,
+            role=Role.OWNER,
+            operator=True,
             password_hash=password_hash,
             now=now,
         )
-        token = None if password_hash else issue_setup_token(conn, user_id=user.id, now=now)
-        return user, token
-
-    db = open_configured_store(settings)
-    try:
-        user, token = db.write_now(create)
-    finally:
-        db.close()
+    else:
+        assert password_hash is not None
+        user = add_user_with_password(
+            conn,
+            tenant=args.tenant,
+            email=args.email,
+            role=Role(args.role),
+            password_hash=password_hash,
+            now=now,
+        )
     document: dict[str, object] = {
         "id": user.id,
         "email": user.email,
@@ -93,11 +140,9 @@ def run(settings: Settings, args: argparse.Namespace) -> None:
         "role": str(user.role),
         "operator": user.operator,
     }
-    if token is not None:
-        document["setup_link"] = f"{settings.public_base_url}/setup/{token}"
-        document["setup_link_expires_in_seconds"] = 3600
-    json.dump(document, sys.stdout)
-    sys.stdout.write("\n")
+    if password_hash is None:
+        document["setup_token"] = issue_setup_token(conn, user_id=user.id, now=now)
+    return document
 
 
 def _read(args: argparse.Namespace) -> str:

@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 from appliance.cli import _parser, main
+from appliance.core.events import Actor
+from appliance.store.database import Database
+from appliance.store.events import list_events
+from tests.engine.conftest import stored_events
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict[str, object]], str]:
@@ -68,3 +72,45 @@ def test_the_readme_key_and_secret_commands_parse() -> None:
     for command in commands:
         args = command.replace("ten_…", "ten_x").replace("key_…", "key_x").split()
         _parser().parse_args(args)
+
+
+def test_the_operators_key_secret_and_user_changes_are_events_naming_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ["--data-dir", str(tmp_path)]
+    assert main(["tenant", "create", "acme", *data]) == 0
+    tenant_id = json.loads(capsys.readouterr().out)["tenant_id"]
+    _, (issued,), _ = run(capsys, "key", "create", "--tenant", tenant_id, "--scope", "read", *data)
+    _, (revoked,), _ = run(capsys, "key", "revoke", str(issued["id"]), *data)
+    rotate = ["secret", "rotate", "--tenant", tenant_id, "--overlap-seconds", "0"]
+    _, (rotated,), _ = run(capsys, *rotate, *data)
+    _, (invited,), _ = run(
+        capsys, "user", "create", "ada@example.com", "--tenant", tenant_id, *data
+    )
+    password = tmp_path / "pw"
+    password.write_text("correct horse battery staple\n")
+    made = ["user", "create", "bob@example.com", "--tenant", "acme", "--password-file"]
+    _, (bob,), _ = run(capsys, *made, str(password), *data)
+    db = Database.open(tmp_path / "steeple.db")
+    try:
+        events = db.read_now(list_events, tenant_id=tenant_id, limit=100)
+        stored = stored_events(db)
+    finally:
+        db.close()
+    assert [(str(e.type), e.actor) for e in events] == [
+        ("api_key.created", Actor.operator()),
+        ("api_key.revoked", Actor.operator()),
+        ("signing_secret.rotated", Actor.operator()),
+        ("user.invited", Actor.operator()),
+        ("user.created", Actor.operator()),
+    ]
+    assert events[0].data == {"key_id": issued["id"], "name": issued["name"], "scope": "read"}
+    assert events[3].data["invitation_id"] == invited["invitation_id"]
+    assert events[4].data == {"user_id": bob["id"], "email": "bob@example.com", "role": "editor"}
+    text = json.dumps([e.data for e in events])
+    token = str(invited["setup_link"]).rsplit("/", 1)[1]
+    for value in (issued["api_key"], rotated["secret"], token, "correct horse"):
+        assert str(value) not in text
+    for wire, validator in stored:
+        assert [e.message for e in validator.iter_errors(wire)] == [], wire
+    assert revoked["revoked_at"] is not None

@@ -265,6 +265,20 @@ REVEALED_DATA: dict[str, JsonValue] = {
     "masked": "whsec_…a1B2",
 }
 SUSPENDED_DATA: dict[str, JsonValue] = {"cancelled_runs": 4}
+API_KEY = {"kind": "api_key", "id": new_id("key", NOW)}
+OPERATOR = {"kind": "operator", "id": "cli"}
+KEY_DATA: dict[str, JsonValue] = {"key_id": new_id("key", NOW), "name": "ci", "scope": "read"}
+ROTATED_DATA: dict[str, JsonValue] = {**REVEALED_DATA, "overlap_seconds": 86_400}
+INVITED_DATA: dict[str, JsonValue] = {
+    "invitation_id": new_id("inv", NOW),
+    "email": "ada@example.com",
+    "role": "editor",
+}
+CREATED_DATA: dict[str, JsonValue] = {
+    "user_id": new_id("usr", NOW),
+    "email": "ada@example.com",
+    "role": "viewer",
+}
 VALID: list[tuple[str, dict[str, Any]]] = [
     ("succeeded", event(E.RUN_SUCCEEDED, run_data(status=204))),
     ("succeeded, explicit null next", event(E.RUN_SUCCEEDED, run_data(next_attempt_at=None))),
@@ -308,6 +322,12 @@ VALID: list[tuple[str, dict[str, Any]]] = [
         "resumed",
         tenant_event(E.TENANT_RESUMED, {"suspended_at": format_instant(NOW - 1000)}, actor=USER),
     ),
+    ("key issued", tenant_event(E.API_KEY_CREATED, KEY_DATA, actor=API_KEY)),
+    ("key revoked from the CLI", tenant_event(E.API_KEY_REVOKED, KEY_DATA, actor=OPERATOR)),
+    ("secret rotated", tenant_event(E.SECRET_ROTATED, ROTATED_DATA, actor=USER)),
+    ("secret revoked", tenant_event(E.SECRET_REVOKED, REVEALED_DATA, actor=API_KEY)),
+    ("user invited", tenant_event(E.USER_INVITED, INVITED_DATA, actor=USER)),
+    ("user created", tenant_event(E.USER_CREATED, CREATED_DATA, actor=OPERATOR)),
     ("dedupe tested", event(E.SCHEDULE_DEDUPE_TESTED, dedupe_tested(), run=None)),
     (
         "dedupe tested, no answer",

@@ -63,6 +63,12 @@ async def authenticate_caller(*, write: bool | None = None) -> Caller:
 async def read_as_tenant(fn: Callable[[Connection, str], T]) -> T:
     """``fn(conn, tenant_id)`` for the tenant this request's key authorises, in the same
     read transaction as the key's lookup; raises a 401 Problem (``fn`` does not run)."""
+    return (await read_as_caller(fn))[1]
+
+
+async def read_as_caller(fn: Callable[[Connection, str], T]) -> tuple[Caller, T]:
+    """:func:`read_as_tenant`, answering with the key's identity too (its scope decides
+    what a read may show, e.g. masked headers)."""
     token = _token()
 
     def read(conn: Connection) -> tuple[Caller, T] | Caller | _UnknownKey:
@@ -80,7 +86,7 @@ async def read_as_tenant(fn: Callable[[Connection, str], T]) -> T:
     caller, result = value
     _require_scope(caller, None)
     await _note_use(caller)
-    return result
+    return caller, result
 
 
 def _refuse_suspended(caller: Caller) -> None:

@@ -36,10 +36,10 @@ from appliance.core.instants import format_scheduled_for
 from appliance.core.schedules import Schedule
 from appliance.core.signing import SignatureError
 from appliance.errors import Conflict, ValidationError
+from appliance.store.active_secrets import active_secrets
 from appliance.store.connection import Connection
 from appliance.store.events import append_event
 from appliance.store.schedules import require_schedule
-from appliance.store.tenants import active_secrets
 
 
 def register(app: QuartTrio) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from quart import Response
 from quart_trio import QuartTrio
 
-from appliance.api.auth import authenticate, read_as_tenant
+from appliance.api.auth import authenticate_caller, read_as_tenant
 from appliance.api.bodies import json_response, read_json
 from appliance.api.context import context
 from appliance.core.instants import format_instant
@@ -33,11 +33,16 @@ def register(app: QuartTrio) -> None:
 
 
 async def create_key() -> Response:
-    tenant_id = await authenticate()
+    caller = await authenticate_caller()
     name, scope = parse_key_request(await read_json())
     ctx = context()
     issued = await ctx.db.write(
-        issue_api_key, tenant_id=tenant_id, name=name, scope=scope, now=ctx.clock.now_ms()
+        issue_api_key,
+        tenant_id=caller.tenant_id,
+        name=name,
+        scope=scope,
+        now=ctx.clock.now_ms(),
+        actor=caller.actor,
     )
     document = render_key(issued.key) | {"api_key": issued.api_key}
     return json_response(document, status=201, headers={"Location": f"/v1/keys/{issued.key.id}"})
@@ -49,9 +54,15 @@ async def list_keys() -> Response:
 
 
 async def revoke_key(key_id: str) -> Response:
-    tenant_id = await authenticate()
+    caller = await authenticate_caller()
     ctx = context()
-    await ctx.db.write(revoke_api_key, tenant_id=tenant_id, key_id=key_id, now=ctx.clock.now_ms())
+    await ctx.db.write(
+        revoke_api_key,
+        tenant_id=caller.tenant_id,
+        key_id=key_id,
+        now=ctx.clock.now_ms(),
+        actor=caller.actor,
+    )
     return Response(b"", status=204)
 
 

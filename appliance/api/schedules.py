@@ -15,6 +15,9 @@ Rules this module guards (docs/architecture.md, "The API"):
 - A tenant holds at most ``max_schedules`` live schedules (the ``max_schedules_per_tenant``
   setting): a create beyond it answers 409 ``schedule-limit`` naming the limit.
 - Every successful write calls ``nudge()`` so the planner and dispatcher see it at once.
+- A ``read`` key sees the values of secret-bearing headers masked
+  (:mod:`appliance.core.secret_headers`); a ``write`` key, which may change them, reads
+  them back, and a patch that sends a mask back keeps the stored value.
 - The answer to a create or an update carries ``warnings``: the linter's findings about
   the timing (``core.schedule_warnings``), never an error. They are worked out in a
   worker thread under ``ApiContext.cpu`` (bounded, but up to tens of ms for a sparse
@@ -35,7 +38,12 @@ from quart_trio import QuartTrio
 from werkzeug.routing import BaseConverter
 
 from appliance.api import backfill
-from appliance.api.auth import authenticate, authenticate_caller, checked_inputs, read_as_tenant
+from appliance.api.auth import (
+    authenticate,
+    authenticate_caller,
+    checked_inputs,
+    read_as_caller,
+)
 from appliance.api.bodies import JSON, MERGE_PATCH_JSON, json_response, read_json
 from appliance.api.context import ApiContext, context
 from appliance.api.pagination import encode_cursor, page_request
@@ -46,10 +54,11 @@ from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.schedule_input import merge_patch, parse_schedule
 from appliance.core.schedule_warnings import schedule_warnings, warning_documents
 from appliance.core.schedules import Schedule, ScheduleSpec
+from appliance.core.secret_headers import masked_headers
 from appliance.errors import NotFound, ValidationError
 from appliance.store import manual, pauses, request_keys
 from appliance.store import schedules as store
-from appliance.store.api_keys import Caller
+from appliance.store.api_keys import Caller, Scope
 from appliance.store.request_keys import StoredResponse
 from appliance.store.schedules import VersionMismatch, check_version
 
@@ -176,27 +185,30 @@ def _stored(response: StoredResponse, *, replayed: bool) -> Response:
 async def list_schedules() -> Response:
     ctx = context()
     page = await checked_inputs(lambda: page_request("sch"))
-    schedules = await read_as_tenant(
+    caller, schedules = await read_as_caller(
         lambda conn, tenant_id: store.list_schedules(
             conn, tenant_id=tenant_id, limit=page.limit + 1, after_id=page.position
         )
     )
     now = ctx.clock.now_ms()
-    items = [render_schedule(s, now=now, shared=ctx.upcoming) for s in schedules[: page.limit]]
+    items = [
+        _shown_to(caller, render_schedule(s, now=now, shared=ctx.upcoming))
+        for s in schedules[: page.limit]
+    ]
     more = len(schedules) > page.limit
     cursor = encode_cursor("sch", schedules[page.limit - 1].id) if more else None
     return json_response({"items": items, "next_cursor": cursor})
 
 
 async def get_schedule(schedule_id: str) -> Response:
-    schedule = await read_as_tenant(
+    caller, schedule = await read_as_caller(
         lambda conn, tenant_id: store.get_schedule(
             conn, tenant_id=tenant_id, schedule_id=schedule_id
         )
     )
     if schedule is None:
         raise NotFound(f"no schedule {schedule_id}")
-    return _schedule_response(context(), schedule)
+    return _schedule_response(context(), schedule, caller=caller)
 
 
 async def patch_schedule(schedule_id: str) -> Response:
@@ -321,12 +333,29 @@ async def _load(ctx: ApiContext, tenant_id: str, schedule_id: str) -> Schedule:
 
 
 def _schedule_response(
-    ctx: ApiContext, schedule: Schedule, *, warnings: list[dict[str, str]] | None = None
+    ctx: ApiContext,
+    schedule: Schedule,
+    *,
+    warnings: list[dict[str, str]] | None = None,
+    caller: Caller | None = None,
 ) -> Response:
+    """The schedule's document; ``caller``: the key of a read, whose scope decides whether
+    secret-bearing header values are shown (a write's answer goes to a write key)."""
     document = render_schedule(schedule, now=ctx.clock.now_ms(), shared=ctx.upcoming)
+    if caller is not None:
+        document = _shown_to(caller, document)
     if warnings is not None:
         document["warnings"] = warnings
     return json_response(document, headers={"ETag": _etag(schedule.version)})
+
+
+def _shown_to(caller: Caller, document: dict[str, object]) -> dict[str, object]:
+    """``document`` as ``caller`` may see it: a read key gets secret header values masked."""
+    if caller.scope is Scope.WRITE:
+        return document
+    headers = document["headers"]
+    assert isinstance(headers, dict)
+    return {**document, "headers": dict(masked_headers(list(headers.items())))}
 
 
 async def _warnings(ctx: ApiContext, spec: ScheduleSpec, now: int) -> list[dict[str, str]]:

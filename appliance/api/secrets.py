@@ -14,7 +14,7 @@ from quart import Response, request
 from quart_trio import QuartTrio
 from werkzeug.routing import BaseConverter
 
-from appliance.api.auth import authenticate, read_as_tenant
+from appliance.api.auth import authenticate_caller, read_as_tenant
 from appliance.api.bodies import json_response, read_json
 from appliance.api.context import context
 from appliance.core.instants import format_instant
@@ -51,24 +51,29 @@ async def list_secrets() -> Response:
 
 
 async def rotate_secret() -> Response:
-    tenant_id = await authenticate()
+    caller = await authenticate_caller()
     sent = await request.get_data(cache=True, as_text=False, parse_form_data=False)
     overlap_s = parse_overlap(await read_json() if sent else {})
     ctx = context()
     secret = await ctx.db.write(
         rotate_signing_secret,
-        tenant_id=tenant_id,
+        tenant_id=caller.tenant_id,
         overlap_ms=overlap_s * 1000,
         now=ctx.clock.now_ms(),
+        actor=caller.actor,
     )
     return json_response(render_secret(secret) | {"secret": secret.secret}, status=201)
 
 
 async def expire_secret(secret_id: str) -> Response:
-    tenant_id = await authenticate()
+    caller = await authenticate_caller()
     ctx = context()
     secret = await ctx.db.write(
-        expire_signing_secret, tenant_id=tenant_id, secret_id=secret_id, now=ctx.clock.now_ms()
+        expire_signing_secret,
+        tenant_id=caller.tenant_id,
+        secret_id=secret_id,
+        now=ctx.clock.now_ms(),
+        actor=caller.actor,
     )
     return json_response(render_secret(secret))
 

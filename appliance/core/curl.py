@@ -10,10 +10,9 @@ Rules this module guards:
 - Every argument is shell-quoted (:func:`shlex.join`), so the line pastes into a POSIX
   shell as is and :func:`shlex.split` gives back exactly :attr:`CurlCommand.argv`.
 - **Secrets are masked**, except the signature: the value of a header the tenant set whose
-  name looks like a credential (:func:`looks_secret`: ``Authorization``, ``Cookie``, or a
-  name containing ``token``, ``key``, ``secret``, ``password``, ``session`` or
-  ``credential``) becomes :data:`MASK`. Steeple's own headers are never masked: the
-  signature is what the command is for, and the key is no secret.
+  name looks like a credential (:func:`looks_secret`, the one rule of
+  :mod:`appliance.core.secret_headers`) becomes :data:`MASK`. Steeple's own headers are
+  never masked: the signature is what the command is for, and the key is no secret.
 """
 
 from __future__ import annotations
@@ -21,13 +20,11 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Final
 
 from appliance.core.delivery import DeliveryRequest
+from appliance.core.secret_headers import MASK, looks_secret
 
-MASK: Final = "<masked>"
-_SECRET_NAMES: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
-_SECRET_PARTS: Final = ("token", "key", "secret", "password", "session", "credential")
+__all__ = ["MASK", "BodyNotShellSafe", "CurlCommand", "curl_command", "looks_secret"]
 
 
 class BodyNotShellSafe(ValueError):
@@ -43,12 +40,6 @@ class CurlCommand:
     def line(self) -> str:
         """The command as one shell-quoted line."""
         return shlex.join(self.argv)
-
-
-def looks_secret(name: str) -> bool:
-    """Whether a header named ``name`` probably carries a credential."""
-    lowered = name.lower()
-    return lowered in _SECRET_NAMES or any(part in lowered for part in _SECRET_PARTS)
 
 
 def curl_command(

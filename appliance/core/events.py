@@ -4,7 +4,9 @@ Events are append-only rows with a per-database sequence. An event written for a
 a tenant asked for names its ``actor`` (the API key, or a web UI user; an operator's
 suspend or resume from the web UI names the operator); the engine's own
 events (run outcomes, misses, clock jumps, restarts) have none. The same
-events are the tenant's audit trail: ``schedule.updated`` lists the fields it changed.
+events are the tenant's audit trail: ``schedule.updated`` lists the fields it changed, and
+every key, secret and user change is an event naming who made it (the operator's command
+line is the actor ``operator:cli``), never carrying a key or a secret.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ class EventType(enum.StrEnum):
     TENANT_SUSPENDED = "tenant.suspended"  # by an operator (store/suspension.py)
     TENANT_RESUMED = "tenant.resumed"
     STREAM_REFUSED = "stream.refused"  # a live stream over a cap (store/stream_limits.py)
+    API_KEY_CREATED = "api_key.created"  # never the key (store/api_keys.py)
+    API_KEY_REVOKED = "api_key.revoked"
+    SECRET_ROTATED = "signing_secret.rotated"  # never the secret (store/tenants.py)
+    SECRET_REVOKED = "signing_secret.revoked"  # one active secret expired at once
+    USER_INVITED = "user.invited"  # store/invitations.py
+    USER_CREATED = "user.created"  # an account: an invitation used, or the operator's CLI
 
 
 JsonScalar = str | int | float | bool | None
@@ -43,6 +51,7 @@ JsonValue = JsonScalar | list[str]  # an event's data: scalars, or a list of nam
 class ActorKind(enum.StrEnum):
     API_KEY = "api_key"
     USER = "user"  # a web UI user (usr_…)
+    OPERATOR = "operator"  # the operator's command line (id ``cli``)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,6 +68,11 @@ class Actor:
     @classmethod
     def user(cls, user_id: str) -> Actor:
         return cls(kind=ActorKind.USER, id=user_id)
+
+    @classmethod
+    def operator(cls) -> Actor:
+        """The ``steeple`` command line, run by whoever operates the box."""
+        return cls(kind=ActorKind.OPERATOR, id="cli")
 
     def text(self) -> str:
         """The stored form, ``kind:id``."""

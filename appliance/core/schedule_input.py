@@ -23,7 +23,8 @@ Rules this module guards (docs/architecture.md, ADR 0032, ADR 0037):
   resolution is not done here (core is pure): the API checks the resolved addresses after.
 
 :func:`merge_patch` applies a JSON merge patch to a stored spec's document and revalidates
-the result as a whole, so a PATCH can never produce a schedule a POST would refuse.
+the result as a whole, so a PATCH can never produce a schedule a POST would refuse; a
+header sent back masked keeps its stored value (:func:`appliance.core.secret_headers.keep_masked`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from __future__ import annotations
 import enum
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from operator import attrgetter
 from typing import Final, TypeVar
 
@@ -49,6 +50,7 @@ from appliance.core.schedules import (
     PayloadKind,
     ScheduleSpec,
 )
+from appliance.core.secret_headers import keep_masked
 from appliance.core.timing_input import (
     TIMING_FIELDS,
     read_timing,
@@ -96,9 +98,14 @@ _MEDIA_TYPE = re.compile(
 
 
 def parse_schedule(
-    obj: object, *, policy: AddressPolicy, max_body_bytes: int = MAX_BODY_BYTES
+    obj: object,
+    *,
+    policy: AddressPolicy,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    stored_headers: Sequence[tuple[str, str]] = (),
 ) -> ScheduleSpec:
-    """The spec described by tenant JSON ``obj``; raises ValidationError listing every problem."""
+    """The spec described by tenant JSON ``obj``; raises ValidationError listing every
+    problem. ``stored_headers``: an edited schedule's, which masked values keep."""
     if not isinstance(obj, dict):
         raise ValidationError.single("$", "the request body must be a JSON object")
     fields = FieldReader(obj)
@@ -107,7 +114,7 @@ def parse_schedule(
     timing = read_timing(fields)
     target_url = _target_url(fields, policy)
     kind, body, content_type, templated = _body(fields, max_body_bytes)
-    headers = _headers(fields)
+    headers = _headers(fields, stored_headers)
     jitter = fields.integer(
         "jitter_seconds", default=0, low=0, high=MAX_JITTER_SECONDS, unit="seconds"
     )
@@ -267,9 +274,9 @@ def compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _headers(fields: FieldReader) -> tuple[tuple[str, str], ...]:
+def _headers(fields: FieldReader, stored: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
     try:
-        return check_tenant_headers(fields.obj.get("headers"))
+        return keep_masked(check_tenant_headers(fields.obj.get("headers")), stored)
     except ValidationError as error:
         fields.absorb(error)
         return ()
@@ -357,7 +364,9 @@ def merge_patch(
             document.pop(key, None)
         else:
             document[key] = value
-    return parse_schedule(document, policy=policy, max_body_bytes=max_body_bytes)
+    return parse_schedule(
+        document, policy=policy, max_body_bytes=max_body_bytes, stored_headers=current.headers
+    )
 
 
 def _switch_body_kind(document: dict[str, object], patch: Mapping[str, object]) -> None:

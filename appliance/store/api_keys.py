@@ -11,6 +11,9 @@ Rules this module guards:
   cannot both pass it.
 - ``last_used_at`` is advisory (shown in lists): it is written at most once a minute per
   key, so reads stay reads.
+- Issuing and revoking append ``api_key.created`` / ``api_key.revoked`` (id, name, scope;
+  never the key) naming the actor, in the same transaction. A new tenant's first key
+  comes with the tenant (:func:`insert_api_key`, no event of its own).
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from dataclasses import dataclass
 
 import apsw
 
-from appliance.core.events import Actor
+from appliance.core.events import Actor, EventType
 from appliance.core.ids import new_id
 from appliance.core.keys import display_prefix, hash_api_key, new_api_key
 from appliance.errors import Conflict, FieldError, NotFound, ValidationError
 from appliance.store.connection import Connection
+from appliance.store.events import append_event
 
 # last_used_at is refreshed when older than this; finer is noise and costs writes.
 LAST_USED_RESOLUTION_MS = 60_000
@@ -86,8 +90,18 @@ _COLUMNS = "id, tenant_id, name, scope, prefix, created_at, last_used_at, revoke
 
 
 def issue_api_key(
+    conn: Connection, *, tenant_id: str, name: str, scope: Scope, now: int, actor: Actor
+) -> IssuedKey:
+    """A new key of the tenant, its issue recorded naming ``actor``."""
+    issued = insert_api_key(conn, tenant_id=tenant_id, name=name, scope=scope, now=now)
+    _record(conn, EventType.API_KEY_CREATED, issued.key, now=now, actor=actor)
+    return issued
+
+
+def insert_api_key(
     conn: Connection, *, tenant_id: str, name: str, scope: Scope, now: int
 ) -> IssuedKey:
+    """A new key without an event: only a new tenant's first key, recorded with it."""
     secret = new_api_key()
     key = ApiKey(
         id=new_id("key", now),
@@ -156,7 +170,9 @@ def touch_api_key(conn: Connection, *, key_id: str, now: int) -> None:
     )
 
 
-def revoke_api_key(conn: Connection, *, tenant_id: str | None, key_id: str, now: int) -> ApiKey:
+def revoke_api_key(
+    conn: Connection, *, tenant_id: str | None, key_id: str, now: int, actor: Actor
+) -> ApiKey:
     """Revoke one key at once. ``tenant_id`` None: the operator's CLI, any tenant.
     Raises NotFound (no such live key for this tenant) or :class:`LastWriteKey`."""
     key = get_api_key(conn, key_id=key_id)
@@ -168,7 +184,13 @@ def revoke_api_key(conn: Connection, *, tenant_id: str | None, key_id: str, now:
             " then revoke this one"
         )
     conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ?", (now, key_id))
+    _record(conn, EventType.API_KEY_REVOKED, key, now=now, actor=actor)
     return dataclasses.replace(key, revoked_at=now)
+
+
+def _record(conn: Connection, type: EventType, key: ApiKey, *, now: int, actor: Actor) -> None:
+    data = {"key_id": key.id, "name": key.name, "scope": str(key.scope)}
+    append_event(conn, tenant_id=key.tenant_id, type=type, now=now, data=data, actor=actor)
 
 
 def _live_write_keys(conn: Connection, tenant_id: str) -> int:

@@ -43,10 +43,10 @@ from appliance.core.retry import RetryBudget, RetryPolicy
 from appliance.core.retry_input import stored_policy
 from appliance.core.runs import RunState, Transition, check_transition
 from appliance.store import rows
+from appliance.store.active_secrets import active_secrets_of
 from appliance.store.connection import SKIP_LOCKED, Connection, row_locks
 from appliance.store.overlap import gate_overlaps
 from appliance.store.runs import ATTEMPTED_RUN_SQL, CLAIMABLE_SQL, RUNNING_SQL
-from appliance.store.tenants import active_secrets_of
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,8 +26,8 @@ from typing import Final
 from appliance.core.events import Event
 from appliance.core.notifications import NOTIFIED_TYPES, idempotency_key, notification_body
 from appliance.store import rows
+from appliance.store.active_secrets import active_secrets_of
 from appliance.store.connection import SKIP_LOCKED, Connection, row_locks
-from appliance.store.tenants import active_secrets_of
 
 
 class NotificationState(enum.StrEnum):

@@ -10,23 +10,25 @@ Signing-secret rules (ADR 0032):
 - An active secret can be expired at once (a leak), but never the last one: deliveries
   need a secret. Secrets are shown whole when created, and to an owner who reveals one
   (audited: :mod:`appliance.store.secret_reveal`).
+- A rotation appends ``signing_secret.rotated``, an expiry ``signing_secret.revoked`` (the
+  secret's id and mask, never the secret), naming the actor, in the same transaction. A
+  new tenant's first secret comes with the tenant.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 
+from appliance.core.events import Actor, EventType, JsonValue
 from appliance.core.ids import new_id
 from appliance.core.signing import SECRET_PREFIX, new_signing_secret
 from appliance.errors import Conflict, NotFound, ValidationError
-from appliance.store.api_keys import Scope, issue_api_key
+from appliance.store.active_secrets import MAX_ACTIVE_SECRETS
+from appliance.store.api_keys import Scope, insert_api_key
 from appliance.store.connection import Connection
+from appliance.store.events import append_event
 
-# ADR 0032: a tenant has at most this many active secrets at once.
-MAX_ACTIVE_SECRETS = 3
 # How long replaced secrets keep signing after a rotation, unless the rotation says.
 DEFAULT_OVERLAP_SECONDS = 86_400
 MAX_OVERLAP_SECONDS = 7 * 86_400
@@ -57,7 +59,7 @@ def create_tenant(conn: Connection, *, name: str, now: int) -> NewTenant:
     conn.execute(
         "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)", (tenant_id, name, now)
     )
-    issued = issue_api_key(
+    issued = insert_api_key(
         conn, tenant_id=tenant_id, name="initial key", scope=Scope.WRITE, now=now
     )
     secret = _add_secret(conn, tenant_id=tenant_id, now=now)
@@ -92,29 +94,6 @@ def _refuse_taken(conn: Connection, name: str, *, besides: str = "") -> None:
         raise Conflict(f"a tenant named {name!r} exists already ({row[0]}): choose another name")
 
 
-def active_secrets(conn: Connection, *, tenant_id: str, now: int) -> list[str]:
-    """Secrets that sign deliveries now, newest first."""
-    return list(active_secrets_of(conn, tenant_ids={tenant_id}, now=now).get(tenant_id, ()))
-
-
-def active_secrets_of(
-    conn: Connection, *, tenant_ids: Iterable[str], now: int
-) -> dict[str, tuple[str, ...]]:
-    """:func:`active_secrets` of several tenants in one query (a claim's batch)."""
-    found: dict[str, list[str]] = {}
-    rows = conn.execute(
-        "SELECT tenant_id, secret FROM (SELECT tenant_id, secret, ROW_NUMBER() OVER"
-        " (PARTITION BY tenant_id ORDER BY created_at DESC, rowid DESC) AS newest"
-        " FROM signing_secrets WHERE tenant_id IN (SELECT value FROM json_each(?))"
-        " AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)) ranked"
-        " WHERE newest <= ? ORDER BY tenant_id, newest",
-        (json.dumps(sorted(tenant_ids)), now, MAX_ACTIVE_SECRETS),
-    )
-    for tenant_id, secret in rows:
-        found.setdefault(str(tenant_id), []).append(str(secret))
-    return {tenant_id: tuple(secrets) for tenant_id, secrets in found.items()}
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SigningSecret:
     id: str
@@ -141,7 +120,7 @@ def list_signing_secrets(conn: Connection, *, tenant_id: str, now: int) -> list[
 
 
 def rotate_signing_secret(
-    conn: Connection, *, tenant_id: str, overlap_ms: int, now: int
+    conn: Connection, *, tenant_id: str, overlap_ms: int, now: int, actor: Actor
 ) -> SigningSecret:
     """A new current secret; the others expire ``overlap_ms`` from now (0: at once)."""
     active = _active(conn, tenant_id, now)
@@ -156,11 +135,20 @@ def rotate_signing_secret(
         " AND (expires_at IS NULL OR expires_at > :now)",
         {"until": now + overlap_ms, "tenant": tenant_id, "now": now},
     )
-    return _add_secret(conn, tenant_id=tenant_id, now=now)
+    secret = _add_secret(conn, tenant_id=tenant_id, now=now)
+    data: dict[str, JsonValue] = {
+        "secret_id": secret.id,
+        "masked": secret.masked,
+        "overlap_seconds": overlap_ms // 1000,
+    }
+    append_event(
+        conn, tenant_id=tenant_id, type=EventType.SECRET_ROTATED, now=now, data=data, actor=actor
+    )
+    return secret
 
 
 def expire_signing_secret(
-    conn: Connection, *, tenant_id: str, secret_id: str, now: int
+    conn: Connection, *, tenant_id: str, secret_id: str, now: int, actor: Actor
 ) -> SigningSecret:
     """Stop signing with one active secret now; NotFound or :class:`LastSecret`."""
     active = _active(conn, tenant_id, now)
@@ -173,6 +161,10 @@ def expire_signing_secret(
             " replaces it at once)"
         )
     conn.execute("UPDATE signing_secrets SET expires_at = ? WHERE id = ?", (now, secret_id))
+    data = {"secret_id": secret_id, "masked": found[0].masked}
+    append_event(
+        conn, tenant_id=tenant_id, type=EventType.SECRET_REVOKED, now=now, data=data, actor=actor
+    )
     return dataclasses.replace(found[0], expires_at=now)
 
 

@@ -6,6 +6,9 @@ Rules this module guards:
   tenant with a role (owner, editor, viewer), except an operator, who may have none.
 - No default password exists: a user is created with an argon2id hash the caller made
   (:mod:`appliance.core.passwords`) or with none, and then only a setup link sets one.
+  People are invited to a tenant by :mod:`appliance.store.invitations`, which creates the
+  user when the link is used; :func:`create_user` says when an email is taken, so only
+  operators' paths call it directly.
 - A setup link's token is 256 random bits, stored as its SHA-256, valid for an hour and
   used at most once: consuming it and setting the password are one write transaction,
   and every other open link of that user dies with it.

@@ -3,9 +3,9 @@ show, from the same function (:func:`appliance.store.figures.operator_figures`);
 ``/admin/tenants`` — every tenant with its counts (never a secret), suspend and resume a
 tenant (the store functions ``steeple tenant suspend|resume`` use),
 create a tenant (its first API key and signing secret shown once, as ``steeple tenant
-create`` prints them), and add a user to a tenant (a one-hour setup link, as ``steeple
-user create`` prints it). Only operators reach them; to anyone else they do not exist
-(404), so tenants cannot discover them.
+create`` prints them), and invite a user to a tenant (a one-hour setup link, as ``steeple
+user create`` prints it; :func:`appliance.store.invitations.invite_user`). Only operators
+reach them; to anyone else they do not exist (404), so tenants cannot discover them.
 """
 
 from __future__ import annotations
@@ -13,16 +13,17 @@ from __future__ import annotations
 from quart import Blueprint, Response, redirect, request
 
 from appliance.core.events import Actor
-from appliance.errors import NotFound, ValidationError
-from appliance.store.connection import Connection
+from appliance.errors import NotFound
 from appliance.store.figures import WINDOW_MS, operator_figures
+from appliance.store.invitations import invite_user
 from appliance.store.overview import tenant_summaries
 from appliance.store.suspension import resume_tenant, suspend_tenant
 from appliance.store.tenants import NewTenant, check_tenant_name, create_tenant
-from appliance.store.users import Role, create_user, find_tenant_id, issue_setup_token
-from appliance.ui.context import public_base_url, ui
+from appliance.store.users import Role
+from appliance.ui.context import ui
 from appliance.ui.render import page
 from appliance.ui.security import SignInRequired, current_session
+from appliance.ui.settings_pages import form_role, setup_link
 
 
 def register(bp: Blueprint) -> None:
@@ -83,29 +84,18 @@ async def add_tenant() -> Response:
 
 
 async def add_tenant_user() -> Response:
-    require_operator()
+    actor = require_operator()
     ctx = ui()
     form = await request.form
-    role = form.get("role", "")
-    if role not in tuple(Role):
-        raise ValidationError.single("role", "must be owner, editor or viewer")
-    now = ctx.clock.now_ms()
-
-    def add(conn: Connection) -> str:
-        tenant_id = find_tenant_id(conn, id_or_name=form.get("tenant", ""))
-        user = create_user(
-            conn,
-            email=form.get("email", ""),
-            tenant_id=tenant_id,
-            role=Role(role),
-            operator=False,
-            password_hash=None,
-            now=now,
-        )
-        return issue_setup_token(conn, user_id=user.id, now=now)
-
-    token = await ctx.db.write(add)
-    return await tenant_list(link=f"{public_base_url()}/setup/{token}", status=201)
+    invited = await ctx.db.write(
+        invite_user,
+        tenant=form.get("tenant", ""),
+        email=form.get("email", ""),
+        role=form_role(form.get("role", "")),
+        now=ctx.clock.now_ms(),
+        actor=actor,
+    )
+    return await tenant_list(link=setup_link(invited.token), status=201)
 
 
 async def suspend_tenant_view(tenant_id: str) -> Response:

@@ -2,7 +2,8 @@
 function the API calls for the same thing, with the session's tenant and the user as the
 actor. The actions on schedules (pause, resume, run now, delete, and the selected rows at
 once) are :mod:`appliance.ui.schedule_actions`. The schedule page shows a pause's note
-while the schedule stays paused.
+while the schedule stays paused, and the tenant headers with every secret-bearing value
+masked, whatever the role: the form never carries headers, so saving it keeps them.
 
 A create carries a ``form_key`` minted when the form was shown and is written through
 the API's own idempotent create (``request_keys.create_schedule_once``), so a double
@@ -23,6 +24,7 @@ from appliance.core.json_text import whole_number
 from appliance.core.payload_template import NAMES
 from appliance.core.schedule_input import merge_patch, parse_schedule
 from appliance.core.schedules import Schedule, ScheduleSpec
+from appliance.core.secret_headers import masked_headers
 from appliance.errors import FieldError, NotFound, ValidationError
 from appliance.store import overview, pauses, request_keys
 from appliance.store import runs as run_store
@@ -237,6 +239,7 @@ async def detail(
         "schedule.html",
         status=status,
         schedule=schedule,
+        headers=masked_headers(schedule.spec.headers),
         runs=runs,
         upcoming=upcoming,
         paused_note=paused_note,

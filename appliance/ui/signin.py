@@ -15,6 +15,7 @@ from quart import Blueprint, Response, redirect, request
 
 from appliance.core.passwords import check_password_rules, hash_password, verify_password
 from appliance.errors import NotFound, ValidationError
+from appliance.store.invitations import DEAD_LINK, finish_setup, setup_email
 from appliance.store.sessions import (
     FAILURE_WINDOW_MS,
     end_session,
@@ -24,7 +25,6 @@ from appliance.store.sessions import (
     start_session,
     throttled,
 )
-from appliance.store.users import complete_setup, setup_user
 from appliance.ui.context import ui
 from appliance.ui.render import page
 from appliance.ui.security import (
@@ -84,28 +84,28 @@ async def logout() -> Response:
 
 async def setup_form(token: str) -> Response:
     ctx = ui()
-    user = await ctx.db.read(setup_user, token=token, now=ctx.clock.now_ms())
-    if user is None:
-        raise NotFound("this setup link is unknown, used or expired: ask for a new one")
-    return await page("setup.html", email=user.email, token=token, errors={})
+    email = await ctx.db.read(setup_email, token=token, now=ctx.clock.now_ms())
+    if email is None:
+        raise NotFound(DEAD_LINK)
+    return await page("setup.html", email=email, token=token, errors={})
 
 
 async def setup(token: str) -> Response:
     ctx = ui()
     form = await request.form
     password = form.get("password", "")
-    user = await ctx.db.read(setup_user, token=token, now=ctx.clock.now_ms())
-    if user is None:
-        raise NotFound("this setup link is unknown, used or expired: ask for a new one")
+    email = await ctx.db.read(setup_email, token=token, now=ctx.clock.now_ms())
+    if email is None:
+        raise NotFound(DEAD_LINK)
     try:
         check_password_rules(password)
         if password != form.get("repeat", ""):
             raise ValidationError.single("repeat", "the two passwords differ")
     except ValidationError as error:
         errors = {e.field: e.message for e in error.errors}
-        return await page("setup.html", status=422, email=user.email, token=token, errors=errors)
+        return await page("setup.html", status=422, email=email, token=token, errors=errors)
     hashed = await trio.to_thread.run_sync(hash_password, password, limiter=ctx.cpu)
-    await ctx.db.write(complete_setup, token=token, password_hash=hashed, now=ctx.clock.now_ms())
+    await ctx.db.write(finish_setup, token=token, password_hash=hashed, now=ctx.clock.now_ms())
     return redirect("/login?done=ready")  # type: ignore[return-value]
 
 

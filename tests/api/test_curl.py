@@ -17,11 +17,12 @@ from appliance.core.addresses import AddressPolicy
 from appliance.core.runs import AttemptOutcome, Transition
 from appliance.core.signing import sign
 from appliance.receiver import VerificationError, verify_delivery
+from appliance.store.active_secrets import active_secrets
 from appliance.store.claims import claim_runs
 from appliance.store.completions import Completion, complete_run
 from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.tenants import active_secrets, create_tenant
+from appliance.store.tenants import create_tenant
 from tests.api.conftest import START, Api, FakeClock
 from tests.e2e.harness import Receiver
 

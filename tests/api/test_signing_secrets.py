@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from appliance.core.instants import format_instant
+from appliance.store.active_secrets import active_secrets
 from appliance.store.database import Database
-from appliance.store.tenants import active_secrets
 from tests.api.conftest import Api, FakeClock
 
 

@@ -19,11 +19,11 @@ from appliance.core.signing import verify
 from appliance.engine.delivery import Answer, DeliveryFailed
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.errors import StoreError
+from appliance.store.active_secrets import active_secrets
 from appliance.store.database import Database
 from appliance.store.events import list_events
 from appliance.store.manual import replay_run
 from appliance.store.runs import RunRecord, list_attempts, list_runs
-from appliance.store.tenants import active_secrets
 from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0
 

@@ -21,10 +21,11 @@ import psycopg
 import pytest
 
 from appliance.cli import main
-from appliance.core.events import EventType
+from appliance.core.events import Actor, EventType
 from appliance.core.instants import format_instant
 from appliance.errors import DatabaseLocked, StoreError
 from appliance.ops.migrate_store import migrate_store
+from appliance.store.active_secrets import active_secrets
 from appliance.store.api_keys import Scope, caller_for_api_key, issue_api_key, revoke_api_key
 from appliance.store.backend import Store
 from appliance.store.database import Database
@@ -38,7 +39,7 @@ from appliance.store.postgres.database import PgDatabase
 from appliance.store.runs import list_attempts, list_runs
 from appliance.store.schedules import list_schedules
 from appliance.store.sessions import find_session, record_failure, start_session, throttled
-from appliance.store.tenants import active_secrets, list_tenants, rotate_signing_secret
+from appliance.store.tenants import list_tenants, rotate_signing_secret
 from appliance.store.users import Role, create_user, user_by_email
 from tests.e2e.harness import Appliance, Receiver, create_tenant
 
@@ -104,11 +105,28 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Source:
         )
         token = db.write_now(start_session, user_id=user.id, address="127.0.0.1", now=now)
         db.write_now(record_failure, subjects=("email:ada@example.com",), now=now)
-        db.write_now(rotate_signing_secret, tenant_id=tenant_id, overlap_ms=86_400_000, now=now)
-        spare = db.write_now(
-            issue_api_key, tenant_id=tenant_id, name="spare", scope=Scope.READ, now=now
+        db.write_now(
+            rotate_signing_secret,
+            tenant_id=tenant_id,
+            overlap_ms=86_400_000,
+            now=now,
+            actor=Actor.operator(),
         )
-        db.write_now(revoke_api_key, tenant_id=tenant_id, key_id=spare.key.id, now=now)
+        spare = db.write_now(
+            issue_api_key,
+            tenant_id=tenant_id,
+            name="spare",
+            scope=Scope.READ,
+            now=now,
+            actor=Actor.operator(),
+        )
+        db.write_now(
+            revoke_api_key,
+            tenant_id=tenant_id,
+            key_id=spare.key.id,
+            now=now,
+            actor=Actor.operator(),
+        )
         db.write_now(set_target, tenant_id=tenant_id, url=receiver.url, now=now)
         db.write_now(append_event, tenant_id=tenant_id, type=EventType.RUN_FAILED, now=now)
         # Values a copy must escape: control characters, backslashes, non-ASCII, any byte.
@@ -266,7 +284,12 @@ def test_new_rows_continue_after_the_copied_numbers(source: Source, pg_dsn: str)
         )
         assert seq == newest + 1  # an event number is never given twice, as in SQLite
         issued = pg.write_now(
-            issue_api_key, tenant_id=source.tenant_id, name="new", scope=Scope.WRITE, now=at
+            issue_api_key,
+            tenant_id=source.tenant_id,
+            name="new",
+            scope=Scope.WRITE,
+            now=at,
+            actor=Actor.operator(),
         )
         rowid = pg.read_now(
             lambda c: c.execute(

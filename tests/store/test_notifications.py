@@ -13,6 +13,7 @@ import pytest
 from appliance.core.envelope import render_event
 from appliance.core.events import EventType
 from appliance.errors import StoreError
+from appliance.store.active_secrets import active_secrets
 from appliance.store.connection import Connection
 from appliance.store.database import Database
 from appliance.store.events import append_event, list_events
@@ -25,7 +26,7 @@ from appliance.store.notifications import (
     prune_notifications,
     set_target,
 )
-from appliance.store.tenants import active_secrets, create_tenant
+from appliance.store.tenants import create_tenant
 from tests.store.conftest import T0
 
 HOOK = "https://tenant.example/failures"

@@ -4,6 +4,7 @@ user to a tenant; hidden (404) from everyone who is not an operator."""
 from __future__ import annotations
 
 from appliance.store.database import Database
+from appliance.store.invitations import pending_invitations
 from appliance.store.overview import tenant_summaries
 from appliance.store.users import Role, create_user, user_by_email
 from tests.api.conftest import START
@@ -39,8 +40,9 @@ async def test_an_operator_lists_and_creates_tenants_and_adds_users(
         "/admin/users", {"tenant": "alpha", "email": "new@alpha.example", "role": "viewer"}
     )
     assert added.status == 201 and "/setup/" in added.text
-    user = db.read_now(user_by_email, email="new@alpha.example")
-    assert user is not None and user.tenant_id == alpha.id and user.role is Role.VIEWER
+    [invited] = db.read_now(pending_invitations, tenant_id=alpha.id, now=START)
+    assert (invited.email, invited.role) == ("new@alpha.example", Role.VIEWER)
+    assert db.read_now(user_by_email, email="new@alpha.example") is None  # made at setup
     assert (await browser.get("/schedules")).status == 403  # no tenant of its own
 
 

@@ -13,7 +13,8 @@ from appliance.cli import main
 from appliance.clock import SystemClock
 from appliance.core.passwords import verify_password
 from appliance.store.database import Database
-from appliance.store.users import setup_user, user_by_email
+from appliance.store.invitations import setup_email
+from appliance.store.users import user_by_email
 from tests.e2e.harness import error_lines
 
 
@@ -57,8 +58,13 @@ def test_user_create_by_tenant_name_with_a_password_file(
     stored = read(tmp_path, user_by_email, email="ada@example.com")
     assert verify_password(stored.password_hash, "correct horse battery staple")  # type: ignore[attr-defined]
     assert "correct horse" not in str(stored)
-    code, _, err = run(capsys, "user", "create", "ada@example.com", "--tenant", tenant_id, *data)
+    code, _, err = run(
+        capsys, "user", "create", "ada@example.com", "--tenant", tenant_id,
+        "--password-file", str(secret), *data,
+    )  # fmt: skip
     assert code == 1 and "exists already" in err and one_error_line(err)
+    code, _, err = run(capsys, "user", "create", "ada@example.com", "--tenant", tenant_id, *data)
+    assert code == 1 and "a user of this tenant already" in err and one_error_line(err)
 
 
 def test_without_a_password_file_a_one_hour_setup_link_is_printed(
@@ -67,18 +73,18 @@ def test_without_a_password_file_a_one_hour_setup_link_is_printed(
     data = ["--data-dir", str(tmp_path)]
     assert main(["tenant", "create", "acme", *data]) == 0
     capsys.readouterr()
-    code, user, _ = run(capsys, "user", "create", "bob@example.com", "--tenant", "acme", *data)
-    assert code == 0 and user["role"] == "editor"
-    assert user["setup_link_expires_in_seconds"] == 3600
-    link = str(user["setup_link"])
+    code, invited, _ = run(capsys, "user", "create", "bob@example.com", "--tenant", "acme", *data)
+    assert code == 0 and invited["role"] == "editor"
+    assert str(invited["invitation_id"]).startswith("inv_") and invited["operator"] is False
+    assert invited["setup_link_expires_in_seconds"] == 3600
+    link = str(invited["setup_link"])
     assert link.startswith("http://127.0.0.1:8080/setup/")
     token = link.rsplit("/", 1)[1]
     now = SystemClock().now_ms()
-    found = read(tmp_path, setup_user, token=token, now=now)
-    assert found is not None and found.email == "bob@example.com"  # type: ignore[attr-defined]
-    assert read(tmp_path, setup_user, token=token, now=now + 3_600_000) is None
-    stored = read(tmp_path, user_by_email, email="bob@example.com")
-    assert stored.password_hash is None  # type: ignore[attr-defined]
+    assert read(tmp_path, setup_email, token=token, now=now) == "bob@example.com"
+    assert read(tmp_path, setup_email, token=token, now=now + 3_600_000) is None
+    # An invitation: the account is made when the link is used.
+    assert read(tmp_path, user_by_email, email="bob@example.com") is None
 
 
 def test_admin_create_makes_an_operator_and_bad_input_is_one_line(
@@ -102,3 +108,25 @@ def test_admin_create_makes_an_operator_and_bad_input_is_one_line(
         capsys, "admin", "create", "o2@example.com", "--password-file", str(missing), *data
     )
     assert code == 1 and "cannot read" in err
+
+
+def test_inviting_an_email_of_another_tenant_prints_what_a_fresh_one_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ["--data-dir", str(tmp_path)]
+    for name in ("acme", "globex"):
+        assert main(["tenant", "create", name, *data]) == 0
+    capsys.readouterr()
+    secret = tmp_path / "pw"
+    secret.write_text("correct horse battery staple\n")
+    made = ["user", "create", "ada@example.com", "--tenant", "acme", "--password-file"]
+    assert main([*made, str(secret), *data]) == 0
+    capsys.readouterr()
+    before = read(tmp_path, user_by_email, email="ada@example.com")
+    code, taken, _ = run(capsys, "user", "create", "ada@example.com", "--tenant", "globex", *data)
+    fresh_code, fresh, _ = run(
+        capsys, "user", "create", "eve@example.com", "--tenant", "globex", *data
+    )
+    assert (code, fresh_code) == (0, 0) and set(taken) == set(fresh)
+    assert taken["tenant_id"] == fresh["tenant_id"] and taken["role"] == fresh["role"]
+    assert read(tmp_path, user_by_email, email="ada@example.com") == before

@@ -11,10 +11,10 @@ from appliance.core.runs import RunState
 from appliance.store.api_keys import list_api_keys
 from appliance.store.database import Database
 from appliance.store.events import list_events
+from appliance.store.invitations import pending_invitations
 from appliance.store.runs import get_run
 from appliance.store.schedules import get_schedule, list_schedules
 from appliance.store.tenants import list_signing_secrets
-from appliance.store.users import list_users
 from tests.api.conftest import START, FakeClock, deliver_due, plan_runs
 from tests.ui.conftest import Browser, Tenant, schedule_form
 
@@ -191,7 +191,8 @@ async def test_owner_creates_and_revokes_a_key_rotates_a_secret_and_adds_a_user(
     assert len(secrets) == 2 and secrets[1].expires_at == START + 60_000
     added = await browser.post("/settings/users", {"email": "Eve@Alpha.example", "role": "viewer"})
     assert added.status == 201 and "/setup/" in added.text
-    assert "eve@alpha.example" in {u.email for u in db.read_now(list_users, tenant_id=alpha.id)}
+    invited = db.read_now(pending_invitations, tenant_id=alpha.id, now=START)
+    assert [i.email for i in invited] == ["eve@alpha.example"] and "eve@alpha.example" in added.text
 
 
 async def test_dashboard_events_and_guide_render_the_tenants_values(
