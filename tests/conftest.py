@@ -16,6 +16,7 @@ from tests import postgres_cluster
 from tests.chaos.recorder import FIGURES
 from tests.postgres_cluster import Cluster
 
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
 VECTORS_PATH = Path(__file__).parent / "vectors" / "delivery-contract.json"
 
 
@@ -33,6 +34,9 @@ def _outside_the_repository(
     directory: a relative path written by mistake lands there, never in the repository
     (a test run leaves `git status` clean)."""
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+    # ... where `python -m bench.…` and `tests.…` still import from the checkout
+    path = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}{os.pathsep}{path}" if path else str(ROOT))
 
 
 @pytest.fixture(scope="session")

@@ -411,12 +411,14 @@ def zombie_with_kills(
 
 def leader_pid(dsn: str) -> int | None:
     """The process of the replica whose leader term is live by the database's clock."""
-    rows = query(
-        dsn,
-        "SELECT i.pid FROM leader l JOIN incarnations i ON i.id = l.holder"
-        " WHERE l.expires_at > CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)",
-    )
-    return int(str(rows[0][0])) if rows else None
+    import psycopg  # the database's own clock, in its own dialect
+
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as raw:
+        row = raw.execute(
+            "SELECT i.pid FROM leader l JOIN incarnations i ON i.id = l.holder"
+            " WHERE l.expires_at > CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"
+        ).fetchone()
+    return int(row[0]) if row else None
 
 
 def freeze(replica: Replica, dsn: str) -> None:
@@ -434,14 +436,16 @@ def freeze(replica: Replica, dsn: str) -> None:
 
 
 def idle_in_transaction(dsn: str, *, older_than_ms: int) -> bool:
-    rows = query(
-        dsn,
-        "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()"
-        " AND state IN ('idle in transaction', 'active') AND pid <> pg_backend_pid()"
-        " AND state_change < clock_timestamp() - ? * interval '1 millisecond'",
-        (older_than_ms,),
-    )
-    return int(str(rows[0][0])) > 0
+    import psycopg  # PostgreSQL's own catalogue, in its own dialect (no store statement)
+
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as raw:
+        row = raw.execute(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND state IN ('idle in transaction', 'active') AND pid <> pg_backend_pid()"
+            " AND state_change < clock_timestamp() - %s * interval '1 millisecond'",
+            (older_than_ms,),
+        ).fetchone()
+    return row is not None and int(row[0]) > 0
 
 
 def stop(replica: Replica) -> int | str:
