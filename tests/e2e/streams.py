@@ -22,7 +22,7 @@ UI_STREAM = "/events/stream"
 def stream_request(path: str, *, key: str = "", cookie: str = "") -> bytes:
     """The request head of a stream, authenticated by an API key or a session cookie."""
     auth = f"Authorization: Bearer {key}\r\n" if key else f"Cookie: steeple_session={cookie}\r\n"
-    return f"GET {path} HTTP/1.1\r\nHost: steeple\r\n{auth}\r\n".encode()
+    return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\n".encode()
 
 
 def open_stream(base_url: str, head: bytes, extra: bytes = b"") -> socket.socket:
@@ -63,7 +63,7 @@ def half_close(sock: socket.socket) -> socket.socket:
 LEAVES: tuple[tuple[str, bytes, Leave], ...] = (
     ("blank line, close", b"\r\n", close),
     ("blank line, reset", b"\r\n", reset),
-    ("pipelined request, close", b"GET /healthz HTTP/1.1\r\nHost: steeple\r\n\r\n", close),
+    ("pipelined request, close", b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", close),
     ("one byte, half-close", b"x", half_close),
     ("close", b"", close),
     ("reset", b"", reset),
