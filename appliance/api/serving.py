@@ -60,7 +60,7 @@ KEEP_ALIVE_TIMEOUT_S: Final = 5  # a connection between requests closes after th
 READ_TIMEOUT_S: Final = 30  # the longest wait for the next byte of a request a client owes
 
 # Rule 7. Data a peer leaves unacknowledged for DEAD_PEER_S aborts the connection
-# (TCP_USER_TIMEOUT): a stream writes a heartbeat every 15 s (event_hub.HEARTBEAT_S), so a
+# (TCP_USER_TIMEOUT): a stream writes a heartbeat every event_hub.HEARTBEAT_S, so a
 # vanished peer fails a write, and the stream ends, within HEARTBEAT_S + DEAD_PEER_S. A
 # connection with nothing in flight is probed after KEEPALIVE_IDLE_S of silence, every
 # KEEPALIVE_INTERVAL_S, and dropped after KEEPALIVE_PROBES unanswered:

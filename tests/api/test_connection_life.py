@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import trio
@@ -18,6 +19,7 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from appliance.api import serving
+from appliance.store.event_hub import HEARTBEAT_S
 from tests.api.test_serving import HEAD, connect, read_until, serving_on_loopback
 
 TIMEOUT = 1.0  # the config's read and keep-alive timeouts, in seconds
@@ -166,6 +168,12 @@ async def test_every_accepted_socket_drops_a_peer_that_vanishes() -> None:
         await client.aclose()
 
 
-def test_the_keepalive_probes_give_up_with_the_user_timeout() -> None:
+def test_the_keepalive_probes_give_up_with_the_user_timeout_as_documented() -> None:
     probing = serving.KEEPALIVE_IDLE_S + serving.KEEPALIVE_INTERVAL_S * serving.KEEPALIVE_PROBES
     assert probing == serving.DEAD_PEER_S
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "operations.md").read_text().split())
+    assert f"idle between requests closes after {serving.KEEP_ALIVE_TIMEOUT_S} s" in docs
+    assert f"stalls for {serving.READ_TIMEOUT_S} s" in docs
+    assert f"within about {HEARTBEAT_S + serving.DEAD_PEER_S} s" in docs
+    assert f"a {serving.DEAD_PEER_S} s `TCP_USER_TIMEOUT`" in docs
+    assert f"the {HEARTBEAT_S} s heartbeat" in docs
