@@ -20,7 +20,8 @@ Rules this module guards:
    task of the connection's own once a response ends, so an idle connection, or one whose
    next request head never completes, closes.
 6. ``read_timeout`` bounds a read only while the client owes bytes (a request head or
-   body); a response in progress, however long, is never cut by it.
+   body; on HTTP/2, h2c, as long as a stream's request is incomplete or none is open);
+   a response in progress, however long, is never cut by it.
 7. Every accepted TCP socket drops a peer gone without FIN or RST (``DEAD_PEER_S``).
 
 ``install`` swaps the classes in for the process; ``tests/api/test_serving.py`` pins the
@@ -34,6 +35,7 @@ import socket
 from math import inf
 from typing import Any, Final
 
+import h2.stream
 import h11
 import hypercorn.protocol
 import hypercorn.trio.run
@@ -42,6 +44,7 @@ from hypercorn.events import Closed, Event, RawData, Updated
 from hypercorn.protocol import h11 as hypercorn_h11
 from hypercorn.protocol.events import Event as StreamEvent
 from hypercorn.protocol.events import StreamClosed
+from hypercorn.protocol.h2 import H2Protocol
 from hypercorn.protocol.h11 import H2CProtocolRequiredError, H2ProtocolAssumedError
 from hypercorn.trio import tcp_server
 
@@ -177,11 +180,21 @@ class Connection(tcp_server.TCPServer):
         await self.protocol.handle(Closed())
 
     def _read_timeout(self) -> float:
-        timeout = self.config.read_timeout or inf
         protocol = self.protocol.protocol
-        if isinstance(protocol, H11Protocol) and not protocol.owed_by_client:
-            return inf  # a response is in progress: the client owes nothing
-        return timeout  # HTTP/2 keeps hypercorn's rule: every read
+        if isinstance(protocol, H2Protocol):
+            owed = _h2_owed_by_client(protocol)
+        else:  # hypercorn's own H11Protocol only where install() was not called
+            owed = not isinstance(protocol, H11Protocol) or protocol.owed_by_client
+        return (self.config.read_timeout or inf) if owed else inf
+
+
+def _h2_owed_by_client(protocol: H2Protocol) -> bool:
+    """Rule 6 on HTTP/2: no request yet, or one whose client has not finished sending."""
+    if not protocol.streams:
+        return True
+    receiving = {h2.stream.StreamState.OPEN, h2.stream.StreamState.HALF_CLOSED_LOCAL}
+    streams = protocol.connection.streams.values()
+    return any(stream.state_machine.state in receiving for stream in streams)
 
 
 def _socket_of(stream: object) -> trio.socket.SocketType | None:

@@ -3,8 +3,8 @@ loopback sockets in this process: a quart-trio app, as the appliance's (it cance
 response's task as the response ends), served with small timeouts. A stream outlives
 the read timeout and ends with its last chunk; a connection between requests closes
 after the keep-alive timeout, however slowly its next request head trickles in; a body
-that stops coming is cut by the read timeout; every accepted socket drops a peer that
-vanishes."""
+that stops coming is cut by the read timeout (HTTP/1.1 and HTTP/2 alike); every accepted
+socket drops a peer that vanishes."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import h2.config
+import h2.connection
+import h2.events
 import pytest
 import trio
 from quart import Response, request
@@ -177,3 +180,53 @@ def test_the_keepalive_probes_give_up_with_the_user_timeout_as_documented() -> N
     assert f"within about {HEARTBEAT_S + serving.DEAD_PEER_S} s" in docs
     assert f"a {serving.DEAD_PEER_S} s `TCP_USER_TIMEOUT`" in docs
     assert f"the {HEARTBEAT_S} s heartbeat" in docs
+
+
+async def test_an_http2_stream_outlives_the_read_timeout_and_ends() -> None:
+    """The same over HTTP/2 with prior knowledge (as ``curl --http2-prior-knowledge``)."""
+    stopping = trio.Event()
+    timeouts = {"read_timeout": TIMEOUT, "keep_alive_timeout": TIMEOUT}
+    async with serving_on_loopback(quart_app(stopping), **timeouts) as port:
+        client = await connect(port)
+        h2conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        h2conn.initiate_connection()
+        headers = [(":method", "GET"), (":scheme", "http"), (":authority", "steeple")]
+        h2conn.send_headers(1, [*headers, (":path", "/stream")], end_stream=True)
+        await client.send_all(h2conn.data_to_send())
+        body = b""
+        ended = closed = False  # the stream's end (its last frame); the connection's
+
+        async def read() -> None:
+            nonlocal body, ended, closed
+            while not ended and (chunk := await client.receive_some()):
+                for event in h2conn.receive_data(chunk):
+                    if isinstance(event, h2.events.DataReceived):
+                        body += event.data
+                        h2conn.acknowledge_received_data(len(event.data), 1)
+                    ended = ended or isinstance(event, h2.events.StreamEnded)
+                await client.send_all(h2conn.data_to_send())  # acknowledgements only
+            closed = not ended
+
+        with trio.move_on_after(3 * TIMEOUT):
+            await read()
+        assert not (ended or closed), f"the stream was cut: {body!r}"
+        assert body.count(b"heartbeat") >= 2, body
+        stopping.set()
+        with trio.fail_after(10):
+            await read()
+        assert ended, f"the stream was cut instead of ended: {body!r}"
+        await client.aclose()
+
+
+async def test_an_http2_request_body_that_stops_coming_is_closed() -> None:
+    timeouts = {"read_timeout": TIMEOUT, "keep_alive_timeout": 60}
+    async with serving_on_loopback(quart_app(trio.Event()), **timeouts) as port:
+        client = await connect(port)
+        h2conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        h2conn.initiate_connection()
+        headers = [(":method", "POST"), (":scheme", "http"), (":authority", "steeple")]
+        h2conn.send_headers(1, [*headers, (":path", "/echo")])  # its body never comes
+        h2conn.send_data(1, b"x")
+        await client.send_all(h2conn.data_to_send())
+        assert await closed_by_server(client), "a request body that stopped was waited for"
+        await client.aclose()
