@@ -357,7 +357,7 @@ async def _serve_http(
     import hypercorn.config
     import hypercorn.trio
 
-    from appliance.api.serving import install
+    from appliance.api.serving import KEEP_ALIVE_TIMEOUT_S, READ_TIMEOUT_S, install
 
     install()  # connections read on while a stream is answered: a client that leaves is seen
     config = hypercorn.config.Config()
@@ -365,7 +365,8 @@ async def _serve_http(
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # through our handlers, once
     config.graceful_timeout = 5
-    config.read_timeout = 30  # quart-trio keeps idle keep-alive connections otherwise
+    config.keep_alive_timeout = KEEP_ALIVE_TIMEOUT_S  # between requests
+    config.read_timeout = READ_TIMEOUT_S  # while a request is owed, never during a response
     reporter = _Bound(task_status)
     try:
         await hypercorn.trio.serve(app, config, shutdown_trigger=stop.wait, task_status=reporter)

@@ -14,9 +14,11 @@ from typing import Any
 import hypercorn.config
 import hypercorn.protocol
 import hypercorn.trio
+import hypercorn.trio.run
 import pytest
 import trio
 from hypercorn.protocol import h11 as hypercorn_h11
+from hypercorn.trio import tcp_server
 
 from appliance.api import serving
 
@@ -76,12 +78,16 @@ class StreamApp:
 
 
 @asynccontextmanager
-async def serving_on_loopback(app: StreamApp) -> AsyncIterator[int]:
+async def serving_on_loopback(app: Any, **timeouts: float | None) -> AsyncIterator[int]:
+    """``app`` served as the appliance serves, on a free loopback port; ``timeouts`` set
+    the config's (``read_timeout``, ``keep_alive_timeout``)."""
     serving.install()
     config = hypercorn.config.Config()
     config.bind = ["127.0.0.1:0"]
     config.graceful_timeout = 1
     config.accesslog = None
+    for name, value in timeouts.items():
+        setattr(config, name, value)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(
@@ -193,4 +199,16 @@ def test_hypercorn_still_waits_on_can_read_when_h11_pauses() -> None:
     names = hypercorn_h11.H11Protocol._handle_events.__code__.co_names
     assert {"PAUSED", "can_read", "wait", "clear"} <= set(names)
     recycle = hypercorn_h11.H11Protocol._maybe_recycle.__code__.co_names
-    assert {"start_next_cycle", "can_read"} <= set(recycle)
+    assert {"start_next_cycle", "can_read", "Updated"} <= set(recycle)
+
+
+def test_hypercorn_still_builds_the_connection_by_its_module_name() -> None:
+    """``install`` replaces ``hypercorn.trio.run.TCPServer``; ``Connection`` replaces its
+    read loop, which must still be the only reader, bounded by ``read_timeout``."""
+    assert "TCPServer" in hypercorn.trio.run.worker_serve.__code__.co_names
+    serving.install()
+    assert hypercorn.trio.run.TCPServer is serving.Connection  # type: ignore[attr-defined]
+    run = tcp_server.TCPServer.run.__code__.co_names
+    assert {"_read_data", "idle_task", "restart"} <= set(run)
+    read = tcp_server.TCPServer._read_data.__code__.co_names
+    assert {"read_timeout", "receive_some", "fail_after"} <= set(read)

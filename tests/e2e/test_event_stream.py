@@ -1,5 +1,6 @@
 """``GET /v1/events/stream`` against the real appliance over loopback: every event arrives
-once across a client reconnect and an appliance restart, and shutdown ends streams cleanly."""
+once across a client reconnect and an appliance restart, a stream whose client stays is
+never cut, and shutdown ends streams cleanly."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from appliance.api import serving
 from tests.e2e.harness import Appliance, create_tenant
 
 pytestmark = pytest.mark.slow
@@ -158,6 +160,24 @@ def test_shutdown_ends_an_attached_stream_promptly(tmp_path: Path, tenant: dict[
         assert stream.ended.wait(5)
         assert stream.clean_end, "the stream was cut off instead of ended"
         print(f"[stream] shutdown with a stream attached took {stopped_in:.2f} s")
+    finally:
+        stream.close()
+        app.kill(signal.SIGTERM)
+
+
+def test_a_stream_whose_client_stays_outlives_the_read_timeout(
+    tmp_path: Path, tenant: dict[str, str]
+) -> None:
+    app = Appliance(tmp_path).start()
+    stream = Stream(app, tenant["api_key"])  # its client sends nothing after the request
+    try:
+        beyond = serving.READ_TIMEOUT_S + 5
+        assert not stream.ended.wait(beyond), f"the stream was cut within {beyond} s"
+        create_schedules(app, tenant["api_key"], 1, "late")
+        stream.wait_for(lambda ms: len(ms) == 1)  # and it still carries events
+        assert app.kill(signal.SIGTERM) == 0, "".join(app.log)
+        assert stream.ended.wait(5)
+        assert stream.clean_end, "the stream was cut off instead of ended"
     finally:
         stream.close()
         app.kill(signal.SIGTERM)

@@ -1,5 +1,6 @@
 """HTTP framing with a real hypercorn: a request answered without its body being read (a
-405, a 401) must not wedge the keep-alive connection — the next request on it is answered.
+405, a 401) must not wedge the keep-alive connection — the next request on it is answered;
+a connection left idle after a response is closed by the keep-alive timer.
 
 Found by schemathesis, which writes a request's head and body in separate packets: the
 405 went out between them, and the next request on the connection was never answered."""
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from appliance.api import serving
 from tests.e2e.harness import Appliance, create_tenant
 
 pytestmark = pytest.mark.slow
@@ -60,5 +62,25 @@ def test_an_early_answer_leaves_the_connection_usable(tmp_path: Path, method: st
                 time.sleep(0.05)
                 sock.sendall(BODY)
                 assert read_response(sock).startswith(expected)
+    finally:
+        assert app.kill(signal.SIGTERM) == 0, "".join(app.log)
+
+
+def test_an_idle_connection_is_closed_after_the_keep_alive_timeout(tmp_path: Path) -> None:
+    app = Appliance(tmp_path).start()
+    url = urlsplit(app.base_url)
+    # Well before the read timeout: only the keep-alive timer can close it in time.
+    within = serving.READ_TIMEOUT_S / 2
+    assert within > serving.KEEP_ALIVE_TIMEOUT_S
+    try:
+        with socket.create_connection((url.hostname or "", url.port or 0), timeout=10) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert read_response(sock).startswith(b"HTTP/1.1 200")
+            sock.settimeout(within)
+            try:
+                end: bytes | None = sock.recv(4096)
+            except TimeoutError:
+                end = None
+            assert end == b"", f"an idle connection was still open after {within} s"
     finally:
         assert app.kill(signal.SIGTERM) == 0, "".join(app.log)
