@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -22,6 +23,7 @@ import pytest
 import trio
 from quart_trio import QuartTrio
 
+import appliance.ui
 from appliance.core.json_text import MAX_INTEGER_DIGITS
 from appliance.store.api_keys import list_api_keys
 from appliance.store.database import Database
@@ -144,6 +146,7 @@ ROUTES: dict[str, Route] = {
     "ui.resume_tenant_view": Route("POST", "/admin/tenants/<tenant_id>/resume"),
 }  # fmt: skip
 STREAMCAP_ROUTES = frozenset({"ui.new_events", "ui.event_stream"})
+UI_DIR = Path(appliance.ui.__file__).parent
 _PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
 
 
@@ -157,6 +160,16 @@ def ui_endpoints(app: QuartTrio) -> dict[str, tuple[str, frozenset[str]]]:
 
 def test_the_table_covers_every_ui_route(app: QuartTrio) -> None:
     assert {e: (r.rule, frozenset({r.method})) for e, r in ROUTES.items()} == ui_endpoints(app)
+
+
+def test_the_table_covers_every_query_parameter_the_ui_reads() -> None:
+    """Every ``request.args`` name in the UI's code is sent hostile somewhere."""
+    read = {
+        name
+        for module in UI_DIR.glob("*.py")
+        for name in re.findall(r"request\.args\.get(?:list)?\(\s*\"([^\"]+)\"", module.read_text())
+    }
+    assert read and read <= {name for route in ROUTES.values() for name in route.query}
 
 
 @dataclass
