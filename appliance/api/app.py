@@ -40,6 +40,8 @@ from appliance.core.addresses import AddressPolicy
 from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
 from appliance.core.hosts import AllowedHosts
+from appliance.core.json_text import NUL_MESSAGE, field_with_nul
+from appliance.errors import NotFound, ValidationError
 from appliance.store.backend import Store
 from appliance.store.event_hub import EventHub
 from appliance.store.stream_limits import StreamRegistry
@@ -66,6 +68,19 @@ class _Request(TrioRequest):
         super().__init__(method, scheme, path, *args, **kw)
         if limit is not None:
             self.max_content_length = limit
+
+
+async def refuse_nul_in_url() -> None:
+    """``before_request`` of every route, the UI's too (:mod:`appliance.core.json_text`'s
+    NUL rule): a path segment holding a NUL names nothing (404, as an unknown id); a query
+    parameter holding one is a 422 naming it."""
+    segments = [(name, str(value)) for name, value in (request.view_args or {}).items()]
+    name = field_with_nul(segments)
+    if name is not None:
+        raise NotFound(f"no {name} holds a NUL character")
+    name = field_with_nul(request.args.items(multi=True))
+    if name is not None:
+        raise ValidationError.single(name, NUL_MESSAGE)
 
 
 def create_app(
@@ -111,6 +126,7 @@ def create_app(
     register_problem_handlers(app)
     app.before_request(note_forwarding)
     app.before_request(check_host)  # app-wide, before any blueprint's (the UI's too)
+    app.before_request(refuse_nul_in_url)
     app.after_request(drain_request_body)
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     schedules.register(app)

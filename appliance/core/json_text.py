@@ -13,6 +13,10 @@ Rules:
   range-checked by its reader (:meth:`appliance.core.json_fields.FieldReader.integer`).
 - A whole number typed into a form is an optional sign and ASCII digits, nothing else
   (no ``²``, no ``1_000``, no Arabic-Indic digits), at most :data:`MAX_INTEGER_DIGITS`.
+- No text of a request (a path segment, a query or form parameter, its name included)
+  holds a NUL: PostgreSQL text cannot hold one, so refusing it at the door keeps both
+  stores alike (:func:`field_with_nul`; in JSON, the field readers refuse control
+  characters).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from typing import Final
 
 MAX_DEPTH: Final = 64
@@ -78,6 +83,17 @@ def whole_number(text: str) -> int | None:
     if len(text.lstrip("+-")) > MAX_INTEGER_DIGITS or not _WHOLE.fullmatch(text):
         return None
     return int(text)
+
+
+NUL_MESSAGE: Final = "contains a NUL character (\\x00); remove it"
+
+
+def field_with_nul(fields: Iterable[tuple[str, str]]) -> str | None:
+    """The name of the first (name, text) pair holding a NUL in either, or None."""
+    for name, text in fields:
+        if "\x00" in name or "\x00" in text:
+            return name.replace("\x00", "\\x00")
+    return None
 
 
 def _bounded_int(text: str) -> int:

@@ -15,7 +15,9 @@ from typing import Final
 from urllib.parse import quote
 
 from quart import Blueprint, Quart, Response, redirect, request
+from werkzeug.exceptions import NotFound as NoSuchFile
 
+from appliance.core.json_text import NUL_MESSAGE, field_with_nul
 from appliance.errors import Conflict, NotFound, ValidationError
 from appliance.store.stream_limits import RETRY_AFTER_S, StreamLimitReached
 from appliance.ui import (
@@ -37,12 +39,13 @@ from appliance.ui.security import (
 )
 
 WEB_DIR: Final = Path(__file__).resolve().parent / "web"
+NAME_MAX: Final = 255  # bytes in one path component (POSIX NAME_MAX on Linux and macOS)
 
 
 def register_ui(app: Quart, context: UiContext) -> None:
     """Serve the UI from ``app`` at ``/`` (the API keeps ``/v1``)."""
     install(app.extensions, context)
-    bp = Blueprint(
+    bp = _StaticBlueprint(
         "ui",
         __name__,
         template_folder=str(WEB_DIR / "templates"),
@@ -50,6 +53,7 @@ def register_ui(app: Quart, context: UiContext) -> None:
         static_url_path="/static",
     )
     bp.before_request(load_session)
+    bp.before_request(_refuse_nul_in_form)
     bp.after_request(add_security_headers)
     bp.register_error_handler(SignInRequired, _sign_in)
     bp.register_error_handler(Forbidden, _forbidden)
@@ -61,6 +65,25 @@ def register_ui(app: Quart, context: UiContext) -> None:
     for module in (signin, pages, schedules, schedule_actions, runs, settings_pages, admin):
         module.register(bp)
     app.register_blueprint(bp)
+
+
+async def _refuse_nul_in_form() -> None:
+    """A NUL in a form field is a 422 naming it, as in a URL (``api.app.refuse_nul_in_url``
+    runs before every route, this one's too)."""
+    if request.method != "POST":
+        return
+    name = field_with_nul((await request.form).items(multi=True))
+    if name is not None:
+        raise ValidationError.single(name, NUL_MESSAGE)
+
+
+class _StaticBlueprint(Blueprint):
+    async def send_static_file(self, filename: str) -> Response:
+        """A 404 for a name no file can have: the OS refuses a component over NAME_MAX
+        bytes with an error of its own (ENAMETOOLONG), not "no such file"."""
+        if any(len(part.encode()) > NAME_MAX for part in filename.split("/")):
+            raise NoSuchFile()
+        return await super().send_static_file(filename)
 
 
 async def _sign_in(_: SignInRequired) -> Response:

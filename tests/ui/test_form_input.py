@@ -138,3 +138,33 @@ async def test_a_payload_integer_beyond_64_bits_is_kept_exactly_as_the_api_keeps
     assert from_form.spec.body == from_api.spec.body == f'{{"n":{big}}}'.encode()
     shown = await browser.get(f"/schedules/{schedule_id}/edit")
     assert big in shown.text
+
+
+@pytest.mark.parametrize(
+    ("path", "form", "field"),
+    [
+        ("/schedules/new", {"name": "a\x00b"}, "name"),
+        ("/schedules/new", {"payload": '"\x00"'}, "payload"),
+        ("/settings/users", {"email": "\x00@alpha.example", "role": "viewer"}, "email"),
+    ],
+)
+async def test_a_nul_in_a_form_field_is_a_422_naming_it_on_both_stores(
+    browser: Browser, alpha: Tenant, db: Database, path: str, form: dict[str, str], field: str
+) -> None:
+    """PostgreSQL text cannot hold a NUL (the lookup or the insert failed there as a 503):
+    it is refused before any view reads it, on SQLite alike."""
+    await browser.sign_in(alpha.owner)
+    page = await browser.post(path, schedule_form(**form) if path.endswith("new") else form)
+    assert page.status == 422, page.text[:300]
+    assert f"{field}: contains a NUL character" in page.text
+    assert db.read_now(list_schedules, tenant_id=alpha.id, limit=10) == []
+
+
+async def test_an_id_holding_a_nul_names_nothing_on_both_stores(
+    browser: Browser, alpha: Tenant
+) -> None:
+    await browser.sign_in(alpha.owner)
+    assert (await browser.get("/schedules/sch_%00")).status == 404
+    assert (await browser.post("/schedules/sch_%00/pause", {})).status == 404
+    listed = await browser.get("/schedules?q=a%00")
+    assert listed.status == 422 and "q: contains a NUL character" in listed.text
