@@ -20,7 +20,7 @@ from appliance.api.auth import checked_inputs, read_as_tenant
 from appliance.api.bodies import json_response
 from appliance.api.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from appliance.core.envelope import render_event
-from appliance.core.events import SEQ_RULE, EventType, parse_seq
+from appliance.core.events import EventType, read_cursor
 from appliance.errors import FieldError, ValidationError
 from appliance.store.events import list_events
 
@@ -57,27 +57,15 @@ def event_query(*, resume: str | None = None) -> EventQuery:
     """This request's filters. ``resume`` (the stream's ``Last-Event-ID``), when given,
     takes the place of ``?after=``. Raises ValidationError naming every bad parameter."""
     errors: list[FieldError] = []
-    after = cursor(request.args.get("after"), errors)
+    after = read_cursor(request.args.get("after"), errors)
     if resume is not None:
-        after = cursor(resume, errors, field="Last-Event-ID")
+        after = read_cursor(resume, errors, field="Last-Event-ID")
     limit = _limit(request.args.get("limit"), errors)
     types = _types(request.args.getlist("type"), errors)
     schedule_id = request.args.get("schedule_id") or None
     if errors:
         raise ValidationError(errors)
     return EventQuery(after=after, limit=limit, types=types, schedule_id=schedule_id)
-
-
-def cursor(text: str | None, errors: list[FieldError], *, field: str = "after") -> int:
-    """The seq in ``text`` (absent or empty: 0, the feed's start); else 0, and an error
-    naming ``field``."""
-    if text is None or text == "":
-        return 0
-    seq = parse_seq(text)
-    if seq is None:
-        errors.append(FieldError(field=field, message=SEQ_RULE))
-        return 0
-    return seq
 
 
 def _limit(text: str | None, errors: list[FieldError]) -> int:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from appliance.errors import FieldError
+
 
 class EventType(enum.StrEnum):
     RUN_SUCCEEDED = "schedule.run.succeeded"  # "we saw a 2xx", not "the effect happened once"
@@ -108,3 +110,15 @@ def parse_seq(text: str) -> int | None:
     if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_SEQ:
         return int(text)
     return None
+
+
+def read_cursor(text: str | None, errors: list[FieldError], *, field: str = "after") -> int:
+    """The seq in ``text`` (absent or empty: 0, the feed's start); else 0, and an error
+    naming ``field`` appended to ``errors`` (the API's and the UI's feeds and streams)."""
+    if not text:
+        return 0
+    seq = parse_seq(text)
+    if seq is None:
+        errors.append(FieldError(field=field, message=SEQ_RULE))
+        return 0
+    return seq

@@ -23,7 +23,7 @@ from quart import Blueprint, Response, redirect, request
 
 from appliance.clock import WallClock
 from appliance.core.cron_preview import soonest_occurrences
-from appliance.core.events import SEQ_RULE, Actor, Event, EventType, parse_seq
+from appliance.core.events import Actor, Event, EventType, read_cursor
 from appliance.core.schedules import Schedule
 from appliance.errors import FieldError, NotFound, ValidationError
 from appliance.store import overview
@@ -102,7 +102,7 @@ async def new_events() -> Response:
     """The poller fragment: how many events arrived after ``after``."""
     _, tenant_id = require(Role.VIEWER)
     errors: list[FieldError] = []
-    after = _cursor("after", request.args.get("after"), errors)
+    after = read_cursor(request.args.get("after"), errors)
     if errors:
         raise ValidationError(errors)
 
@@ -123,10 +123,10 @@ async def event_stream() -> Response:
     if ctx.event_hub is None:
         raise NotFound("no live feed here: reload /events")
     errors: list[FieldError] = []
-    after = _cursor("after", request.args.get("after"), errors)
+    after = read_cursor(request.args.get("after"), errors)
     resume = request.headers.get("Last-Event-ID")
     if resume:  # what EventSource sends on reconnecting: it takes precedence
-        after = _cursor("Last-Event-ID", resume, errors)
+        after = read_cursor(resume, errors, field="Last-Event-ID")
     if errors:
         return invalid_stream(errors)
     holder = Holder(
@@ -148,17 +148,6 @@ async def event_stream() -> Response:
     )
     response.timeout = None  # a stream lives until the tab leaves or the appliance stops
     return response
-
-
-def _cursor(field: str, text: str | None, errors: list[FieldError]) -> int:
-    """The event seq in ``text`` (absent or empty: 0); else 0 and an error naming ``field``."""
-    if not text:
-        return 0
-    seq = parse_seq(text)
-    if seq is None:
-        errors.append(FieldError(field=field, message=SEQ_RULE))
-        return 0
-    return seq
 
 
 def invalid_stream(errors: list[FieldError]) -> Response:

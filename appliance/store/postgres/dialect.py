@@ -196,6 +196,17 @@ def _end_of_quoted(sql: str, start: int) -> int:
 
 def _arguments(sql: str, open_paren: int) -> int:
     """How many top-level arguments the call whose ``(`` is at ``open_paren`` has."""
+    return _parenthesised(sql, open_paren)[0]
+
+
+def _after_parentheses(sql: str, open_paren: int) -> int:
+    """The index just after the ``)`` that closes the ``(`` at ``open_paren``."""
+    return _parenthesised(sql, open_paren)[1]
+
+
+def _parenthesised(sql: str, open_paren: int) -> tuple[int, int]:
+    """For the ``(`` at ``open_paren``: its top-level comma-separated parts, and the index
+    just after its ``)``."""
     count = 1
     depth, i = 0, open_paren
     while i < len(sql):
@@ -208,23 +219,8 @@ def _arguments(sql: str, open_paren: int) -> int:
         elif c == ")":
             depth -= 1
             if depth == 0:
-                return count
+                return count, i + 1
         elif c == "," and depth == 1:
             count += 1
         i += 1
-    raise DialectError(f"unbalanced parentheses in: {sql}")
-
-
-def _after_parentheses(sql: str, open_paren: int) -> int:
-    """The index just after the ``)`` that closes the ``(`` at ``open_paren``."""
-    depth, i = 0, open_paren
-    while i < len(sql):
-        c = sql[i]
-        if c in "'\"":
-            i = _end_of_quoted(sql, i)
-            continue
-        depth += {"(": 1, ")": -1}.get(c, 0)
-        i += 1
-        if depth == 0:
-            return i
     raise DialectError(f"unbalanced parentheses in: {sql}")
