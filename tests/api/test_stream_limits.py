@@ -16,7 +16,7 @@ from referencing import Registry, Resource
 
 from appliance.runtime import stream_limits
 from appliance.settings import load_settings
-from appliance.store.api_keys import Scope, issue_api_key
+from appliance.store.api_keys import Scope, insert_api_key
 from appliance.store.database import Database
 from appliance.store.sessions import start_session
 from appliance.store.stream_limits import StreamLimits, StreamRegistry, Surface
@@ -38,7 +38,7 @@ def bearer(key: str) -> dict[str, str]:
 
 def second_key(db: Database, tenant: Tenant) -> str:
     issued = db.write_now(
-        issue_api_key, tenant_id=tenant.id, name="second", scope=Scope.READ, now=START
+        insert_api_key, tenant_id=tenant.id, name="second", scope=Scope.READ, now=START
     )
     return issued.api_key
 

@@ -13,7 +13,7 @@ import pytest
 from quart_trio import QuartTrio
 
 from appliance.core.events import EventType
-from appliance.store.api_keys import Scope, issue_api_key
+from appliance.store.api_keys import Scope, insert_api_key
 from appliance.store.database import Database
 from appliance.store.events import append_event
 from appliance.store.sessions import end_session, find_session, start_session
@@ -45,7 +45,9 @@ def alpha(db: Database) -> Tenant:
 
 def read_key(db: Database, tenant: Tenant) -> tuple[str, str]:
     """A read key of ``tenant``: (its id, the key)."""
-    issued = db.write_now(issue_api_key, tenant_id=tenant.id, name="r", scope=Scope.READ, now=START)
+    issued = db.write_now(
+        insert_api_key, tenant_id=tenant.id, name="r", scope=Scope.READ, now=START
+    )
     return issued.key.id, issued.api_key
 
 
