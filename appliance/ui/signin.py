@@ -26,6 +26,7 @@ from appliance.store.sessions import (
 )
 from appliance.store.users import complete_setup, setup_user
 from appliance.ui.context import ui
+from appliance.ui.redirects import local_path
 from appliance.ui.render import page
 from appliance.ui.security import (
     clear_session_cookie,
@@ -54,6 +55,7 @@ async def login_form() -> Response:
 
 async def login() -> Response:
     ctx = ui()
+    target = _next()  # judged before anything is written
     form = await request.form
     email, password = form.get("email", ""), form.get("password", "")
     subjects = login_subjects(email=email, address=client_address())
@@ -67,7 +69,7 @@ async def login() -> Response:
         await ctx.db.write(record_failure, subjects=subjects, now=now)
         return await page("login.html", status=401, error=GENERIC_ERROR, next=_next(), email=email)
     token = await ctx.db.write(start_session, user_id=user.id, address=client_address(), now=now)
-    response = redirect(_next())
+    response = redirect(target)
     set_session_cookie(response, token)  # type: ignore[arg-type]
     return response  # type: ignore[return-value]
 
@@ -110,8 +112,5 @@ async def setup(token: str) -> Response:
 
 
 def _next() -> str:
-    """Where to go after sign-in: a local path only (no open redirect)."""
-    target = request.args.get("next", "/")
-    if not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return target
+    """Where to go after sign-in: a path on this origin, else the dashboard."""
+    return local_path(request.args.get("next", "/"), "/")
