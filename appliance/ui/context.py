@@ -17,6 +17,7 @@ from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.store.backend import Store
 from appliance.store.event_hub import EventHub
+from appliance.ui.hashing import HashingPool
 
 _EXTENSION = "steeple-ui"
 
@@ -36,8 +37,10 @@ class UiContext:
     # The API's live-feed hub (one reader for every stream, API's and UI's); None: no
     # live feed, /events polls.
     event_hub: EventHub | None = None
-    # Password hashing and previews run in worker threads, one at a time.
+    # Previews and the dashboard's next occurrences run in worker threads, one at a time.
     cpu: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
+    # Password hashing has threads of its own and a bounded queue (ui/hashing.py).
+    passwords: HashingPool = field(default_factory=HashingPool)
 
 
 def install(app_extensions: dict[str, object], context: UiContext) -> None:

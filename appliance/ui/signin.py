@@ -2,15 +2,18 @@
 
 Sign-in answers one generic message for an unknown email, a wrong password, a user
 without a password yet, a disabled user and a user of a suspended tenant, and spends the
-same argon2 time on each. Failures are counted per account and per address; at
-``MAX_FAILURES`` in the window, sign-in is refused for that subject (429) without checking
-the password. A successful sign-in always starts a new
-session row (no fixation); signing out revokes it.
+same argon2 time on each. Every attempt is counted per account and per address before
+its password is checked, and forgiven only when it succeeds; at ``MAX_FAILURES`` in the
+window, sign-in is refused for that subject (429) without checking the password. Password
+work runs in its own bounded pool (``ui/hashing.py``): when it is full, a sign-in is
+refused at once (503, ``Retry-After``). A successful sign-in always starts a new session
+row (no fixation); signing out revokes it.
 """
 
 from __future__ import annotations
 
-import trio
+import enum
+
 from quart import Blueprint, Response, redirect, request
 
 from appliance.core.passwords import check_password_rules, hash_password, verify_password
@@ -19,13 +22,13 @@ from appliance.store.sessions import (
     FAILURE_WINDOW_MS,
     end_session,
     login_subjects,
-    record_failure,
+    reserve_attempt,
+    sign_in,
     sign_in_user,
-    start_session,
-    throttled,
 )
-from appliance.store.users import complete_setup, setup_user
+from appliance.store.users import User, complete_setup, setup_user
 from appliance.ui.context import ui
+from appliance.ui.hashing import RETRY_AFTER_S, HashingBusy
 from appliance.ui.redirects import local_path
 from appliance.ui.render import page
 from appliance.ui.security import (
@@ -37,6 +40,7 @@ from appliance.ui.security import (
 
 GENERIC_ERROR = "The email or password is not right."
 THROTTLED = f"Too many failed sign-ins; try again in {FAILURE_WINDOW_MS // 60_000} minutes."
+BUSY = f"Too many people are signing in right now; try again in {RETRY_AFTER_S} seconds."
 
 
 def register(bp: Blueprint) -> None:
@@ -58,20 +62,50 @@ async def login() -> Response:
     target = _next()  # judged before anything is written
     form = await request.form
     email, password = form.get("email", ""), form.get("password", "")
-    subjects = login_subjects(email=email, address=client_address())
-    now = ctx.clock.now_ms()
-    if await ctx.db.read(throttled, subjects=subjects, now=now):
-        return await page("login.html", status=429, error=THROTTLED, next=_next(), email=email)
-    user = await ctx.db.read(sign_in_user, email=email)  # None: unknown, disabled, suspended
-    stored = None if user is None else user.password_hash
-    ok = await trio.to_thread.run_sync(verify_password, stored, password, limiter=ctx.cpu)
-    if user is None or not ok:
-        await ctx.db.write(record_failure, subjects=subjects, now=now)
-        return await page("login.html", status=401, error=GENERIC_ERROR, next=_next(), email=email)
-    token = await ctx.db.write(start_session, user_id=user.id, address=client_address(), now=now)
+    try:
+        with ctx.passwords.admit():
+            outcome = await _attempt(email, password)
+    except HashingBusy:
+        return await _busy("login.html", next=target, email=email)
+    if outcome is Refused.THROTTLED:
+        return await page("login.html", status=429, error=THROTTLED, next=target, email=email)
+    if outcome is Refused.WRONG:
+        return await page("login.html", status=401, error=GENERIC_ERROR, next=target, email=email)
+    user, attempt = outcome
+    token = await ctx.db.write(
+        sign_in, user_id=user.id, address=client_address(), attempt=attempt, now=ctx.clock.now_ms()
+    )
     response = redirect(target)
     set_session_cookie(response, token)  # type: ignore[arg-type]
     return response  # type: ignore[return-value]
+
+
+class Refused(enum.Enum):
+    THROTTLED = "throttled"
+    WRONG = "wrong"  # the one generic answer: unknown, wrong, no password, disabled
+
+
+async def _attempt(email: str, password: str) -> tuple[User, tuple[int, ...]] | Refused:
+    """Count the attempt (refused when a subject is throttled), then check the password:
+    the user and the counted attempt's rows, or why not."""
+    ctx = ui()
+    subjects = login_subjects(email=email, address=client_address())
+    attempt = await ctx.db.write(reserve_attempt, subjects=subjects, now=ctx.clock.now_ms())
+    if attempt is None:
+        return Refused.THROTTLED
+    user = await ctx.db.read(sign_in_user, email=email)  # None: unknown, disabled, suspended
+    stored = None if user is None else user.password_hash
+    ok = await ctx.passwords.run(verify_password, stored, password)
+    if user is None or not ok:
+        return Refused.WRONG
+    return user, attempt
+
+
+async def _busy(template: str, **context: object) -> Response:
+    """Too many sign-ins at once: refused now, with when to try again (ui/hashing.py)."""
+    response = await page(template, status=503, error=BUSY, **context)
+    response.headers["Retry-After"] = str(RETRY_AFTER_S)
+    return response
 
 
 async def logout() -> Response:
@@ -106,7 +140,11 @@ async def setup(token: str) -> Response:
     except ValidationError as error:
         errors = {e.field: e.message for e in error.errors}
         return await page("setup.html", status=422, email=user.email, token=token, errors=errors)
-    hashed = await trio.to_thread.run_sync(hash_password, password, limiter=ctx.cpu)
+    try:
+        with ctx.passwords.admit():
+            hashed = await ctx.passwords.run(hash_password, password)
+    except HashingBusy:
+        return await _busy("setup.html", email=user.email, token=token, errors={})
     await ctx.db.write(complete_setup, token=token, password_hash=hashed, now=ctx.clock.now_ms())
     return redirect("/login?done=ready")  # type: ignore[return-value]
 

@@ -21,6 +21,7 @@ from appliance.store.tenants import NewTenant, create_tenant
 from appliance.store.users import Role, create_user
 from appliance.ui.app import register_ui
 from appliance.ui.context import UiContext
+from appliance.ui.hashing import HashingPool
 from tests.api.conftest import (
     REPLAY_RATE,
     START,
@@ -108,7 +109,12 @@ def app(db: Database, clock: FakeClock, nudges: Nudges) -> QuartTrio:
 
 
 def make_app(
-    db: Database, clock: FakeClock, nudges: Nudges, *, trust_proxy: bool = False
+    db: Database,
+    clock: FakeClock,
+    nudges: Nudges,
+    *,
+    trust_proxy: bool = False,
+    passwords: HashingPool | None = None,
 ) -> QuartTrio:
     policy = AddressPolicy()
     app = build_app(db=db, clock=clock, nudges=nudges, policy=policy)
@@ -123,6 +129,7 @@ def make_app(
             replay_rate_per_second=REPLAY_RATE,
             trust_proxy=trust_proxy,
             event_hub=app.extensions["steeple"].event_hub,  # the API's: one hub
+            passwords=passwords or HashingPool(),
         ),
     )
     return app
