@@ -34,7 +34,7 @@ class HashingPool:
     """``threads`` worker threads for password work, and room for ``waiting`` more."""
 
     def __init__(self, *, threads: int = THREADS, waiting: int = WAITING) -> None:
-        self._limiter = trio.CapacityLimiter(threads)
+        self.limiter = trio.CapacityLimiter(threads)  # held by each call while it runs
         self._room = threads + waiting
         self._admitted = 0
 
@@ -50,7 +50,7 @@ class HashingPool:
     @property
     def queued(self) -> int:
         """Calls in a hashing thread or waiting for one."""
-        statistics = self._limiter.statistics()
+        statistics = self.limiter.statistics()
         return int(statistics.borrowed_tokens) + statistics.tasks_waiting
 
     @contextmanager
@@ -66,4 +66,4 @@ class HashingPool:
 
     async def run(self, fn: Callable[..., T], *args: object) -> T:
         """``fn(*args)`` in one of the pool's threads (call inside :meth:`admit`)."""
-        return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        return await trio.to_thread.run_sync(fn, *args, limiter=self.limiter)
