@@ -32,9 +32,12 @@ from appliance.ui.hashing import RETRY_AFTER_S, HashingBusy
 from appliance.ui.redirects import local_path
 from appliance.ui.render import page
 from appliance.ui.security import (
+    PRESESSION_COOKIE,
     clear_session_cookie,
     client_address,
     current_session,
+    presession_token,
+    set_presession_cookie,
     set_session_cookie,
 )
 
@@ -54,7 +57,7 @@ def register(bp: Blueprint) -> None:
 async def login_form() -> Response:
     if current_session() is not None:
         return redirect("/")  # type: ignore[return-value]
-    return await page("login.html", next=_next(), email="")
+    return await _form("login.html", next=_next(), email="")
 
 
 async def login() -> Response:
@@ -68,9 +71,9 @@ async def login() -> Response:
     except HashingBusy:
         return await _busy("login.html", next=target, email=email)
     if outcome is Refused.THROTTLED:
-        return await page("login.html", status=429, error=THROTTLED, next=target, email=email)
+        return await _form("login.html", status=429, error=THROTTLED, next=target, email=email)
     if outcome is Refused.WRONG:
-        return await page("login.html", status=401, error=GENERIC_ERROR, next=target, email=email)
+        return await _form("login.html", status=401, error=GENERIC_ERROR, next=target, email=email)
     user, attempt = outcome
     token = await ctx.db.write(
         sign_in, user_id=user.id, address=client_address(), attempt=attempt, now=ctx.clock.now_ms()
@@ -103,7 +106,7 @@ async def _attempt(email: str, password: str) -> tuple[User, tuple[int, ...]] | 
 
 async def _busy(template: str, **context: object) -> Response:
     """Too many sign-ins at once: refused now, with when to try again (ui/hashing.py)."""
-    response = await page(template, status=503, error=BUSY, **context)
+    response = await _form(template, status=503, error=BUSY, **context)
     response.headers["Retry-After"] = str(RETRY_AFTER_S)
     return response
 
@@ -123,7 +126,7 @@ async def setup_form(token: str) -> Response:
     user = await ctx.db.read(setup_user, token=token, now=ctx.clock.now_ms())
     if user is None:
         raise NotFound("this setup link is unknown, used or expired: ask for a new one")
-    return await page("setup.html", email=user.email, token=token, errors={})
+    return await _form("setup.html", email=user.email, token=token, errors={})
 
 
 async def setup(token: str) -> Response:
@@ -139,7 +142,7 @@ async def setup(token: str) -> Response:
             raise ValidationError.single("repeat", "the two passwords differ")
     except ValidationError as error:
         errors = {e.field: e.message for e in error.errors}
-        return await page("setup.html", status=422, email=user.email, token=token, errors=errors)
+        return await _form("setup.html", status=422, email=user.email, token=token, errors=errors)
     try:
         with ctx.passwords.admit():
             hashed = await ctx.passwords.run(hash_password, password)
@@ -147,6 +150,15 @@ async def setup(token: str) -> Response:
         return await _busy("setup.html", email=user.email, token=token, errors={})
     await ctx.db.write(complete_setup, token=token, password_hash=hashed, now=ctx.clock.now_ms())
     return redirect("/login?done=ready")  # type: ignore[return-value]
+
+
+async def _form(template: str, *, status: int = 200, **values: object) -> Response:
+    """A sign-in or setup page with the browser's pre-session token, as cookie and field."""
+    token = presession_token()
+    response = await page(template, status=status, form_token=token, **values)
+    if token != request.cookies.get(PRESESSION_COOKIE):
+        set_presession_cookie(response, token)
+    return response
 
 
 def _next() -> str:

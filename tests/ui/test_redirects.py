@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from appliance.store.database import Database
 from appliance.store.schedules import list_schedules
 from appliance.ui.redirects import local_path
-from tests.ui.conftest import PASSWORD, Browser, Tenant, schedule_form
+from tests.ui.conftest import Browser, Tenant, schedule_form
 
 BASE = "http://steeple.test/"
 DEFAULT = "/fallback"
@@ -61,12 +61,11 @@ def test_plain_local_paths_are_kept() -> None:
 async def test_sign_in_with_a_tab_or_newline_in_next_goes_to_the_dashboard(
     browser: Browser, alpha: Tenant
 ) -> None:
-    form = {"email": alpha.viewer, "password": PASSWORD}
     for raw in ("/%09/evil.example", "/%0a/evil.example", "/%0d%0aSet-Cookie:%20x=1", "/\\evil"):
-        signed_in = await browser.post(f"/login?next={raw}", form, csrf=False)
+        signed_in = await browser.login(alpha.viewer, path=f"/login?next={raw}")
         assert signed_in.status == 302, raw  # not a 500 after the session row
         assert signed_in.headers["Location"] == "/", raw
-    kept = await browser.post("/login?next=/schedules%3Fstate%3Dfailed", form, csrf=False)
+    kept = await browser.login(alpha.viewer, path="/login?next=/schedules%3Fstate%3Dfailed")
     assert kept.headers["Location"] == "/schedules?state=failed"
 
 
