@@ -265,6 +265,11 @@ REVEALED_DATA: dict[str, JsonValue] = {
     "masked": "whsec_…a1B2",
 }
 SUSPENDED_DATA: dict[str, JsonValue] = {"cancelled_runs": 4}
+WHO: dict[str, JsonValue] = {
+    "user_id": USER["id"],
+    "email": "ada@acme.example",
+    "address": "2001:db8::7",
+}
 VALID: list[tuple[str, dict[str, Any]]] = [
     ("succeeded", event(E.RUN_SUCCEEDED, run_data(status=204))),
     ("succeeded, explicit null next", event(E.RUN_SUCCEEDED, run_data(next_attempt_at=None))),
@@ -295,6 +300,11 @@ VALID: list[tuple[str, dict[str, Any]]] = [
     ("paused with a note", event(E.SCHEDULE_PAUSED, {"version": 3, "note": "db move"}, run=None)),
     ("secret revealed", tenant_event(E.SECRET_REVEALED, REVEALED_DATA, actor=USER)),
     ("suspended by an operator", tenant_event(E.TENANT_SUSPENDED, SUSPENDED_DATA, actor=USER)),
+    ("signed in", tenant_event(E.USER_SIGNED_IN, WHO, actor=USER)),
+    (
+        "sign-in failed",
+        tenant_event(E.USER_SIGN_IN_FAILED, WHO | {"reason": "wrong_password"}),
+    ),
     ("suspended from the CLI", tenant_event(E.TENANT_SUSPENDED, {"cancelled_runs": 0})),
     (
         "resumed",
@@ -375,6 +385,8 @@ PAUSED = dict(VALID)["paused with a note"]
 REVEALED = dict(VALID)["secret revealed"]
 SUSPENDED = dict(VALID)["suspended by an operator"]
 RESUMED = dict(VALID)["resumed"]
+SIGNED_IN = dict(VALID)["signed in"]
+SIGN_IN_FAILED = dict(VALID)["sign-in failed"]
 RESTARTED = restarted()
 
 INVALID: list[Invalid] = [
@@ -436,6 +448,12 @@ INVALID: list[Invalid] = [
     bad("suspension on a schedule", SUSPENDED, "schedule_id", SCH),
     bad("negative cancelled count", SUSPENDED, "data.cancelled_runs", -1),
     bad("resumed without its start", RESUMED, "data.suspended_at", DELETE),
+    bad("sign-in without who", SIGNED_IN, "actor", None),
+    bad("sign-in of the system", SIGNED_IN, "tenant_id", SYSTEM_TENANT),
+    bad("sign-in without its address", SIGNED_IN, "data.address", DELETE),
+    bad("failed sign-in naming an actor", SIGN_IN_FAILED, "actor", USER),
+    bad("failed sign-in carrying a password", SIGN_IN_FAILED, "data.password", "hunter2"),
+    bad("failed sign-in, unknown reason", SIGN_IN_FAILED, "data.reason", "typo"),
     bad("unknown envelope field", UPDATED, "tenant", TEN),
     bad("event id without prefix", UPDATED, "id", "01JDQ8Y5Z2M4X7K9P3R6T8V0WB"),
     bad("occurred_at as epoch ms", UPDATED, "occurred_at", NOW),

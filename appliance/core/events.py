@@ -33,6 +33,8 @@ class EventType(enum.StrEnum):
     SECRET_REVEALED = "signing_secret.revealed"  # an owner was shown a secret whole
     TENANT_SUSPENDED = "tenant.suspended"  # by an operator (store/suspension.py)
     TENANT_RESUMED = "tenant.resumed"
+    USER_SIGNED_IN = "user.signed_in"  # a web UI sign-in (store/sessions.py)
+    USER_SIGN_IN_FAILED = "user.sign_in_failed"  # a counted attempt at a tenant's user
 
 
 JsonScalar = str | int | float | bool | None

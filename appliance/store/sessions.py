@@ -24,7 +24,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Final
 
+from appliance.core.events import Actor, EventType, JsonValue
 from appliance.store.connection import Connection
+from appliance.store.events import append_event
 from appliance.store.suspension import is_suspended
 from appliance.store.users import User, get_user, user_by_email
 
@@ -56,12 +58,43 @@ def start_session(conn: Connection, *, user_id: str, address: str, now: int) -> 
 
 
 def sign_in(
-    conn: Connection, *, user_id: str, address: str, attempt: tuple[int, ...], now: int
+    conn: Connection, *, user: User, address: str, attempt: tuple[int, ...], now: int
 ) -> str:
-    """A sign-in whose password was right: its counted attempt forgiven and a new session
-    (:func:`start_session`'s cookie value), in one transaction."""
+    """A sign-in whose password was right: its counted attempt forgiven, a new session
+    (:func:`start_session`'s cookie value) and, for a tenant's user, ``user.signed_in``,
+    in one transaction."""
     forgive_attempt(conn, ids=attempt)
-    return start_session(conn, user_id=user_id, address=address, now=now)
+    if user.tenant_id is not None:
+        append_event(
+            conn, tenant_id=user.tenant_id, type=EventType.USER_SIGNED_IN, now=now,
+            data=_who(user, address), actor=Actor.user(user.id),
+        )  # fmt: skip
+    return start_session(conn, user_id=user.id, address=address, now=now)
+
+
+def record_failed_sign_in(conn: Connection, *, email: str, address: str, now: int) -> bool:
+    """A counted attempt at ``email`` failed: ``user.sign_in_failed`` in the tenant of the
+    user it names. False (nothing written) when no tenant's user has that email — the
+    caller tells the operator's log, as no tenant may learn of it. (The throttle bounds
+    these events: only counted attempts get here.)"""
+    user = user_by_email(conn, email=email)
+    if user is None or user.tenant_id is None:
+        return False
+    if user.disabled_at is not None:
+        reason = "disabled"
+    elif not may_sign_in(conn, user):
+        reason = "tenant_suspended"
+    else:
+        reason = "wrong_password" if user.password_hash is not None else "no_password"
+    append_event(
+        conn, tenant_id=user.tenant_id, type=EventType.USER_SIGN_IN_FAILED, now=now,
+        data=_who(user, address) | {"reason": reason},
+    )  # fmt: skip
+    return True
+
+
+def _who(user: User, address: str) -> dict[str, JsonValue]:
+    return {"user_id": user.id, "email": user.email, "address": address[:200]}
 
 
 def find_session(conn: Connection, *, token: str, now: int) -> Session | None:

@@ -18,6 +18,7 @@ from appliance.core.addresses import AddressPolicy
 from appliance.store.backend import Store
 from appliance.store.event_hub import EventHub
 from appliance.ui.hashing import HashingPool
+from appliance.ui.sign_in_log import UnknownSignIns
 
 _EXTENSION = "steeple-ui"
 
@@ -41,6 +42,8 @@ class UiContext:
     cpu: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
     # Password hashing has threads of its own and a bounded queue (ui/hashing.py).
     passwords: HashingPool = field(default_factory=HashingPool)
+    # Failed sign-ins that name no tenant's user: the operator's log, bounded.
+    unknown_sign_ins: UnknownSignIns = field(default_factory=UnknownSignIns)
 
 
 def install(app_extensions: dict[str, object], context: UiContext) -> None:

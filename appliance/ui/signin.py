@@ -7,7 +7,9 @@ its password is checked, and forgiven only when it succeeds; at ``MAX_FAILURES``
 window, sign-in is refused for that subject (429) without checking the password. Password
 work runs in its own bounded pool (``ui/hashing.py``): when it is full, a sign-in is
 refused at once (503, ``Retry-After``). A successful sign-in always starts a new session
-row (no fixation); signing out revokes it.
+row (no fixation); signing out revokes it. A sign-in is ``user.signed_in`` in the
+user's tenant; a counted failure at a tenant's user is ``user.sign_in_failed`` there, and
+at an email no tenant has, a line of the operator's log (``ui/sign_in_log.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from appliance.store.sessions import (
     FAILURE_WINDOW_MS,
     end_session,
     login_subjects,
+    record_failed_sign_in,
     reserve_attempt,
     sign_in,
     sign_in_user,
@@ -40,6 +43,7 @@ from appliance.ui.security import (
     set_presession_cookie,
     set_session_cookie,
 )
+from appliance.ui.sign_in_log import operator_signed_in
 
 GENERIC_ERROR = "The email or password is not right."
 THROTTLED = f"Too many failed sign-ins; try again in {FAILURE_WINDOW_MS // 60_000} minutes."
@@ -76,8 +80,10 @@ async def login() -> Response:
         return await _form("login.html", status=401, error=GENERIC_ERROR, next=target, email=email)
     user, attempt = outcome
     token = await ctx.db.write(
-        sign_in, user_id=user.id, address=client_address(), attempt=attempt, now=ctx.clock.now_ms()
+        sign_in, user=user, address=client_address(), attempt=attempt, now=ctx.clock.now_ms()
     )
+    if user.tenant_id is None:
+        operator_signed_in(email=user.email, address=client_address())
     response = redirect(target)
     set_session_cookie(response, token)  # type: ignore[arg-type]
     return response  # type: ignore[return-value]
@@ -100,8 +106,17 @@ async def _attempt(email: str, password: str) -> tuple[User, tuple[int, ...]] | 
     stored = None if user is None else user.password_hash
     ok = await ctx.passwords.run(verify_password, stored, password)
     if user is None or not ok:
+        await _failed(email)
         return Refused.WRONG
     return user, attempt
+
+
+async def _failed(email: str) -> None:
+    """Audit a counted attempt that failed: in the tenant of the user it names, else in
+    the operator's log (ui/sign_in_log.py)."""
+    ctx, address, now = ui(), client_address(), ui().clock.now_ms()
+    if not await ctx.db.write(record_failed_sign_in, email=email, address=address, now=now):
+        ctx.unknown_sign_ins.failed(address=address, now=now)
 
 
 async def _busy(template: str, **context: object) -> Response:
