@@ -1,6 +1,7 @@
 """What the operator's log says of sign-ins no tenant may see (docs/ui.md, "Security").
 
-A failed sign-in at an email no tenant's user has belongs to no tenant: telling any
+A failed sign-in at an email no tenant's user has (unknown, or an operator's without a
+tenant) belongs to no tenant: telling any
 tenant would let owners learn which emails are tried, and recording it per tenant would
 need a tenant it does not have. It goes to the operator's log instead, bounded: the first
 failure of a minute as a line with its address, the rest of that minute as one count, so
@@ -30,8 +31,10 @@ class UnknownSignIns:
             self._held += 1
             return
         if self._held:
-            log.warning("%d more failed sign-ins at unknown emails in the minute", self._held)
-        log.warning("failed sign-in at an email no user has, from %s", address)
+            log.warning(
+                "%d more failed sign-ins at emails of no tenant's user in the minute", self._held
+            )
+        log.warning("failed sign-in at an email of no tenant's user, from %s", address)
         self._since, self._held = now, 0
 
 

@@ -114,7 +114,8 @@ async def _attempt(email: str, password: str) -> tuple[User, tuple[int, ...]] | 
 async def _failed(email: str) -> None:
     """Audit a counted attempt that failed: in the tenant of the user it names, else in
     the operator's log (ui/sign_in_log.py)."""
-    ctx, address, now = ui(), client_address(), ui().clock.now_ms()
+    ctx = ui()
+    address, now = client_address(), ctx.clock.now_ms()
     if not await ctx.db.write(record_failed_sign_in, email=email, address=address, now=now):
         ctx.unknown_sign_ins.failed(address=address, now=now)
 

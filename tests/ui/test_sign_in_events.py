@@ -71,9 +71,9 @@ async def test_a_failure_at_an_unknown_email_goes_to_the_operator_log_only(
     assert sign_ins(db, alpha) == []
     assert all(e.type not in SIGN_IN for e in db.read_now(events_after, after=0, limit=1000))
     lines = [r.getMessage() for r in caplog.records if r.name == "appliance.ui.signin"]
-    first = "failed sign-in at an email no user has, from "  # then the client's address
+    first = "failed sign-in at an email of no tenant's user, from "  # then the client's address
     assert [line.startswith(first) for line in lines] == [True, False, True]
-    assert lines[1] == "2 more failed sign-ins at unknown emails in the minute"
+    assert lines[1] == "2 more failed sign-ins at emails of no tenant's user in the minute"
     assert not any("nowhere" in line or WRONG in line for line in lines)
 
 
