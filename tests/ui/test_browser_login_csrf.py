@@ -23,10 +23,16 @@ import httpx
 import pytest
 
 from tests.e2e.harness import Appliance, create_tenant
-from tests.ui.test_browser import PASSWORD, TIMEOUT_MS, add_user, browser, shoot, sign_in
+from tests.ui.test_browser import (  # noqa: F401 (browser: the shared Chromium fixture)
+    PASSWORD,
+    TIMEOUT_MS,
+    add_user,
+    browser,
+    shoot,
+    sign_in,
+)
 
 pytestmark = pytest.mark.slow
-__all__ = ["browser"]  # the module's Chromium fixture, shared
 
 TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 ATTACKER = "mallory@acme.example"
@@ -94,7 +100,10 @@ def attacker_site(request: pytest.FixtureRequest) -> Iterator[tuple[str, dict[st
 
 @pytest.mark.parametrize("answered", FRAMES)
 def test_a_sandboxed_cross_site_frame_cannot_sign_the_victim_in(
-    tmp_path: Path, browser: object, attacker_site: tuple[str, dict[str, str]], answered: str
+    tmp_path: Path,
+    browser: object,  # noqa: F811 (the fixture imported above)
+    attacker_site: tuple[str, dict[str, str]],
+    answered: str,
 ) -> None:
     from playwright.sync_api import Browser, expect
 
