@@ -28,6 +28,8 @@ async def test_the_login_form_sets_a_strict_http_only_token_cookie_it_echoes(
     assert f'name="csrf_token" value="{value}"' in form.text
     again = await browser.get("/login")  # the browser's token is kept, not replaced
     assert "steeple_form" not in set_cookies(again.headers) and browser.csrf == value
+    over_https = await Browser(browser.app).client.get("/login", scheme="https")
+    assert "Secure" in set_cookies(over_https.headers) and "Secure" not in cookie
 
 
 async def test_a_sign_in_without_or_with_a_wrong_pre_session_token_is_refused(

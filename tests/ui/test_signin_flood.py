@@ -26,9 +26,10 @@ from quart_trio import QuartTrio
 
 from appliance.store.database import Database
 from appliance.store.sessions import MAX_FAILURES
+from appliance.store.users import create_user, issue_setup_token
 from appliance.ui.hashing import RETRY_AFTER_S, HashingPool
-from tests.api.conftest import FakeClock, Nudges
-from tests.ui.conftest import PASSWORD, Tenant, make_app
+from tests.api.conftest import START, FakeClock, Nudges
+from tests.ui.conftest import PASSWORD, Browser, Tenant, make_app
 
 TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 DEADLINE_S = 60  # a broken build fails here instead of hanging
@@ -128,3 +129,24 @@ async def test_the_dashboard_does_not_queue_behind_sign_ins_waiting_to_be_checke
                 finally:
                     pool.limiter.release()
             assert sorted(answered) == [401] * flood
+
+
+async def test_a_setup_is_refused_at_once_when_the_pool_is_full_and_not_used_up(
+    db: Database, clock: FakeClock, nudges: Nudges, alpha: Tenant
+) -> None:
+    pool = HashingPool(waiting=0)
+    browser = Browser(make_app(db, clock, nudges, passwords=pool))
+    user = db.write_now(
+        create_user, email="new@alpha.example", tenant_id=alpha.id, role="viewer",
+        operator=False, password_hash=None, now=START,
+    )  # fmt: skip
+    token = db.write_now(issue_setup_token, user_id=user.id, now=START)
+    fields = {"password": PASSWORD, "repeat": PASSWORD}
+    await browser.get(f"/setup/{token}")
+    with pool.admit():  # the pool's only place, taken
+        busy = await browser.post(f"/setup/{token}", fields)
+    assert busy.status == 503 and busy.headers["Retry-After"] == str(RETRY_AFTER_S)
+    assert "try again in" in busy.text
+    assert (await browser.get(f"/setup/{token}")).status == 200  # the link still works
+    done = await browser.post(f"/setup/{token}", fields)
+    assert done.status == 302 and done.headers["Location"] == "/login?done=ready"
