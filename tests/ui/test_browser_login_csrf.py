@@ -132,14 +132,15 @@ def test_a_sandboxed_cross_site_frame_cannot_sign_the_victim_in(
             page.goto(attacker_url)
         answer = posted.value
         assert answer.request.headers.get("origin") == "null"
-        page.goto(f"{app.base_url}/")
-        assert ATTACKER not in page.content()  # not signed in as the attacker
-        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+        own = context.new_page()  # the victim's next tab (the trap's may still navigate)
+        own.goto(f"{app.base_url}/")
+        assert ATTACKER not in own.content()  # not signed in as the attacker
+        expect(own.get_by_role("heading", name="Sign in")).to_be_visible()
         assert not [c for c in context.cookies() if c["name"] == "steeple_session"]
         assert answer.status == 403, answer.status
-        shoot(page, "login-csrf-refused", tmp_path / "screenshots")
-        sign_in(page, app.base_url, VICTIM)  # the form itself still signs in
-        expect(page.get_by_text(VICTIM)).to_be_visible()
+        shoot(own, "login-csrf-refused", tmp_path / "screenshots")
+        sign_in(own, app.base_url, VICTIM)  # the form itself still signs in
+        expect(own.get_by_text(VICTIM)).to_be_visible()
     finally:
         context.close()
         app.kill()
