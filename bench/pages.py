@@ -18,6 +18,7 @@ id get a different random schedule or run each time.
 from __future__ import annotations
 
 import random
+import re
 import statistics
 import tempfile
 import time
@@ -93,7 +94,10 @@ def app_for(db: Database) -> QuartTrio:
 
 async def signed_in(app: QuartTrio, email: str) -> Any:
     client = app.test_client()
-    answer = await client.post("/login", form={"email": email, "password": PASSWORD})
+    form = await (await client.get("/login")).get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+    fields = {"email": email, "password": PASSWORD, "csrf_token": token.group(1) if token else ""}
+    answer = await client.post("/login", form=fields)
     assert answer.status_code == 302, await answer.get_data(as_text=True)
     return client
 

@@ -279,6 +279,11 @@ CREATED_DATA: dict[str, JsonValue] = {
     "email": "ada@example.com",
     "role": "viewer",
 }
+WHO: dict[str, JsonValue] = {
+    "user_id": USER["id"],
+    "email": "ada@acme.example",
+    "address": "2001:db8::7",
+}
 VALID: list[tuple[str, dict[str, Any]]] = [
     ("succeeded", event(E.RUN_SUCCEEDED, run_data(status=204))),
     ("succeeded, explicit null next", event(E.RUN_SUCCEEDED, run_data(next_attempt_at=None))),
@@ -309,6 +314,11 @@ VALID: list[tuple[str, dict[str, Any]]] = [
     ("paused with a note", event(E.SCHEDULE_PAUSED, {"version": 3, "note": "db move"}, run=None)),
     ("secret revealed", tenant_event(E.SECRET_REVEALED, REVEALED_DATA, actor=USER)),
     ("suspended by an operator", tenant_event(E.TENANT_SUSPENDED, SUSPENDED_DATA, actor=USER)),
+    ("signed in", tenant_event(E.USER_SIGNED_IN, WHO, actor=USER)),
+    (
+        "sign-in failed",
+        tenant_event(E.USER_SIGN_IN_FAILED, WHO | {"reason": "wrong_password"}),
+    ),
     ("suspended from the CLI", tenant_event(E.TENANT_SUSPENDED, {"cancelled_runs": 0})),
     (
         "stream refused",
@@ -404,6 +414,8 @@ REVEALED = dict(VALID)["secret revealed"]
 SUSPENDED = dict(VALID)["suspended by an operator"]
 RESUMED = dict(VALID)["resumed"]
 REFUSED = dict(VALID)["stream refused"]
+SIGNED_IN = dict(VALID)["signed in"]
+SIGN_IN_FAILED = dict(VALID)["sign-in failed"]
 RESTARTED = restarted()
 
 INVALID: list[Invalid] = [
@@ -469,6 +481,12 @@ INVALID: list[Invalid] = [
     bad("refusal of an unknown limit", REFUSED, "data.limit", "schedule"),
     bad("refusal of an unknown surface", REFUSED, "data.surface", "cli"),
     bad("refusal without the cap", REFUSED, "data.max", DELETE),
+    bad("sign-in without who", SIGNED_IN, "actor", None),
+    bad("sign-in of the system", SIGNED_IN, "tenant_id", SYSTEM_TENANT),
+    bad("sign-in without its address", SIGNED_IN, "data.address", DELETE),
+    bad("failed sign-in naming an actor", SIGN_IN_FAILED, "actor", USER),
+    bad("failed sign-in carrying a password", SIGN_IN_FAILED, "data.password", "hunter2"),
+    bad("failed sign-in, unknown reason", SIGN_IN_FAILED, "data.reason", "typo"),
     bad("unknown envelope field", UPDATED, "tenant", TEN),
     bad("event id without prefix", UPDATED, "id", "01JDQ8Y5Z2M4X7K9P3R6T8V0WB"),
     bad("occurred_at as epoch ms", UPDATED, "occurred_at", NOW),

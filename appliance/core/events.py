@@ -44,6 +44,8 @@ class EventType(enum.StrEnum):
     SECRET_REVOKED = "signing_secret.revoked"  # one active secret expired at once
     USER_INVITED = "user.invited"  # store/invitations.py
     USER_CREATED = "user.created"  # an account: an invitation used, or the operator's CLI
+    USER_SIGNED_IN = "user.signed_in"  # a web UI sign-in (store/sessions.py)
+    USER_SIGN_IN_FAILED = "user.sign_in_failed"  # a counted attempt at a tenant's user
 
 
 JsonScalar = str | int | float | bool | None

@@ -1,4 +1,5 @@
-"""Passwords of web UI users: argon2id hashes (argon2-cffi's RFC 9106 low-memory profile).
+"""Passwords of web UI users: argon2id hashes with RFC 9106's second recommended option
+(argon2-cffi's ``RFC_9106_LOW_MEMORY``: m=65536 KiB, t=3, p=4, 16-byte salt, 32-byte tag).
 
 Rules this module guards (docs/ui.md, "Security"):
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from argon2 import PasswordHasher
+from argon2 import PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from appliance.errors import ValidationError
@@ -21,7 +22,9 @@ from appliance.errors import ValidationError
 MIN_PASSWORD_CHARS: Final = 12
 MAX_PASSWORD_CHARS: Final = 1024
 
-_HASHER: Final = PasswordHasher()  # argon2id, 46 MiB, t=1, p=4 (RFC 9106 second profile)
+# argon2id, m=65536 KiB (64 MiB), t=3, p=4: named, not argon2-cffi's defaults, so an
+# upgrade that moved the defaults cannot change what new hashes cost unnoticed.
+_HASHER: Final = PasswordHasher.from_parameters(profiles.RFC_9106_LOW_MEMORY)
 _DUMMY_HASH: Final = _HASHER.hash("not a password of anyone, only spends the same time")
 
 

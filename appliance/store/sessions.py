@@ -11,6 +11,10 @@ Rules this module guards:
 - ``last_seen_at`` is written at most once a minute, so reading pages stays reads.
 - Sign-in is throttled per account and per address: ``MAX_FAILURES`` failures inside
   ``FAILURE_WINDOW_MS`` refuse further tries for that subject until old ones age out.
+  An attempt is counted *before* its password is checked (:func:`reserve_attempt`: the
+  count and the new rows in one write transaction, so concurrent attempts cannot all
+  pass one reading of the count) and forgiven only when it succeeds
+  (:func:`forgive_attempt`); an attempt the process never finishes stays counted.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Final
 
+from appliance.core.events import Actor, EventType, JsonValue
 from appliance.store.connection import Connection
+from appliance.store.events import append_event
 from appliance.store.suspension import is_suspended
 from appliance.store.users import User, get_user, user_by_email
 
@@ -49,6 +55,46 @@ def start_session(conn: Connection, *, user_id: str, address: str, now: int) -> 
         (_digest(token), user_id, secrets.token_urlsafe(32), now, now, address),
     )
     return token
+
+
+def sign_in(
+    conn: Connection, *, user: User, address: str, attempt: tuple[int, ...], now: int
+) -> str:
+    """A sign-in whose password was right: its counted attempt forgiven, a new session
+    (:func:`start_session`'s cookie value) and, for a tenant's user, ``user.signed_in``,
+    in one transaction."""
+    forgive_attempt(conn, ids=attempt)
+    if user.tenant_id is not None:
+        append_event(
+            conn, tenant_id=user.tenant_id, type=EventType.USER_SIGNED_IN, now=now,
+            data=_who(user, address), actor=Actor.user(user.id),
+        )  # fmt: skip
+    return start_session(conn, user_id=user.id, address=address, now=now)
+
+
+def record_failed_sign_in(conn: Connection, *, email: str, address: str, now: int) -> bool:
+    """A counted attempt at ``email`` failed: ``user.sign_in_failed`` in the tenant of the
+    user it names. False (nothing written) when no tenant's user has that email — the
+    caller tells the operator's log, as no tenant may learn of it. (The throttle bounds
+    these events: only counted attempts get here.)"""
+    user = user_by_email(conn, email=email)
+    if user is None or user.tenant_id is None:
+        return False
+    if user.disabled_at is not None:
+        reason = "disabled"
+    elif not may_sign_in(conn, user):
+        reason = "tenant_suspended"
+    else:
+        reason = "wrong_password" if user.password_hash is not None else "no_password"
+    append_event(
+        conn, tenant_id=user.tenant_id, type=EventType.USER_SIGN_IN_FAILED, now=now,
+        data=_who(user, address) | {"reason": reason},
+    )  # fmt: skip
+    return True
+
+
+def _who(user: User, address: str) -> dict[str, JsonValue]:
+    return {"user_id": user.id, "email": user.email, "address": address[:200]}
 
 
 def find_session(conn: Connection, *, token: str, now: int) -> Session | None:
@@ -118,12 +164,27 @@ def throttled(conn: Connection, *, subjects: tuple[str, ...], now: int) -> bool:
     return False
 
 
-def record_failure(conn: Connection, *, subjects: tuple[str, ...], now: int) -> None:
-    """Count one failed sign-in against every subject; forget failures past the window."""
+def reserve_attempt(
+    conn: Connection, *, subjects: tuple[str, ...], now: int
+) -> tuple[int, ...] | None:
+    """Count one sign-in attempt against every subject, as a failure until forgiven; the
+    rows' ids, or None (nothing written) when a subject has used up its failures. A write:
+    on SQLite the single writer, on PostgreSQL ``SERIALIZABLE``, make the count and the
+    insert one step."""
     conn.execute("DELETE FROM login_failures WHERE at <= ?", (now - FAILURE_WINDOW_MS,))
-    conn.executemany(
-        "INSERT INTO login_failures (subject, at) VALUES (?, ?)", [(s, now) for s in subjects]
-    )
+    if throttled(conn, subjects=subjects, now=now):
+        return None
+    return tuple(
+        int(conn.execute(
+            "INSERT INTO login_failures (subject, at) VALUES (?, ?) RETURNING id", (subject, now)
+        ).fetchone()[0])
+        for subject in subjects
+    )  # fmt: skip
+
+
+def forgive_attempt(conn: Connection, *, ids: tuple[int, ...]) -> None:
+    """An attempt :func:`reserve_attempt` counted succeeded: it is no failure."""
+    conn.executemany("DELETE FROM login_failures WHERE id = ?", [(i,) for i in ids])
 
 
 def login_subjects(*, email: str, address: str) -> tuple[str, ...]:

@@ -18,6 +18,8 @@ from appliance.core.addresses import AddressPolicy
 from appliance.store.backend import Store
 from appliance.store.event_hub import EventHub
 from appliance.store.stream_limits import StreamRegistry
+from appliance.ui.hashing import HashingPool
+from appliance.ui.sign_in_log import UnknownSignIns
 
 _EXTENSION = "steeple-ui"
 
@@ -43,8 +45,12 @@ class UiContext:
     event_hub: EventHub | None = None
     # The process's open streams and their caps: the API's registry (one count for both).
     streams: StreamRegistry = field(default_factory=StreamRegistry)
-    # Password hashing and previews run in worker threads, one at a time.
+    # Previews and the dashboard's next occurrences run in worker threads, one at a time.
     cpu: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
+    # Password hashing has threads of its own and a bounded queue (ui/hashing.py).
+    passwords: HashingPool = field(default_factory=HashingPool)
+    # Failed sign-ins that name no tenant's user: the operator's log, bounded.
+    unknown_sign_ins: UnknownSignIns = field(default_factory=UnknownSignIns)
 
 
 def install(app_extensions: dict[str, object], context: UiContext) -> None:

@@ -22,6 +22,7 @@ from appliance.store import schedules as store
 from appliance.store.connection import Connection
 from appliance.store.users import Role
 from appliance.ui.context import ui
+from appliance.ui.redirects import local_path
 from appliance.ui.render import page
 from appliance.ui.schedules import detail, list_page, load_schedule
 from appliance.ui.security import require
@@ -157,7 +158,5 @@ async def delete(schedule_id: str) -> Response:
 def _back(default: str) -> str:
     """Where an action returns to: the local page it was posted from, or ``default``;
     with a ``?``/``&`` ready for one more parameter."""
-    target = request.args.get("back", "")
-    if not target.startswith("/") or target.startswith("//"):
-        target = default
+    target = local_path(request.args.get("back", ""), default)
     return target + ("&" if "?" in target else "?")

@@ -6,11 +6,12 @@ Rules this module guards:
 - A request is signed in only by a live session row (:mod:`appliance.store.sessions`)
   named by the ``steeple_session`` cookie: ``HttpOnly``, ``SameSite=Lax``, ``Secure``
   when the request came over HTTPS (or a trusted proxy says it did).
-- Every POST except sign-in and setup (which have no session yet, and whose own secret
-  is the password or the link) carries the session's CSRF token, as the form field
-  ``csrf_token`` or the ``X-CSRF-Token`` header (htmx); compared in constant time. A
-  missing or wrong token, or an ``Origin`` of another site, answers 403 and changes
-  nothing.
+- Every POST carries a CSRF token, compared in constant time: the session's, as the form
+  field ``csrf_token`` or the ``X-CSRF-Token`` header (htmx); or, for sign-in and setup
+  (no session yet), the pre-session token of the browser's ``steeple_form`` cookie
+  (``SameSite=Strict``, random), echoed by the form (double submit). A missing or wrong
+  token, or an ``Origin`` other than this host's (``null`` too: a sandboxed frame),
+  answers 403 and changes nothing.
 - Roles are checked on the server for every route: viewer reads, editor also changes
   schedules and replays, owner also manages keys, secrets and users. Another tenant's
   ids are NotFound (a 404 page), as in the API: views pass the session's tenant to the
@@ -23,6 +24,8 @@ Rules this module guards:
 from __future__ import annotations
 
 import hmac
+import re
+import secrets
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -35,6 +38,8 @@ from appliance.store.users import Role
 from appliance.ui.context import ui
 
 COOKIE: Final = "steeple_session"
+PRESESSION_COOKIE: Final = "steeple_form"  # the sign-in and setup forms' token
+_TOKEN: Final = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 CSRF_FIELD: Final = "csrf_token"
 CSRF_HEADER: Final = "X-CSRF-Token"
 CSP: Final = (
@@ -43,7 +48,7 @@ CSP: Final = (
     " form-action 'self'"
 )
 _RANK: Final = {Role.VIEWER: 1, Role.EDITOR: 2, Role.OWNER: 3}
-# Endpoints that take a POST without a session (their secret is the password or link).
+# Endpoints that take a POST without a session: their token is the pre-session one.
 SESSIONLESS_POSTS: Final = frozenset({"ui.login", "ui.setup"})
 
 
@@ -76,17 +81,32 @@ async def load_session() -> None:
 
 async def _check_post() -> None:
     origin = request.headers.get("Origin")
-    if origin and origin != "null" and urlsplit(origin).netloc != request.host:
-        raise Forbidden("This form was sent from another site.")
-    if request.endpoint in SESSIONLESS_POSTS:
-        return
-    session = current_session()
-    if session is None:
-        raise SignInRequired
+    if origin is not None and urlsplit(origin).netloc != request.host:
+        raise Forbidden("This form was sent from another site.")  # "null" has no host
     form = await request.form
-    sent = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER) or ""
-    if not hmac.compare_digest(sent.encode(), session.csrf_token.encode()):
+    sent = form.get(CSRF_FIELD) or ""
+    if request.endpoint in SESSIONLESS_POSTS:
+        expected = request.cookies.get(PRESESSION_COOKIE, "")
+    else:
+        session = current_session()
+        if session is None:
+            raise SignInRequired
+        sent, expected = sent or request.headers.get(CSRF_HEADER) or "", session.csrf_token
+    if not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
         raise Forbidden("This form is missing its security token or it expired; reload the page.")
+
+
+def presession_token() -> str:
+    """The token the sign-in and setup forms carry: the browser's ``steeple_form`` cookie,
+    or a new random one (the view sets it with :func:`set_presession_cookie`)."""
+    sent = request.cookies.get(PRESESSION_COOKIE, "")
+    return sent if _TOKEN.fullmatch(sent) else secrets.token_urlsafe(32)
+
+
+def set_presession_cookie(response: Response, token: str) -> None:
+    response.set_cookie(
+        PRESESSION_COOKIE, token, httponly=True, samesite="Strict", secure=is_secure(), path="/"
+    )
 
 
 def current_session() -> Session | None:

@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 LISTENING = re.compile(r'listening on ([^\s"]+)')  # text or JSON log lines
+FORM_TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
 @dataclass(frozen=True)
@@ -290,3 +291,11 @@ def iter_pages(client: httpx.Client, path: str) -> Iterator[dict[str, Any]]:
         cursor = page["next_cursor"]
         if not cursor:
             return
+
+
+def sign_in_form(client: httpx.Client, email: str, password: str) -> httpx.Response:
+    """A web UI sign-in as a browser does it: the form fetched (its pre-session cookie and
+    token, docs/ui.md "Security"), then posted."""
+    found = FORM_TOKEN.search(client.get("/login").text)
+    token = found.group(1) if found else ""
+    return client.post("/login", data={"email": email, "password": password, "csrf_token": token})

@@ -38,7 +38,7 @@ from appliance.store.postgres import transfer
 from appliance.store.postgres.database import PgDatabase
 from appliance.store.runs import list_attempts, list_runs
 from appliance.store.schedules import list_schedules
-from appliance.store.sessions import find_session, record_failure, start_session, throttled
+from appliance.store.sessions import find_session, reserve_attempt, start_session, throttled
 from appliance.store.tenants import list_tenants, rotate_signing_secret
 from appliance.store.users import Role, create_user, user_by_email
 from tests.e2e.harness import Appliance, Receiver, create_tenant
@@ -104,7 +104,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Source:
             now=now,
         )
         token = db.write_now(start_session, user_id=user.id, address="127.0.0.1", now=now)
-        db.write_now(record_failure, subjects=("email:ada@example.com",), now=now)
+        db.write_now(reserve_attempt, subjects=("email:ada@example.com",), now=now)
         db.write_now(
             rotate_signing_secret,
             tenant_id=tenant_id,
@@ -297,7 +297,7 @@ def test_new_rows_continue_after_the_copied_numbers(source: Source, pg_dsn: str)
             ).fetchone()[0]
         )
         assert rowid == top_rowid + 1
-        pg.write_now(record_failure, subjects=("addr:127.0.0.2",), now=at)  # its id is new
+        pg.write_now(reserve_attempt, subjects=("addr:127.0.0.2",), now=at)  # its id is new
         assert pg.read_now(caller_for_api_key, api_key=issued.api_key) is not None
     finally:
         pg.close()

@@ -23,6 +23,7 @@ from appliance.store.tenants import NewTenant, create_tenant
 from appliance.store.users import Role, create_user
 from appliance.ui.app import register_ui
 from appliance.ui.context import UiContext
+from appliance.ui.hashing import HashingPool
 from tests.api.conftest import (
     REPLAY_RATE,
     START,
@@ -76,8 +77,15 @@ class Browser:
         )
         return Page(response.status_code, await response.get_data(as_text=True), response.headers)
 
+    async def login(
+        self, email: str, password: str = PASSWORD, *, path: str = "/login", **kw: Any
+    ) -> Page:
+        """The sign-in form fetched (its pre-session cookie and token), then posted."""
+        await self.get(path)
+        return await self.post(path, {"email": email, "password": password}, **kw)
+
     async def sign_in(self, email: str, password: str = PASSWORD) -> Page:
-        page = await self.post("/login", {"email": email, "password": password}, csrf=False)
+        page = await self.login(email, password)
         await self.get("/")  # picks up the session's CSRF token
         return page
 
@@ -118,6 +126,7 @@ def make_app(
     public_url: str = "",
     allowed_hosts: AllowedHosts | None = None,
     streams: StreamRegistry | None = None,
+    passwords: HashingPool | None = None,
 ) -> QuartTrio:
     policy = AddressPolicy()
     app = build_app(
@@ -142,6 +151,7 @@ def make_app(
             public_url=public_url,
             event_hub=app.extensions["steeple"].event_hub,  # the API's: one hub
             streams=app.extensions["steeple"].streams,  # and one count of open streams
+            passwords=passwords or HashingPool(),
         ),
     )
     return app

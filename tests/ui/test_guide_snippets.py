@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.harness import Appliance, Receiver, create_tenant
+from tests.e2e.harness import Appliance, Receiver, create_tenant, sign_in_form
 from tests.ui.test_browser import PASSWORD, add_user
 
 pytestmark = pytest.mark.slow
@@ -33,7 +33,7 @@ DEADLINE_S = 60
 def snippets(base_url: str, email: str) -> dict[str, str]:
     """The guide page's snippets by name (``python``, ``node``, ``shell``, ``curl``)."""
     with httpx.Client(base_url=base_url, trust_env=False, timeout=30) as client:
-        assert client.post("/login", data={"email": email, "password": PASSWORD}).status_code == 302
+        assert sign_in_form(client, email, PASSWORD).status_code == 302
         page = client.get("/guide").text
     found = re.findall(r'<pre class="snippet" id="snippet-(\w+)"[^>]*>(.*?)</pre>', page, re.S)
     return {name: html.unescape(text) for name, text in found}

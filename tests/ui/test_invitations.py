@@ -71,16 +71,16 @@ async def test_the_link_of_a_taken_email_fails_closed_and_changes_no_account(
         1
     ].text.replace("fresh@beta.example", "EMAIL").replace(token_of(fresh), "TOKEN")
     chosen = {"password": NEW_PASSWORD, "repeat": NEW_PASSWORD}
-    refused = await invitee.post(f"/setup/{token_of(page)}", chosen, csrf=False)
+    refused = await invitee.post(f"/setup/{token_of(page)}", chosen)
     assert refused.status == 404 and "unknown, used or expired" in refused.text
     assert db.read_now(user_by_email, email=taken) == before  # tenant, role, password kept
     assert (await Browser(app).sign_in(taken, NEW_PASSWORD)).status == 401
     assert (await Browser(app).sign_in(taken, PASSWORD)).status == 302
-    made = await invitee.post(f"/setup/{token_of(fresh)}", chosen, csrf=False)
+    made = await invitee.post(f"/setup/{token_of(fresh)}", chosen)
     assert made.status == 302
     user = db.read_now(user_by_email, email="fresh@beta.example")
     assert user is not None and (user.tenant_id, user.role) == (beta.id, Role.EDITOR)
-    assert (await invitee.post(f"/setup/{token_of(fresh)}", chosen, csrf=False)).status == 404
+    assert (await invitee.post(f"/setup/{token_of(fresh)}", chosen)).status == 404
 
 
 async def test_an_email_of_the_owners_own_tenant_is_refused(

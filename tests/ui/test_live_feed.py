@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.e2e.harness import Appliance, create_tenant
+from tests.e2e.harness import Appliance, create_tenant, sign_in_form
 from tests.ui.test_browser import PASSWORD, add_user
 
 pytestmark = pytest.mark.slow
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 def sign_in(base_url: str, email: str) -> str:
     """The session cookie's value after a real sign-in."""
     with httpx.Client(base_url=base_url, trust_env=False, timeout=30) as client:
-        answer = client.post("/login", data={"email": email, "password": PASSWORD})
+        answer = sign_in_form(client, email, PASSWORD)
         assert answer.status_code == 302, answer.text
         return answer.cookies["steeple_session"]
 

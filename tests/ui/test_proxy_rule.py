@@ -17,12 +17,12 @@ async def test_spoofed_leftmost_addresses_still_hit_the_address_limit(
     db: Database, clock: FakeClock, nudges: Nudges, alpha: Tenant
 ) -> None:
     browser = Browser(make_app(db, clock, nudges, trust_proxy=1))
+    await browser.get("/login")  # its pre-session token
     statuses = []
     for n in range(30):
         reply = await browser.post(
             "/login",
             {"email": f"guess{n}@alpha.example", "password": "wrong"},  # no email limit
-            csrf=False,
             headers={"X-Forwarded-For": f"198.51.100.{n}, {CLIENT}"},
             scope_base=PROXY,
         )
@@ -31,11 +31,9 @@ async def test_spoofed_leftmost_addresses_still_hit_the_address_limit(
     assert set(statuses[MAX_FAILURES:]) == {429}
     # The right password from that client is throttled too; another client is not.
     form = {"email": alpha.owner, "password": PASSWORD}
-    same = await browser.post(
-        "/login", form, csrf=False, headers={"X-Forwarded-For": CLIENT}, scope_base=PROXY
-    )
+    same = await browser.post("/login", form, headers={"X-Forwarded-For": CLIENT}, scope_base=PROXY)
     other = await browser.post(
-        "/login", form, csrf=False, headers={"X-Forwarded-For": "192.0.2.1"}, scope_base=PROXY
+        "/login", form, headers={"X-Forwarded-For": "192.0.2.1"}, scope_base=PROXY
     )
     assert (same.status, other.status) == (429, 302)
 
@@ -44,11 +42,11 @@ async def test_two_proxies_take_the_second_entry_from_the_right(
     db: Database, clock: FakeClock, nudges: Nudges, alpha: Tenant
 ) -> None:
     browser = Browser(make_app(db, clock, nudges, trust_proxy=2))
+    await browser.get("/login")  # its pre-session token
     for n in range(MAX_FAILURES + 2):
         last = await browser.post(
             "/login",
             {"email": f"guess{n}@alpha.example", "password": "wrong"},
-            csrf=False,
             headers={"X-Forwarded-For": f"198.51.100.{n}, {CLIENT}, 10.0.0.{n}"},
             scope_base=PROXY,
         )
@@ -59,18 +57,17 @@ async def test_without_trust_the_header_is_ignored(
     db: Database, clock: FakeClock, nudges: Nudges, alpha: Tenant
 ) -> None:
     browser = Browser(make_app(db, clock, nudges, trust_proxy=0))
+    await browser.get("/login")  # its pre-session token
     for n in range(MAX_FAILURES):
         await browser.post(
             "/login",
             {"email": f"guess{n}@alpha.example", "password": "wrong"},
-            csrf=False,
             headers={"X-Forwarded-For": CLIENT},
             scope_base={"client": ("192.0.2.50", 1)},
         )
     elsewhere = await browser.post(
         "/login",
         {"email": alpha.owner, "password": PASSWORD},
-        csrf=False,
         headers={"X-Forwarded-For": CLIENT},
         scope_base={"client": ("192.0.2.51", 1)},
     )

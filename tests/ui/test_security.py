@@ -17,7 +17,7 @@ async def test_sign_in_sets_a_strict_session_cookie_and_shows_the_dashboard(
     form = await browser.get("/login")
     assert 'for="email">Email<' in form.text and 'for="password">Password<' in form.text
     assert ">Sign in</button>" in form.text
-    reply = await browser.post("/login", {"email": alpha.editor, "password": PASSWORD}, csrf=False)
+    reply = await browser.login(alpha.editor, PASSWORD)
     assert reply.status == 302 and reply.headers["Location"] == "/"
     cookie = reply.headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie
@@ -29,10 +29,8 @@ async def test_sign_in_sets_a_strict_session_cookie_and_shows_the_dashboard(
 async def test_wrong_password_and_unknown_email_get_the_same_generic_error(
     browser: Browser, alpha: Tenant
 ) -> None:
-    wrong = await browser.post("/login", {"email": alpha.owner, "password": "nope"}, csrf=False)
-    unknown = await browser.post(
-        "/login", {"email": "who@nowhere.example", "password": PASSWORD}, csrf=False
-    )
+    wrong = await browser.login(alpha.owner, "nope")
+    unknown = await browser.login("who@nowhere.example", PASSWORD)
     assert wrong.status == unknown.status == 401
     assert "The email or password is not right." in wrong.text
     assert "The email or password is not right." in unknown.text
@@ -43,11 +41,9 @@ async def test_sign_in_is_throttled_per_account_even_with_the_right_password(
     browser: Browser, alpha: Tenant
 ) -> None:
     for _ in range(MAX_FAILURES):
-        reply = await browser.post(
-            "/login", {"email": alpha.owner, "password": "wrong"}, csrf=False
-        )
+        reply = await browser.login(alpha.owner, "wrong")
         assert reply.status == 401
-    blocked = await browser.post("/login", {"email": alpha.owner, "password": PASSWORD}, csrf=False)
+    blocked = await browser.login(alpha.owner, PASSWORD)
     assert blocked.status == 429 and "Too many failed sign-ins" in blocked.text
     assert "Set-Cookie" not in blocked.headers
 
@@ -56,9 +52,9 @@ async def test_throttle_ends_when_the_failures_age_out(
     browser: Browser, alpha: Tenant, clock: FakeClock
 ) -> None:
     for _ in range(MAX_FAILURES):
-        await browser.post("/login", {"email": alpha.owner, "password": "wrong"}, csrf=False)
+        await browser.login(alpha.owner, "wrong")
     clock.advance(15 * 60_000 + 1)
-    ok = await browser.post("/login", {"email": alpha.owner, "password": PASSWORD}, csrf=False)
+    ok = await browser.login(alpha.owner, PASSWORD)
     assert ok.status == 302
 
 
@@ -173,24 +169,16 @@ async def test_a_setup_link_sets_the_password_once(
         now=START,
     )
     token = db.write_now(issue_setup_token, user_id=user.id, now=START)
-    no_password = await browser.post(
-        "/login", {"email": "new@alpha.example", "password": ""}, csrf=False
-    )
+    no_password = await browser.login("new@alpha.example", "")
     assert no_password.status == 401  # no default password, not even an empty one
     form = await browser.get(f"/setup/{token}")
     assert form.status == 200 and "new@alpha.example" in form.text
-    short = await browser.post(
-        f"/setup/{token}", {"password": "short", "repeat": "short"}, csrf=False
-    )
+    short = await browser.post(f"/setup/{token}", {"password": "short", "repeat": "short"})
     assert short.status == 422 and "12 to 1024 characters" in short.text
-    done = await browser.post(
-        f"/setup/{token}", {"password": PASSWORD, "repeat": PASSWORD}, csrf=False
-    )
+    done = await browser.post(f"/setup/{token}", {"password": PASSWORD, "repeat": PASSWORD})
     assert done.status == 302 and done.headers["Location"] == "/login?done=ready"
     assert (await browser.get(f"/setup/{token}")).status == 404  # used
-    signed_in = await browser.post(
-        "/login", {"email": "new@alpha.example", "password": PASSWORD}, csrf=False
-    )
+    signed_in = await browser.login("new@alpha.example", PASSWORD)
     assert signed_in.status == 302
 
 
@@ -214,13 +202,10 @@ async def test_a_setup_link_expires_after_an_hour(
 async def test_the_cookie_is_secure_over_https_and_forwarded_headers_need_trust(
     browser: Browser, alpha: Tenant, db: Database, clock: FakeClock, nudges: Nudges
 ) -> None:
-    form = {"email": alpha.viewer, "password": PASSWORD}
-    over_https = await browser.post("/login", form, csrf=False, scheme="https")
+    over_https = await browser.login(alpha.viewer, scheme="https")
     assert "Secure" in over_https.headers["Set-Cookie"]
-    forged = await browser.post("/login", form, csrf=False, headers={"X-Forwarded-Proto": "https"})
+    forged = await browser.login(alpha.viewer, headers={"X-Forwarded-Proto": "https"})
     assert forged.status == 302 and "Secure" not in forged.headers["Set-Cookie"]
     behind_proxy = Browser(make_app(db, clock, nudges, trust_proxy=True))
-    trusted = await behind_proxy.post(
-        "/login", form, csrf=False, headers={"X-Forwarded-Proto": "https"}
-    )
+    trusted = await behind_proxy.login(alpha.viewer, headers={"X-Forwarded-Proto": "https"})
     assert trusted.status == 302 and "Secure" in trusted.headers["Set-Cookie"]
