@@ -99,6 +99,17 @@ def test_cited_sections_exist() -> None:
     assert missing == []
 
 
+def test_the_architecture_names_every_module_of_the_package_root() -> None:
+    """Each module beside the packages (``appliance/*.py``) is named where the layout is
+    described, so a new one cannot go unexplained and a removed one cannot linger."""
+    text = read(ARCHITECTURE)
+    named = set(re.findall(r"`(\w+\.py)`", text))
+    root = {p.name for p in (ROOT / "appliance").glob("*.py") if p.name != "__init__.py"}
+    assert sorted(root - named) == []
+    anywhere = {p.name for p in (ROOT / "appliance").rglob("*.py")}
+    assert sorted(named - anywhere) == []  # a bare name is a module somewhere in the package
+
+
 def test_every_module_the_docs_name_exists() -> None:
     missing = [
         f"{where(doc)}: {ref}"
