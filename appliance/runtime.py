@@ -79,7 +79,7 @@ log = logging.getLogger("steeple")
 # time, while worker threads run SQLite through apsw. Getting the GIL back can take a whole
 # switch interval (CPython's default 5 ms) when a worker holds it: a convoy that idles the
 # event loop. 1 ms delivered a 5,000 burst ≈ 20–30 % sooner at the same CPU
-# (docs/performance.md); much shorter intervals cost more in switching than they save.
+# (bench/HISTORY.md); much shorter intervals cost more in switching than they save.
 GIL_SWITCH_INTERVAL_S = 0.001
 USER_AGENT = f"Steeple/{__version__}"
 

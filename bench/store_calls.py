@@ -6,7 +6,7 @@ batch's) thread CPU is added to its store function's name, each read's to ``read
 its name, and what is left of a group commit (``BEGIN``, savepoints, ``COMMIT``) to
 ``<commit>``. At exit it writes ``{"calls": {name: [items, cpu_s]}, "groups": {size: n}}``
 as JSON to ``$STEEPLE_BENCH_STORE_CALLS``. ``bench.burst --store-cpu`` drives it: the
-worker threads' CPU per delivery, by store function (docs/performance.md).
+worker threads' CPU per delivery, by store function (bench/HISTORY.md).
 
 Bench-only: it patches the database module's internals, and costs a little CPU itself.
 """

@@ -11,7 +11,7 @@ keep-alive connections. Per run: requests/s (wall clock) and client CPU ms per r
 client and a warm-up of C requests (connections opened), which are not measured.
 
 To compare two commits, run this on each, alternating, on the same machine
-(docs/performance.md records such pairs with their commit ids).
+(bench/HISTORY.md records such pairs with their commit ids).
 """
 
 from __future__ import annotations

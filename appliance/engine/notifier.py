@@ -18,7 +18,7 @@ Rules:
   when a read shows a row is due, so its own commits cannot keep it spinning. Commits
   nudge it at most every ``commit_wake_s``: a delivery burst commits ≈ 100 times a
   second, and a read per commit (a worker-thread hop each) cost as much as the
-  completions' own writes (docs/performance.md); a notification waits that much longer.
+  completions' own writes (bench/HISTORY.md); a notification waits that much longer.
 - A batch is delivered concurrently and finished before the next claim: one slow
   receiver delays the batch by at most an attempt's timeout.
 - One boundary per attempt catches ``Exception`` (a bug, a tenant without a secret): it is

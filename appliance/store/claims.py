@@ -86,7 +86,7 @@ class ClaimBatch:
 # state), one seek per tenant, grouped so that the count is made once per tenant (a
 # correlated count was made again for every candidate row of the turns). A count grouped
 # over every tenant's running runs was planned as a scan of that whole index (≈ 0.35 ms
-# at 5,000 rows, twice per claim, growing with the table; docs/performance.md).
+# at 5,000 rows, twice per claim, growing with the table; bench/HISTORY.md).
 _TENANTS = (
     "WITH RECURSIVE waiting(tenant_id) AS ("
     f" SELECT MIN(tenant_id) FROM job_runs WHERE state IN {CLAIMABLE_SQL}"

@@ -49,7 +49,7 @@ BUSY_TIMEOUT_MS = 5000
 # The writer's page cache (SQLite's default is 2 MiB). Every run row lands on random pages
 # of job_runs' id and (schedule_id, scheduled_for) indexes and moves a cursor in a random
 # schedules row; with 2 MiB most of those pages were read back from the OS for each pass
-# (docs/performance.md, "Planner"). Pages are allocated as used, up to this bound.
+# (bench/HISTORY.md, "Planner, round two"). Pages are allocated as used, up to this bound.
 WRITER_CACHE_KIB = 64 * 1024
 
 

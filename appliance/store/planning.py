@@ -119,7 +119,7 @@ def advance_cursors(conn: Connection, moves: Sequence[CursorMove]) -> None:
         return
     # The change count says whether every move applied (schedules has no triggers); only
     # when one did not are the moves done again with RETURNING, to name it (RETURNING
-    # costs about a third of the statement: docs/performance.md, "Planner").
+    # costs about a third of the statement: bench/HISTORY.md, "Planner, round two").
     conn.execute("SAVEPOINT advance_cursors")
     before = conn.total_changes()
     ordered = [(move.new, move.schedule_id, move.expected) for move in moves]  # no ?N in PostgreSQL

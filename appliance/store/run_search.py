@@ -9,7 +9,7 @@ Rules this module guards:
 - **Every page is a bounded index range.** One range per state asked for
   (``job_runs_tenant_state_time``) — every state when none is asked for, since the
   tenant's runs have no index of their own (one fewer for the planner to write:
-  docs/performance.md, "Planner indexes") — or one of a schedule's runs (its unique
+  bench/HISTORY.md, "Planner indexes") — or one of a schedule's runs (its unique
   ``(schedule_id, scheduled_for)`` index); each is read in order and limited to the
   page, and the ranges are merged. One ``state IN (…) ORDER BY`` would sort every
   matching row first.

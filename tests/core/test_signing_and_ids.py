@@ -95,7 +95,7 @@ def test_ulid_time_prefix_sorts_with_the_instant() -> None:
 )
 def test_run_ids_sort_by_occurrence(one: int, other: int) -> None:
     """The runs of one instant are neighbours in every index keyed by run id: the planner
-    appends to those indexes (docs/performance.md, "Planner indexes")."""
+    appends to those indexes (bench/HISTORY.md, "Planner indexes")."""
     if one == other:
         return
     earlier, later = sorted((one, other))

@@ -1,6 +1,6 @@
 """The counts the dashboard, the operator's tenant list and the health page show read
 index entries only (``job_runs_tenant_finished``), and stop at ``COUNT_CAP``: their cost
-does not grow with a tenant's history (docs/performance.md, "Web UI pages")."""
+does not grow with a tenant's history (bench/HISTORY.md, "Web UI pages")."""
 
 from __future__ import annotations
 

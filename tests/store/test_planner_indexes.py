@@ -1,7 +1,7 @@
 """The indexes a planned run is written to, and the reads that lost one.
 
 Every run the planner inserts is one entry in each index of ``job_runs`` whose condition
-its row meets; each costs WAL pages at every commit (docs/performance.md, "Planner
+its row meets; each costs WAL pages at every commit (bench/HISTORY.md, "Planner
 indexes"). ``job_runs_tenant_time`` was merged into ``job_runs_tenant_state_time``: the
 reads it served (a tenant's unfiltered runs list, the restart tally, a schedule's runs)
 each seek another index, shown here by SQLite's own query plans."""
@@ -66,7 +66,7 @@ def plans_of(db: Database, read: object, **kwargs: object) -> list[str]:
 
 def test_a_planned_run_is_written_to_five_indexes(db: Database) -> None:
     """An index added to job_runs whose condition a pending run meets costs every planned
-    run a B-tree write: measure it and add it here (docs/performance.md)."""
+    run a B-tree write: measure it and add it here (bench/HISTORY.md)."""
     written: set[str] = set()
     for name, sql in db.read_now(
         lambda conn: list(

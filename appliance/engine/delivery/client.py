@@ -13,7 +13,7 @@ Rules:
   header; this client adds only ``Host`` (first) and ``Content-Length`` (last), so the
   bytes on the wire equal what httpx would send for the same request.
 - No httpx on this path: building httpx's models cost ≈ a quarter of the trio thread's CPU
-  per delivery, its client half of the rest (docs/performance.md).
+  per delivery, its client half of the rest (bench/HISTORY.md).
 """
 
 from __future__ import annotations

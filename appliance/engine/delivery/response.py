@@ -5,7 +5,7 @@
     reader.head / body / complete    what is known so far
     reader.reusable                  may the connection carry another request?
 
-Rules (the guarantees h11 gave the client, kept; docs/performance.md says why llhttp):
+Rules (the guarantees h11 gave the client, kept; bench/HISTORY.md says why llhttp):
 - Strict framing: llhttp in its strict mode (no leniency switched on) frames the body by
   ``Content-Length``, ``chunked`` or the end of the stream; on top of it a
   ``Transfer-Encoding`` other than exactly one ``chunked`` is refused, as h11 refuses it.
