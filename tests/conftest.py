@@ -44,13 +44,29 @@ def vectors() -> dict[str, Any]:
     return json.loads(VECTORS_PATH.read_text(encoding="utf-8"))
 
 
+# The suites that take `db` from here; with STEEPLE_TEST_DATABASE=both each of their tests
+# (but the `slow` ones, which start appliances on data directories of their own) runs on
+# SQLite and on PostgreSQL, in one session: scripts/check's full gate.
+BOTH_STORES_SUITES = ("tests/api/", "tests/ui/", "tests/engine/")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if os.environ.get("STEEPLE_TEST_DATABASE") != "both" or "db" not in metafunc.fixturenames:
+        return
+    where = Path(str(metafunc.definition.path)).resolve().relative_to(ROOT).as_posix()
+    if where.startswith(BOTH_STORES_SUITES) and not metafunc.definition.get_closest_marker("slow"):
+        stores = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+        metafunc.parametrize("db", stores, indirect=True)
+
+
 @pytest.fixture
 def db(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Database]:
-    """A migrated database file, threaded like production. With
-    ``STEEPLE_TEST_DATABASE=postgresql`` in the environment, a fresh PostgreSQL database
-    instead, for the API and UI suites (the store suite runs on both always:
-    tests/store/conftest.py)."""
-    if os.environ.get("STEEPLE_TEST_DATABASE") == "postgresql":
+    """A migrated database file, threaded like production. On PostgreSQL instead — a
+    fresh database — when ``STEEPLE_TEST_DATABASE=postgresql`` is in the environment, or
+    for the PostgreSQL half of ``STEEPLE_TEST_DATABASE=both`` (above); the store suite runs
+    on both always (tests/store/conftest.py)."""
+    store_kind = getattr(request, "param", None) or os.environ.get("STEEPLE_TEST_DATABASE")
+    if store_kind == "postgresql":
         from appliance.store.postgres.database import PgDatabase
 
         store = PgDatabase.open(request.getfixturevalue("pg_store_dsn"))
