@@ -12,11 +12,9 @@ from quart_trio import QuartTrio
 
 from appliance.core.events import MAX_SEQ
 from appliance.store.database import Database
-from appliance.store.sessions import start_session
-from appliance.store.users import user_by_email
-from tests.api.conftest import START, FakeClock, Nudges
+from tests.api.conftest import FakeClock, Nudges
 from tests.api.loopback import Stream, open_stream, served
-from tests.ui.conftest import Tenant, add_tenant, make_app
+from tests.ui.conftest import Tenant, add_tenant, make_app, session_cookie
 
 BAD = [
     "9999999999999999999",  # past 2^63 - 1
@@ -45,13 +43,6 @@ def api_key(tenant: Tenant) -> dict[str, str]:
     return {"Authorization": f"Bearer {tenant.tenant.api_key}"}
 
 
-def session(db: Database, tenant: Tenant) -> dict[str, str]:
-    user = db.read_now(user_by_email, email=tenant.viewer)
-    assert user is not None
-    token = db.write_now(start_session, user_id=user.id, address="127.0.0.1", now=START)
-    return {"Cookie": f"steeple_session={token}"}
-
-
 def assert_names(answer: Stream | httpx.Response, field: str) -> None:
     """A whole 422 problem document whose only error names ``field``."""
     assert isinstance(answer, httpx.Response), "a stream started"
@@ -66,7 +57,7 @@ def assert_names(answer: Stream | httpx.Response, field: str) -> None:
 async def test_a_bad_after_is_a_422_naming_it_on_every_feed_and_stream(
     app: QuartTrio, db: Database, alpha: Tenant, value: str
 ) -> None:
-    cookie = session(db, alpha)
+    cookie = session_cookie(db, alpha.viewer)[1]
     async with served(app) as client:
         for path, headers in (
             ("/v1/events", api_key(alpha)),
@@ -84,7 +75,7 @@ async def test_a_bad_after_is_a_422_naming_it_on_every_feed_and_stream(
 async def test_a_bad_last_event_id_is_a_422_naming_it_on_both_streams(
     app: QuartTrio, db: Database, alpha: Tenant, value: str
 ) -> None:
-    cookie = session(db, alpha)
+    cookie = session_cookie(db, alpha.viewer)[1]
     async with served(app) as client:
         for path, headers in (("/v1/events/stream", api_key(alpha)), ("/events/stream", cookie)):
             async with open_stream(client, path, headers | {"Last-Event-ID": value}) as answer:
@@ -94,7 +85,7 @@ async def test_a_bad_last_event_id_is_a_422_naming_it_on_both_streams(
 async def test_the_largest_seq_is_a_valid_cursor_everywhere(
     app: QuartTrio, db: Database, alpha: Tenant
 ) -> None:
-    cookie = session(db, alpha)
+    cookie = session_cookie(db, alpha.viewer)[1]
     largest = str(MAX_SEQ)
     async with served(app) as client:
         feed = await client.get("/v1/events", params={"after": largest}, headers=api_key(alpha))

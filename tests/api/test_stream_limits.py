@@ -18,14 +18,12 @@ from appliance.runtime import stream_limits
 from appliance.settings import load_settings
 from appliance.store.api_keys import Scope, insert_api_key
 from appliance.store.database import Database
-from appliance.store.sessions import start_session
 from appliance.store.stream_limits import StreamLimits, StreamRegistry, Surface
-from appliance.store.users import user_by_email
 from tests.api.conftest import START, FakeClock, Nudges
 from tests.api.loopback import Stream, open_stream, served, wait_until
 from tests.api.test_openapi_contract import SPEC_PATH
 from tests.test_event_schemas import SCHEMAS
-from tests.ui.conftest import Tenant, add_tenant, make_app
+from tests.ui.conftest import Tenant, add_tenant, make_app, session_cookie
 
 API = "/v1/events/stream"
 UI = "/events/stream"
@@ -41,13 +39,6 @@ def second_key(db: Database, tenant: Tenant) -> str:
         insert_api_key, tenant_id=tenant.id, name="second", scope=Scope.READ, now=START
     )
     return issued.api_key
-
-
-def viewer_cookie(db: Database, tenant: Tenant) -> dict[str, str]:
-    user = db.read_now(user_by_email, email=tenant.viewer)
-    assert user is not None
-    token = db.write_now(start_session, user_id=user.id, address="127.0.0.1", now=START)
-    return {"Cookie": f"steeple_session={token}"}
 
 
 def assert_refused(answer: Stream | httpx.Response, limit: str) -> None:
@@ -97,10 +88,12 @@ async def test_each_limit_refuses_the_stream_beyond_it_and_names_itself(
         assert isinstance(await attempt(API, bearer(key)), Stream)
         assert isinstance(await attempt(API, bearer(key)), Stream)
         assert_refused(await attempt(API, bearer(key)), "key")
-        assert isinstance(await attempt(UI, viewer_cookie(db, alpha)), Stream)  # alpha: 3
+        assert isinstance(
+            await attempt(UI, session_cookie(db, alpha.viewer)[1]), Stream
+        )  # alpha: 3
         assert_refused(await attempt(API, bearer(other_key)), "tenant")
         assert await open_streams(client) == {"api": 2, "ui": 1}
-        session = viewer_cookie(db, beta)
+        session = session_cookie(db, beta.viewer)[1]
         assert isinstance(await attempt(UI, session), Stream)
         assert_refused(await attempt(UI, session), "session")  # and the process is full:
         assert_refused(await attempt(API, bearer(beta.tenant.api_key)), "process")
@@ -154,7 +147,7 @@ async def test_a_burst_of_refusals_is_one_stream_refused_per_tenant_and_limit_a_
     alpha = add_tenant(db, "alpha")
     registry = StreamRegistry(limits=StreamLimits(per_key=1, per_session=1))
     app = make_app(db, clock, nudges, streams=registry)
-    key, cookie = bearer(alpha.tenant.api_key), viewer_cookie(db, alpha)
+    key, cookie = bearer(alpha.tenant.api_key), session_cookie(db, alpha.viewer)[1]
     async with (
         served(app) as client,
         open_stream(client, API, key) as api_stream,

@@ -16,13 +16,12 @@ from appliance.core.events import EventType
 from appliance.store.api_keys import Scope, insert_api_key
 from appliance.store.database import Database
 from appliance.store.events import append_event
-from appliance.store.sessions import end_session, find_session, start_session
+from appliance.store.sessions import end_session, find_session
 from appliance.store.stream_limits import StreamRegistry, Surface
 from appliance.store.suspension import suspend_tenant
-from appliance.store.users import user_by_email
 from tests.api.conftest import START, FakeClock, Nudges, schedule_json
 from tests.api.loopback import Stream, open_stream, served
-from tests.ui.conftest import Tenant, add_tenant, make_app
+from tests.ui.conftest import Tenant, add_tenant, make_app, session_cookie
 
 RECHECK_S = 0.1  # the test app's interval: an ended credential is noticed within it
 ENDS_WITHIN_S = 5  # the deadline each test gives the stream to end
@@ -49,14 +48,6 @@ def read_key(db: Database, tenant: Tenant) -> tuple[str, str]:
         insert_api_key, tenant_id=tenant.id, name="r", scope=Scope.READ, now=START
     )
     return issued.key.id, issued.api_key
-
-
-def session_cookie(db: Database, email: str) -> tuple[str, dict[str, str]]:
-    """A fresh session of the user ``email``: (its cookie value, the Cookie header)."""
-    user = db.read_now(user_by_email, email=email)
-    assert user is not None
-    token = db.write_now(start_session, user_id=user.id, address="127.0.0.1", now=START)
-    return token, {"Cookie": f"steeple_session={token}"}
 
 
 @asynccontextmanager

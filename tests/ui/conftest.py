@@ -18,9 +18,10 @@ from appliance.core.addresses import AddressPolicy
 from appliance.core.hosts import AllowedHosts
 from appliance.core.passwords import hash_password
 from appliance.store.database import Database
+from appliance.store.sessions import start_session
 from appliance.store.stream_limits import StreamRegistry
 from appliance.store.tenants import NewTenant, create_tenant
-from appliance.store.users import Role, create_user
+from appliance.store.users import Role, create_user, user_by_email
 from appliance.ui.app import register_ui
 from appliance.ui.context import UiContext
 from appliance.ui.hashing import HashingPool
@@ -34,6 +35,16 @@ from tests.api.conftest import (
 )
 
 PASSWORD = "correct horse battery staple"
+
+
+def session_cookie(db: Database, email: str) -> tuple[str, dict[str, str]]:
+    """A fresh session of the user ``email``: (its cookie value, the Cookie header)."""
+    user = db.read_now(user_by_email, email=email)
+    assert user is not None
+    token = db.write_now(start_session, user_id=user.id, address="127.0.0.1", now=START)
+    return token, {"Cookie": f"steeple_session={token}"}
+
+
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
