@@ -47,7 +47,7 @@ class TrioWallClock:
 class SharedClock:
     """Another clock's reading corrected by an offset: the time the replicas of one
     PostgreSQL database share (docs/scale-out.md). The offset is the database's clock
-    minus ``base``'s, measured by :func:`appliance.storage.follow_database_clock`, so
+    minus ``base``'s, measured by :func:`appliance.wiring.storage.follow_database_clock`, so
     replicas whose own clocks disagree by minutes still compare leases and due times on
     one timeline."""
 

@@ -13,15 +13,15 @@ another module name it in brackets; a test keeps this drawing and the classes in
      │    ├── TooManySecrets    a rotation beyond 3 active secrets [store.tenants]
      │    └── LastSecret        expiring it would leave deliveries unsigned [store.tenants]
      ├── IllegalTransition      a run state change the transition table refuses
-     ├── StreamLimitReached     too many open live streams (-> 429) [store.stream_limits]
+     ├── StreamLimitReached     too many open live streams (-> 429) [live.limits]
      ├── StoreError             the database failed (disk full, I/O, corruption)
      │    ├── DatabaseLocked    another appliance holds the data directory's lock file
-     │    └── CommitUnknown     a lost commit PostgreSQL forgot [store.postgres.database]
+     │    └── CommitUnknown     a lost commit PostgreSQL forgot [store.infra.postgres.database]
      └── DeliveryFailed         an attempt got no answer [engine.delivery.exchange]
                                 (carries its TransportFailure: blocked, dns, connect, tls …)
 
 Foreign exceptions are translated where they enter: apsw's into ``StoreError`` in
-``store.database``, llhttp's (httptools) and trio's stream errors into ``DeliveryFailed`` in
+``store.infra.database``, llhttp's (httptools) and trio's stream errors into ``DeliveryFailed`` in
 ``engine.delivery``, and nowhere else. A failed delivery is an *outcome* of its attempt:
 ``engine.delivery.send`` is the one place that catches ``DeliveryFailed`` and records its
 ``core.retry.TransportFailure``.

@@ -28,7 +28,7 @@ import platformdirs
 from appliance.core.forwarded import MAX_TRUSTED
 from appliance.core.hosts import ANY, WILDCARDS, default_hosts
 from appliance.errors import ConfigError
-from appliance.store.postgres.urls import is_postgres_url
+from appliance.store.infra.postgres.urls import is_postgres_url
 
 DB_FILENAME = "steeple.db"
 CONFIG_FILENAME = "steeple.toml"
@@ -126,7 +126,7 @@ class Settings:
 
     @property
     def store_target(self) -> str | Path:
-        """What :func:`appliance.store.backend.open_store` opens: the URL or the file."""
+        """What :func:`appliance.store.infra.backend.open_store` opens: the URL or the file."""
         return self.database or self.db_path
 
     @property

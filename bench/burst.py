@@ -23,7 +23,7 @@ from pathlib import Path
 
 from appliance.core.ids import idempotency_key
 from appliance.core.instants import format_scheduled_for
-from appliance.store.backend import Store
+from appliance.store.infra.backend import Store
 from bench import seed
 from bench.deliveries import judge
 from bench.processes import Appliance, Sink, cpu_seconds, sink, thread_cpu

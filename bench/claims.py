@@ -20,8 +20,8 @@ from pathlib import Path
 
 from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.store.claims import claim_runs
-from appliance.store.connection import Connection
-from appliance.store.database import Database
+from appliance.store.infra.connection import Connection
+from appliance.store.infra.database import Database
 from appliance.store.materialise import insert_runs, store_body
 from bench import seed
 from bench.report import Figures, base_parser, publish, repeat

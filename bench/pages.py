@@ -34,8 +34,8 @@ from appliance.api.app import create_app
 from appliance.clock import SystemClock
 from appliance.core.addresses import AddressPolicy
 from appliance.core.passwords import hash_password
-from appliance.store.database import Database
-from appliance.store.event_hub import EventHub
+from appliance.live.hub import EventHub
+from appliance.store.infra.database import Database
 from appliance.store.users import Role, create_user
 from appliance.ui.app import register_ui
 from appliance.ui.context import UiContext

@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from appliance.core.occurrence_cache import OccurrenceCache
-from appliance.store.database import Database
-from appliance.store.plan_pass import PlannerConfig, plan_once
+from appliance.store.infra.database import Database
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from bench import seed
 from bench.report import Figures, base_parser, publish, repeat
 

@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from appliance.store.postgres.database import PgDatabase
+from appliance.store.infra.postgres.database import PgDatabase
 from bench import burst, pgserver, steady
 from bench.deliveries import judge
 from bench.pgserver import Server

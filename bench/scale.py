@@ -36,7 +36,7 @@ from pathlib import Path
 import apsw
 
 from appliance.api.pagination import encode_cursor
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from bench import seed
 from bench.processes import Appliance, cpu_seconds, rss_bytes
 from bench.report import Figures, base_parser, percentile, publish, repeat

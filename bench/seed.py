@@ -33,8 +33,8 @@ from appliance.core.retry import RetryPolicy
 from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
 from appliance.settings import DB_FILENAME
-from appliance.store.backend import Store
-from appliance.store.database import Database
+from appliance.store.infra.backend import Store
+from appliance.store.infra.database import Database
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.schedules import create_schedule, first_fire_at
 from appliance.store.tenants import NewTenant, create_tenant

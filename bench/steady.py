@@ -37,7 +37,7 @@ from typing import NamedTuple
 from appliance.core.ids import idempotency_key
 from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import jitter_ms
-from appliance.store.backend import Store
+from appliance.store.infra.backend import Store
 from bench import seed, streams
 from bench.deliveries import judge
 from bench.processes import Appliance, Sink, cpu_seconds, sink

@@ -1,7 +1,7 @@
 """store_calls: run a module (the appliance) with the CPU of every store call counted.
 
 ``python -m bench.store_calls appliance serve …`` runs ``python -m appliance serve …``
-with :mod:`appliance.store.database`'s group commit and reads wrapped: each write's (or
+with :mod:`appliance.store.infra.database`'s group commit and reads wrapped: each write's (or
 batch's) thread CPU is added to its store function's name, each read's to ``read:`` and
 its name, and what is left of a group commit (``BEGIN``, savepoints, ``COMMIT``) to
 ``<commit>``. At exit it writes ``{"calls": {name: [items, cpu_s]}, "groups": {size: n}}``
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from appliance.store import database
+from appliance.store.infra import database
 
 _calls: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
 _groups: collections.Counter[int] = collections.Counter()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests import postgres_cluster
 from tests.chaos.recorder import FIGURES
 from tests.postgres_cluster import Cluster
@@ -67,10 +67,10 @@ def db(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Database]:
     on both always (tests/store/conftest.py)."""
     store_kind = getattr(request, "param", None) or os.environ.get("STEEPLE_TEST_DATABASE")
     if store_kind == "postgresql":
-        from appliance.store.postgres.database import PgDatabase
+        from appliance.store.infra.postgres.database import PgDatabase
 
         store = PgDatabase.open(request.getfixturevalue("pg_store_dsn"))
-        yield store  # type: ignore[misc]  # the same surface (store/backend.py Store)
+        yield store  # type: ignore[misc]  # the same surface (store/infra/backend.py Store)
         store.close()
         return
     database = Database.open(tmp_path / "steeple.db")
@@ -144,7 +144,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.fixture(scope="session")
 def pg_store_template(pg_cluster: Cluster) -> str:
     """A database migrated once, that :func:`pg_store_dsn` copies for each test."""
-    from appliance.store.postgres.database import PgDatabase
+    from appliance.store.infra.postgres.database import PgDatabase
 
     name = "steeple_migrated"
     PgDatabase.open(pg_cluster.create_database(name), pool_size=1).close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.cli import main, steeple_error_in
+from appliance.cli.main import main, steeple_error_in
 from appliance.errors import StoreError
 
 
@@ -51,7 +51,7 @@ def test_postgresql_without_the_extra_is_one_line_naming_it_and_never_the_passwo
     real subprocess) refuses ``--database postgresql://…`` in one line."""
     script = (
         "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
-        "from appliance.cli import main\n"
+        "from appliance.cli.main import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
     url = "postgresql://ops:hunter2secret@127.0.0.1:5432/steeple"

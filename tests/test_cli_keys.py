@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from appliance.cli import _parser, main
+from appliance.cli.main import _parser, main
 from appliance.core.events import Actor
-from appliance.store.database import Database
 from appliance.store.events import list_events
+from appliance.store.infra.database import Database
 from tests.engine.conftest import stored_events
 
 

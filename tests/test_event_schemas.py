@@ -27,8 +27,8 @@ from appliance.core.events import Actor, ActorKind, EventType, JsonScalar, JsonV
 from appliance.core.ids import idempotency_key, new_id, run_id
 from appliance.core.instants import format_instant, format_scheduled_for, parse_instant
 from appliance.core.schedules import CatchupPolicy
-from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, append_event, list_events
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "contracts" / "events"

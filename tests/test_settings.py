@@ -9,8 +9,8 @@ import pytest
 from appliance.core.addresses import AddressPolicy
 from appliance.core.breaker import BreakerConfig
 from appliance.errors import ConfigError
-from appliance.runtime import delivery_client, engine_config
 from appliance.settings import SETTINGS, LogLevel, load_settings
+from appliance.wiring.runtime import delivery_client, engine_config
 
 DOC = Path(__file__).parent.parent / "docs" / "configuration.md"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.cli import _parser, _settings
+from appliance.cli.main import _parser, _settings
 from appliance.errors import ConfigError
 from appliance.settings import load_settings
 

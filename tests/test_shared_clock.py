@@ -1,4 +1,4 @@
-"""A replica's offset from the database's clock (appliance/storage.py): the reading with
+"""A replica's offset from the database's clock (appliance/wiring/storage.py): the reading with
 the shortest round trip counts, and a measurement whose round trips were all long (a
 database restarting, the replica paused) is not trusted, so the offset it would give is
 never followed.
@@ -16,9 +16,9 @@ import pytest
 import trio
 import trio.testing
 
-from appliance import storage
 from appliance.clock import SharedClock
-from appliance.store.postgres.database import PgDatabase
+from appliance.store.infra.postgres.database import PgDatabase
+from appliance.wiring import storage
 
 OFFSET_MS = 5_000  # the database's clock is this far ahead of this machine's
 

@@ -42,9 +42,9 @@ from appliance.core.delivery import DeliveryRequest
 from appliance.core.hosts import AllowedHosts
 from appliance.core.json_text import NUL_MESSAGE, field_with_nul
 from appliance.errors import NotFound, ValidationError
-from appliance.store.backend import Store
-from appliance.store.event_hub import EventHub
-from appliance.store.stream_limits import StreamRegistry
+from appliance.live.hub import EventHub
+from appliance.live.limits import StreamRegistry
+from appliance.store.infra.backend import Store
 
 # A 64 KiB body escaped inside a JSON string can double in size; anything beyond this is
 # not a schedule (413 before parsing).

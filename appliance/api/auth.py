@@ -35,7 +35,7 @@ from appliance.store.api_keys import (
     needs_last_used,
     touch_api_key,
 )
-from appliance.store.connection import Connection
+from appliance.store.infra.connection import Connection
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """``POST /v1/schedules/{id}/backfill``: materialise a schedule's past occurrences that
 have no run yet (docs/schedules.md, "Backfill"; the rules are
-:mod:`appliance.store.backfill`'s).
+:mod:`appliance.store.usecases.backfill`'s).
 
 The body is read like a schedule's (``core.json_fields``): every problem at once, unknown
 fields refused, ``null`` meaning absent. ``from`` and ``to`` are RFC 3339 instants with an
@@ -21,7 +21,7 @@ from appliance.core.instants import format_scheduled_for
 from appliance.core.json_fields import FieldReader
 from appliance.core.timing_input import instant
 from appliance.errors import ValidationError
-from appliance.store.backfill import DEFAULT_MAX, MAX_MAX, Backfill, backfill
+from appliance.store.usecases.backfill import DEFAULT_MAX, MAX_MAX, Backfill, backfill
 
 _FIELDS = ("from", "to", "max", "dry_run")
 

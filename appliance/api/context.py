@@ -21,11 +21,11 @@ from appliance.core.delivery import DeliveryRequest
 from appliance.core.forwarded import client_address
 from appliance.core.hosts import AllowedHosts
 from appliance.core.occurrence_cache import OccurrenceCache
-from appliance.store.backend import Store
+from appliance.store.infra.backend import Store
 
 if TYPE_CHECKING:
-    from appliance.store.event_hub import EventHub
-    from appliance.store.stream_limits import StreamRegistry
+    from appliance.live.hub import EventHub
+    from appliance.live.limits import StreamRegistry
 
 _EXTENSION = "steeple"
 

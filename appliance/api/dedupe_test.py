@@ -37,8 +37,8 @@ from appliance.core.schedules import Schedule
 from appliance.core.signing import SignatureError
 from appliance.errors import Conflict, ValidationError
 from appliance.store.active_secrets import active_secrets
-from appliance.store.connection import Connection
 from appliance.store.events import append_event
+from appliance.store.infra.connection import Connection
 from appliance.store.schedules import require_schedule
 
 

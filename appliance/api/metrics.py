@@ -37,16 +37,16 @@ from quart_trio import QuartTrio
 from appliance.api.bodies import json_response
 from appliance.api.context import context, request_client
 from appliance.api.problems import Problem
+from appliance.core.lifecycle import Lifecycle
 from appliance.errors import StoreError
-from appliance.lifecycle import Lifecycle
-from appliance.store.backend import Store
-from appliance.store.database import WalCheckpoint
+from appliance.live.limits import Surface
 from appliance.store.figures import Figures
-from appliance.store.migrate import current_version, migrations
+from appliance.store.infra.backend import Store
+from appliance.store.infra.database import WalCheckpoint
+from appliance.store.infra.migrate import current_version, migrations
 from appliance.store.observed import Reading, SeenEvent, read_since
 from appliance.store.restarts import LastRestart
 from appliance.store.stats import sqlite_version
-from appliance.store.stream_limits import Surface
 
 _EXTENSION = "steeple.observability"
 OUTCOMES = ("succeeded", "retrying", "failed")

@@ -27,9 +27,9 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from appliance.errors import Conflict, FieldError, NotFound, StoreError, ValidationError
+from appliance.live.limits import RETRY_AFTER_S, StreamLimitReached
 from appliance.store.request_keys import RequestKeyReused
 from appliance.store.schedules import ScheduleLimitReached, VersionMismatch
-from appliance.store.stream_limits import RETRY_AFTER_S, StreamLimitReached
 
 log = logging.getLogger(__name__)
 

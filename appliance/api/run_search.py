@@ -12,7 +12,7 @@
   matching run last changed at or before ``as_of`` (not in the future, so repeating the
   request replays nothing twice) is counted in ``matched``; the finished ones of live
   schedules are replayed, open ones and those of deleted schedules are counted apart.
-  Replayed runs become due at ``replay_rate_per_second`` (:mod:`appliance.store.manual`),
+  Replayed runs become due at ``replay_rate_per_second`` (:mod:`appliance.store.usecases.manual`),
   so a large replay does not hold up the tenant's scheduled runs.
 """
 
@@ -31,8 +31,13 @@ from appliance.api.rendering import render_run
 from appliance.core.instants import parse_instant
 from appliance.core.runs import RunState
 from appliance.errors import FieldError, ValidationError
-from appliance.store.manual import MAX_REPLAY_IDS, ReplayCount, replay_matching, replay_runs
 from appliance.store.run_search import Position, RunFilter, search_runs
+from appliance.store.usecases.manual import (
+    MAX_REPLAY_IDS,
+    ReplayCount,
+    replay_matching,
+    replay_runs,
+)
 
 _CURSOR_KIND = "runs"
 _FILTER_FIELDS = ("state", "schedule_id", "since", "until", "http_status")

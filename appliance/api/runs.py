@@ -6,7 +6,7 @@ run (same id, same ``X-Idempotency-Key``) with new attempts; a run still open an
 
 ``POST /v1/runs/{id}/resend`` takes ``{"key": "same" | "new"}``: ``same`` *is* the replay
 (the same view function answers both); ``new`` makes a copy under a fresh key
-(:mod:`appliance.store.resend`): 201 with the copy, or 200 with the copy a resend of the
+(:mod:`appliance.store.usecases.resend`): 201 with the copy, or 200 with the copy a resend of the
 same run made within the same second.
 """
 
@@ -24,10 +24,10 @@ from appliance.api.rendering import render_run, render_run_with_attempts
 from appliance.core.json_fields import FieldReader
 from appliance.errors import NotFound, ValidationError
 from appliance.store import runs as run_store
-from appliance.store.connection import Connection
-from appliance.store.manual import replay_run as store_replay_run
-from appliance.store.resend import resend_copy
+from appliance.store.infra.connection import Connection
 from appliance.store.schedules import get_schedule
+from appliance.store.usecases.manual import replay_run as store_replay_run
+from appliance.store.usecases.resend import resend_copy
 
 
 class RunIdConverter(BaseConverter):

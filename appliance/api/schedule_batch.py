@@ -47,7 +47,7 @@ from appliance.errors import FieldError, ValidationError
 from appliance.store import request_keys
 from appliance.store import schedules as store
 from appliance.store.api_keys import Caller
-from appliance.store.connection import Connection
+from appliance.store.infra.connection import Connection
 from appliance.store.request_keys import StoredResponse
 
 PATH = "/v1/schedules/batch"

@@ -56,11 +56,12 @@ from appliance.core.schedule_warnings import schedule_warnings, warning_document
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.core.secret_headers import masked_headers
 from appliance.errors import NotFound, ValidationError
-from appliance.store import manual, pauses, request_keys
+from appliance.store import pauses, request_keys
 from appliance.store import schedules as store
 from appliance.store.api_keys import Caller, Scope
 from appliance.store.request_keys import StoredResponse
 from appliance.store.schedules import VersionMismatch, check_version
+from appliance.store.usecases import manual
 
 _PATCH_RETRIES = 3
 # One entity tag, strong or weak (RFC 9110): the OpenAPI file's If-Match pattern.

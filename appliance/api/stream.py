@@ -1,11 +1,11 @@
 """``GET /v1/events/stream``: the event feed, live, as Server-Sent Events, for an API key.
 
 The hub, the backfill-then-follow rule and the message format live in
-:mod:`appliance.store.event_hub`, shared with the web UI's ``/events/stream``: one
+:mod:`appliance.live.hub`, shared with the web UI's ``/events/stream``: one
 function, two faces (rules there). While open, a stream asks again every few seconds
 whether its key still authorises it (revoked? tenant suspended?) and ends when not.
 Open streams are capped per key, per tenant and per
-process (:mod:`appliance.store.stream_limits`): over a cap, 429 naming the limit.
+process (:mod:`appliance.live.limits`): over a cap, 429 naming the limit.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from quart_trio import QuartTrio
 from appliance.api.auth import authenticate_caller, checked_inputs, still_authorised
 from appliance.api.context import context
 from appliance.api.events import EventQuery, event_query
-from appliance.store.backend import Store
-from appliance.store.event_hub import (
+from appliance.live.hub import (
     HEARTBEAT_S,
     RETRY_MS,
     EventHub,
@@ -28,7 +27,8 @@ from appliance.store.event_hub import (
     StreamQuery,
     follow,
 )
-from appliance.store.stream_limits import Holder, Surface, admit, holding
+from appliance.live.limits import Holder, Surface, admit, holding
+from appliance.store.infra.backend import Store
 
 __all__ = ["HEARTBEAT_S", "RETRY_MS", "EventHub", "Live", "register"]
 

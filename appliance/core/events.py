@@ -22,7 +22,7 @@ class EventType(enum.StrEnum):
     RUN_RETRYING = "schedule.run.retrying"
     RUN_FAILED = "schedule.run.failed"
     RUN_MISSED = "schedule.run.missed"
-    RUN_RESENT = "schedule.run.resent"  # a copy of a run under a new key (store/resend.py)
+    RUN_RESENT = "schedule.run.resent"  # a copy of a run under a new key (store/usecases/resend.py)
     SCHEDULE_CREATED = "schedule.created"
     SCHEDULE_UPDATED = "schedule.updated"
     SCHEDULE_PAUSED = "schedule.paused"
@@ -37,7 +37,7 @@ class EventType(enum.StrEnum):
     SECRET_REVEALED = "signing_secret.revealed"  # an owner was shown a secret whole
     TENANT_SUSPENDED = "tenant.suspended"  # by an operator (store/suspension.py)
     TENANT_RESUMED = "tenant.resumed"
-    STREAM_REFUSED = "stream.refused"  # a live stream over a cap (store/stream_limits.py)
+    STREAM_REFUSED = "stream.refused"  # a live stream over a cap (live/limits.py)
     API_KEY_CREATED = "api_key.created"  # never the key (store/api_keys.py)
     API_KEY_REVOKED = "api_key.revoked"
     SECRET_ROTATED = "signing_secret.rotated"  # never the secret (store/tenants.py)

@@ -38,10 +38,10 @@ from appliance.engine.planner import Planner
 from appliance.engine.pruner import Pruner, PrunerConfig
 from appliance.engine.reaper import Reaper, ReaperConfig
 from appliance.engine.wakeup import Wakeup
-from appliance.store.backend import Store
 from appliance.store.claims import renew_leases as store_renew_leases
-from appliance.store.database import Database
-from appliance.store.plan_pass import PlannerConfig
+from appliance.store.infra.backend import Store
+from appliance.store.infra.database import Database
+from appliance.store.usecases.plan_pass import PlannerConfig
 
 
 class Service(Protocol):

@@ -20,7 +20,7 @@ import trio
 
 from appliance.clock import WallClock
 from appliance.errors import StoreError
-from appliance.store.snapshot import backup_into, last_backup, prune_dated
+from appliance.store.infra.snapshot import backup_into, last_backup, prune_dated
 
 log = logging.getLogger(__name__)
 

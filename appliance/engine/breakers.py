@@ -18,10 +18,10 @@ from appliance.core.breaker import BreakerConfig, OriginState
 from appliance.core.events import EventType
 from appliance.core.instants import format_instant
 from appliance.core.retry import TransportFailure
-from appliance.store.backend import Store
 from appliance.store.breaker import announce_breaker, release_waiting
 from appliance.store.claims import ClaimedRun
 from appliance.store.completions import Completion
+from appliance.store.infra.backend import Store
 
 log = logging.getLogger(__name__)
 

@@ -4,9 +4,9 @@ SQLite checkpoints on its own only after a commit that grows the WAL past 1,000 
 the committing connection — so a quiet appliance keeps its last writes in the WAL
 indefinitely, and a long read snapshot can hold the file large. A passive checkpoint
 never waits for readers or the writer; it runs between writes on the writer connection
-(:meth:`appliance.store.database.Database.checkpoint_wal`). Maintenance, not a poll:
+(:meth:`appliance.store.infra.database.Database.checkpoint_wal`). Maintenance, not a poll:
 nothing waits on it. ``/metrics`` shows when the last one ran and what it had to leave in
-the WAL (:attr:`appliance.store.database.Database.last_checkpoint`).
+the WAL (:attr:`appliance.store.infra.database.Database.last_checkpoint`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import trio
 
 from appliance.clock import WallClock
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,7 +6,7 @@ Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
   request is out; the slot is free again as soon as the answer (or failure) is in, and the
   outcome is recorded beside the next claim: the claim loop is woken before the outcome is
   handed to the group commit, so the claim rides in the same transaction, after the
-  outcomes (:class:`appliance.store.database.Database` runs batched writes first), and
+  outcomes (:class:`appliance.store.infra.database.Database` runs batched writes first), and
   counts their runs as finished. Until its outcome is committed the run still holds its
   lease (the reaper spares it, drain waits for it). Claims take only free slots, in one
   statement (:func:`appliance.store.claims.claim_runs`), and only once at least
@@ -76,12 +76,12 @@ from appliance.engine.in_flight import InFlight
 from appliance.engine.outcomes import classify, completion, given_up, timed_out
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
-from appliance.store.backend import Store
 from appliance.store.breaker import defer_run
 from appliance.store.claims import ClaimedRun, claim_runs
 from appliance.store.claims import renew_leases as store_renew_leases
 from appliance.store.completions import Completion, Finished, complete_runs
-from appliance.store.connection import Connection
+from appliance.store.infra.backend import Store
+from appliance.store.infra.connection import Connection
 
 log = logging.getLogger(__name__)
 

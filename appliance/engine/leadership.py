@@ -23,7 +23,7 @@ import trio
 
 from appliance.clock import WallClock
 from appliance.errors import StoreError
-from appliance.store.backend import Store
+from appliance.store.infra.backend import Store
 from appliance.store.leadership import Term, lead, resign
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import trio
 
 from appliance.clock import WallClock
-from appliance.store.backend import Store
 from appliance.store.incarnations import mark_seen
+from appliance.store.infra.backend import Store
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

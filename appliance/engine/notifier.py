@@ -50,7 +50,7 @@ from appliance.core.runs import Transition
 from appliance.engine.delivery import Exchange, SendResult, send
 from appliance.engine.wakeup import Wakeup
 from appliance.errors import StoreError
-from appliance.store.backend import Store
+from appliance.store.infra.backend import Store
 from appliance.store.notifications import (
     ClaimedNotification,
     NotificationOutcome,

@@ -1,5 +1,5 @@
 """The planner service: turns each schedule's occurrences into run rows, exactly once, by
-running passes (:func:`appliance.store.plan_pass.plan_once`, whose module states the rules
+running passes (:func:`appliance.store.usecases.plan_pass.plan_once`, whose module states the rules
 of a pass: cursors, catch-up, bounds). ADR 0033 "Planning" says why.
 
 Rules of the service:
@@ -23,10 +23,10 @@ from appliance.core.events import EventType
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.engine.leadership import always
 from appliance.engine.wakeup import Wakeup
-from appliance.store.backend import Store
-from appliance.store.connection import Connection
 from appliance.store.events import SYSTEM_TENANT, append_event
-from appliance.store.plan_pass import PlannerConfig, PlanResult, plan_once
+from appliance.store.infra.backend import Store
+from appliance.store.infra.connection import Connection
+from appliance.store.usecases.plan_pass import PlannerConfig, PlanResult, plan_once
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import trio
 
 from appliance.clock import WallClock
 from appliance.engine.leadership import always
-from appliance.store.backend import Store
+from appliance.store.infra.backend import Store
 from appliance.store.notifications import prune_notifications
 from appliance.store.request_keys import prune_request_keys
 from appliance.store.retention import Pruned, prune

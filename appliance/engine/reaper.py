@@ -30,9 +30,9 @@ import trio
 from appliance.clock import WallClock
 from appliance.engine.leadership import always
 from appliance.engine.wakeup import Wakeup
-from appliance.store.backend import Store
-from appliance.store.connection import Connection
-from appliance.store.reclaim import earliest_lease_expiry, reclaim_expired
+from appliance.store.infra.backend import Store
+from appliance.store.infra.connection import Connection
+from appliance.store.usecases.reclaim import earliest_lease_expiry, reclaim_expired
 
 log = logging.getLogger(__name__)
 

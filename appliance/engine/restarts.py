@@ -16,8 +16,8 @@ import trio
 
 from appliance.clock import WallClock
 from appliance.core.downtime import DowntimeReport
-from appliance.store.backend import Store
 from appliance.store.incarnations import PreviousIncarnation
+from appliance.store.infra.backend import Store
 from appliance.store.restarts import downtime_report, record_restart
 
 log = logging.getLogger(__name__)

@@ -1,10 +1,10 @@
 """``steeple backup``, ``restore`` and ``migrate``: the operator's side of
-:mod:`appliance.store.snapshot` (docs/operations.md, "Backup and restore").
+:mod:`appliance.store.infra.snapshot` (docs/operations.md, "Backup and restore").
 
 ``backup`` runs while the appliance serves (one consistent ``VACUUM INTO``); ``restore``
 and ``migrate`` take the data directory's lock, so they refuse while an appliance runs.
 The last successful backup is recorded in the data directory
-(:func:`appliance.store.snapshot.backup_into`; ``doctor``, ``status`` and ``/metrics``
+(:func:`appliance.store.infra.snapshot.backup_into`; ``doctor``, ``status`` and ``/metrics``
 report its age).
 """
 
@@ -16,11 +16,11 @@ from pathlib import Path
 from appliance.clock import SystemClock
 from appliance.core.instants import format_instant
 from appliance.settings import Settings
-from appliance.storage import open_configured_store
-from appliance.store.database import Database
-from appliance.store.lockfile import LockFile
-from appliance.store.migrate import current_version, migrations, pending
-from appliance.store.snapshot import Snapshot, backup_into, put_in_place, verify_copy
+from appliance.store.infra.database import Database
+from appliance.store.infra.lockfile import LockFile
+from appliance.store.infra.migrate import current_version, migrations, pending
+from appliance.store.infra.snapshot import Snapshot, backup_into, put_in_place, verify_copy
+from appliance.wiring.storage import open_configured_store
 
 RESTORE_NOTE = """\
 What a restore means: the appliance will start from the state in this copy. Runs
@@ -78,7 +78,7 @@ def migrate(settings: Settings, *, dry_run: bool) -> Migration:
 
 
 def _migrate_postgres(settings: Settings, *, dry_run: bool) -> Migration:
-    from appliance.store.postgres.migrate import migrations as pg_migrations
+    from appliance.store.infra.postgres.migrate import migrations as pg_migrations
 
     db = open_configured_store(settings, migrate_schema=False)
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from appliance.errors import ConfigError
 from appliance.settings import SETTINGS, SettingDef, is_list
-from appliance.store.datadir import FILE_MODE
+from appliance.store.infra.datadir import FILE_MODE
 
 HEADER = """\
 # Steeple settings, read by `steeple serve` and every other command (from the data

@@ -11,7 +11,7 @@ unless:
 - the target database holds no rows (an empty database, or one with the schema only).
 
 The copy itself is one PostgreSQL transaction that verifies row counts and checksums
-before it commits (:mod:`appliance.store.postgres.transfer`). ``dry_run`` checks and counts,
+before it commits (:mod:`appliance.store.infra.postgres.transfer`). ``dry_run`` checks and counts,
 and writes nothing. The SQLite file is left as it was: it is the rollback.
 """
 
@@ -23,10 +23,10 @@ from urllib.parse import quote
 
 from appliance.errors import ConfigError, StoreError
 from appliance.settings import DB_FILENAME
-from appliance.store.database import Database
-from appliance.store.lockfile import LockFile
-from appliance.store.migrate import current_version, migrations
-from appliance.store.postgres.urls import is_postgres_url, redacted
+from appliance.store.infra.database import Database
+from appliance.store.infra.lockfile import LockFile
+from appliance.store.infra.migrate import current_version, migrations
+from appliance.store.infra.postgres.urls import is_postgres_url, redacted
 
 NEEDS_PSYCOPG = "a postgresql:// database needs psycopg: pip install 'steeple[postgres]' ({})"
 
@@ -93,7 +93,7 @@ def _migrate(source: Path, url: str, *, dry_run: bool) -> MigrationReport:
             "--from", f"{source} is not a file: give the stopped appliance's steeple.db"
         )
     try:
-        from appliance.store.postgres import transfer
+        from appliance.store.infra.postgres import transfer
     except ImportError as exc:
         raise StoreError(NEEDS_PSYCOPG.format(exc)) from exc
     shown = shown_url(url)

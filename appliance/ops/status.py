@@ -12,10 +12,10 @@ from appliance.clock import SystemClock
 from appliance.core.instants import format_instant
 from appliance.errors import StoreError
 from appliance.settings import Settings
-from appliance.storage import describe, open_configured_store
 from appliance.store.figures import operator_figures
-from appliance.store.lockfile import holder
+from appliance.store.infra.lockfile import holder
 from appliance.store.restarts import LastRestart
+from appliance.wiring.storage import describe, open_configured_store
 
 
 def figures(settings: Settings) -> dict[str, object]:

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from typing import Final
 
-from appliance.store.connection import Connection
+from appliance.store.infra.connection import Connection
 
 # ADR 0032: a tenant has at most this many active secrets at once.
 MAX_ACTIVE_SECRETS: Final = 3

@@ -29,8 +29,8 @@ from appliance.core.events import Actor, EventType
 from appliance.core.ids import new_id
 from appliance.core.keys import display_prefix, hash_api_key, new_api_key
 from appliance.errors import Conflict, FieldError, NotFound, ValidationError
-from appliance.store.connection import Connection
 from appliance.store.events import append_event
+from appliance.store.infra.connection import Connection
 
 # last_used_at is refreshed when older than this; finer is noise and costs writes.
 LAST_USED_RESOLUTION_MS = 60_000

@@ -24,8 +24,8 @@ from appliance.core.breaker import BREAKER_OPEN, origin_of
 from appliance.core.events import EventType, JsonValue
 from appliance.core.runs import RunState, Transition, check_transition
 from appliance.store.claims import ClaimedRun
-from appliance.store.connection import Connection
 from appliance.store.events import append_event
+from appliance.store.infra.connection import Connection
 from appliance.store.runs import CLAIMABLE_SQL, RUNNING_SQL
 
 

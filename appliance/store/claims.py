@@ -3,7 +3,7 @@
 An incarnation is one process start. It claims due runs under leases, renews them with
 heartbeats and completes them fenced on their lease token
 (:mod:`appliance.store.completions`). Taking runs back from a dead or stuck executor is
-:mod:`appliance.store.reclaim`.
+:mod:`appliance.store.usecases.reclaim`.
 
 Rules this module guards:
 
@@ -29,7 +29,7 @@ Rules this module guards:
 - **Fencing**: every write that moves a run out of ``running`` says ``AND lease_token =
   ? AND state = 'running'`` (:mod:`appliance.store.completions`, the reclaim).
 - **Overlap** (docs/schedules.md): before it claims, the claim lets
-  :func:`appliance.store.overlap.gate_overlaps` skip or hold the due runs of schedules
+  :func:`appliance.store.usecases.overlap.gate_overlaps` skip or hold the due runs of schedules
   whose ``overlap`` is not ``allow``, in the same transaction.
 """
 
@@ -42,11 +42,11 @@ from typing import Any, Final
 from appliance.core.retry import RetryBudget, RetryPolicy
 from appliance.core.retry_input import stored_policy
 from appliance.core.runs import RunState, Transition, check_transition
-from appliance.store import rows
 from appliance.store.active_secrets import active_secrets_of
-from appliance.store.connection import SKIP_LOCKED, Connection, row_locks
-from appliance.store.overlap import gate_overlaps
+from appliance.store.infra import rows
+from appliance.store.infra.connection import SKIP_LOCKED, Connection, row_locks
 from appliance.store.runs import ATTEMPTED_RUN_SQL, CLAIMABLE_SQL, RUNNING_SQL
+from appliance.store.usecases.overlap import gate_overlaps
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,7 +107,7 @@ _SET_CLAIMED = (
 
 def _claim_statements(locks: str) -> tuple[str, str]:
     """The contested claim and a lone tenant's, their picks ending with ``locks``
-    (:func:`~appliance.store.connection.row_locks`)."""
+    (:func:`~appliance.store.infra.connection.row_locks`)."""
     # Tenants take turns: a run's turn is its rank among its tenant's due runs plus the runs
     # its tenant has running. At most :limit due runs are read per tenant below its cap.
     contested = (

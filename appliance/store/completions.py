@@ -25,8 +25,8 @@ from typing import Final
 
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, Transition, check_transition
 from appliance.store.claims import ClaimedRun
-from appliance.store.connection import Connection
 from appliance.store.events import NewEvent, append_events
+from appliance.store.infra.connection import Connection
 from appliance.store.pauses import pause_by_receiver
 from appliance.store.runs import RUNNING_SQL, attempt_event, cancel_if_withdrawn
 

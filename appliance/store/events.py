@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from appliance.core.events import Actor, Event, EventType, JsonValue
 from appliance.core.ids import new_id, new_ids
 from appliance.core.notifications import NOTIFIED_TYPES
-from appliance.store import rows
-from appliance.store.connection import Connection, Rows
+from appliance.store.infra import rows
+from appliance.store.infra.connection import Connection, Rows
 from appliance.store.notifications import enqueue_notification
 
 # Events not scoped to a tenant (e.g. clock jumps) belong to this pseudo tenant.

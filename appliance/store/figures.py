@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from appliance.store.connection import Connection
 from appliance.store.events import SYSTEM_TENANT
 from appliance.store.incarnations import last_check
-from appliance.store.snapshot import last_backup
+from appliance.store.infra.connection import Connection
+from appliance.store.infra.snapshot import last_backup
 from appliance.store.stats import Health, health
 
 WINDOW_MS: Final = 5 * 60_000  # the rates and the lateness percentiles look this far back

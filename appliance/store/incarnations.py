@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from appliance.core.ids import new_id
-from appliance.store import rows
-from appliance.store.connection import Connection
+from appliance.store.infra import rows
+from appliance.store.infra.connection import Connection
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

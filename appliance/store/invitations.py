@@ -29,9 +29,9 @@ from typing import Final
 from appliance.core.events import Actor, EventType
 from appliance.core.ids import new_id
 from appliance.errors import Conflict, NotFound
-from appliance.store.connection import Connection
 from appliance.store.events import append_event
-from appliance.store.rows import Columns, integer, text
+from appliance.store.infra.connection import Connection
+from appliance.store.infra.rows import Columns, integer, text
 from appliance.store.users import (
     SETUP_LINK_MS,
     Role,

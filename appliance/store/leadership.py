@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from appliance.store.connection import Connection
+from appliance.store.infra.connection import Connection
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,7 +29,7 @@ from typing import Final
 from appliance.core.payload_template import render, run_values
 from appliance.core.runs import TERMINAL, NewRun
 from appliance.core.schedules import Schedule
-from appliance.store.connection import Connection
+from appliance.store.infra.connection import Connection
 
 # NewRun's field names are the job_runs columns they fill, in order.
 _INSERT: Final = (

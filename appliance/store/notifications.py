@@ -25,9 +25,9 @@ from typing import Final
 
 from appliance.core.events import Event
 from appliance.core.notifications import NOTIFIED_TYPES, idempotency_key, notification_body
-from appliance.store import rows
 from appliance.store.active_secrets import active_secrets_of
-from appliance.store.connection import SKIP_LOCKED, Connection, row_locks
+from appliance.store.infra import rows
+from appliance.store.infra.connection import SKIP_LOCKED, Connection, row_locks
 
 
 class NotificationState(enum.StrEnum):
@@ -160,7 +160,7 @@ def next_notification_due(conn: Connection) -> int | None:
     return None if row is None or row[0] is None else rows.integer(row[0])
 
 
-# Per store, by what the pick ends with (:func:`~appliance.store.connection.row_locks`):
+# Per store, by what the pick ends with (:func:`~appliance.store.infra.connection.row_locks`):
 # every replica runs a notifier, so on PostgreSQL they pass over each other's rows.
 _CLAIM: Final = {
     locks: "UPDATE notifications SET leased_until = :until, attempts = attempts + 1"

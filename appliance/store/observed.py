@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from appliance.store.connection import Connection
 from appliance.store.figures import Figures, operator_figures
+from appliance.store.infra.connection import Connection
 
 BATCH = 50_000  # events read per scrape at most; the rest at the next one
 COUNTED_EVENTS = (

@@ -18,8 +18,8 @@ from typing import Final
 from appliance.core.events import Event
 from appliance.core.runs import RunState
 from appliance.core.schedules import Schedule
-from appliance.store.connection import Connection
 from appliance.store.events import SYSTEM_TENANT, list_events
+from appliance.store.infra.connection import Connection
 from appliance.store.runs import RUN_COLUMNS, RunRecord, state_list
 from appliance.store.schedules import get_schedule
 

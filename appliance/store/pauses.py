@@ -26,11 +26,11 @@ from appliance.core.cursor import first_fire_at
 from appliance.core.events import Actor, EventType
 from appliance.core.schedules import Schedule
 from appliance.errors import ValidationError
-from appliance.store.connection import Connection
 from appliance.store.events import append_event
-from appliance.store.plan_pass import settle_schedule
+from appliance.store.infra.connection import Connection
 from appliance.store.runs import withdraw_open_runs
 from appliance.store.schedules import event, require_schedule, settled, write_spec
+from appliance.store.usecases.plan_pass import settle_schedule
 
 MAX_NOTE_CHARS: Final = 500
 # The events that start or end a pause, newest first: the note of the pause in force.

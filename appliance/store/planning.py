@@ -26,8 +26,8 @@ from typing import NamedTuple
 
 from appliance.core.schedules import CatchupPolicy
 from appliance.errors import StoreError
-from appliance.store import rows
-from appliance.store.connection import Connection
+from appliance.store.infra import rows
+from appliance.store.infra.connection import Connection
 from appliance.store.suspension import SUSPENDED_TENANTS_SQL
 
 # Literal conditions matching the ``schedules_due`` partial index.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appliance.core.instants import format_instant, parse_instant
-from appliance.store.datadir import FILE_MODE
+from appliance.store.infra.datadir import FILE_MODE
 
 PROXY_SEEN = "proxy-seen.json"
 log = logging.getLogger(__name__)

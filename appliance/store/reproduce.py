@@ -22,9 +22,9 @@ from typing import Final
 
 from appliance.core.schedules import Schedule
 from appliance.errors import Conflict, NotFound, StoreError
-from appliance.store import rows
 from appliance.store.active_secrets import MAX_ACTIVE_SECRETS, active_secrets
-from appliance.store.connection import Connection
+from appliance.store.infra import rows
+from appliance.store.infra.connection import Connection
 from appliance.store.runs import RunRecord, get_run, list_attempts
 from appliance.store.schedules import get_schedule
 

@@ -19,8 +19,8 @@ from typing import Final
 from appliance.core.events import Actor
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import Conflict
-from appliance.store import rows
-from appliance.store.connection import Connection
+from appliance.store.infra import rows
+from appliance.store.infra.connection import Connection
 from appliance.store.schedules import create_schedule
 
 REQUEST_KEY_TTL_MS: Final = 24 * 3600 * 1000

@@ -24,9 +24,9 @@ from appliance.core.downtime import DowntimeReport
 from appliance.core.events import EventType
 from appliance.core.runs import RunState
 from appliance.core.schedules import CatchupPolicy
-from appliance.store.connection import Connection
 from appliance.store.events import SYSTEM_TENANT, append_event
 from appliance.store.incarnations import PreviousIncarnation
+from appliance.store.infra.connection import Connection
 from appliance.store.runs import state_list
 
 # Every state but ``cancelled``: a cancelled occurrence is neither late nor missed.

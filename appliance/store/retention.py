@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from appliance.core.runs import TERMINAL
-from appliance.store.connection import Connection
+from appliance.store.infra.connection import Connection
 
 DAY_MS = 86_400_000
 MAX_RETRY_SPAN_MS = 7 * DAY_MS  # ADR 0032: a retry window is at most 7 days

@@ -28,7 +28,7 @@ import itertools
 from dataclasses import dataclass
 
 from appliance.core.runs import RunState
-from appliance.store.connection import Connection
+from appliance.store.infra.connection import Connection
 from appliance.store.runs import RUN_COLUMNS, RunRecord
 
 Position = tuple[int, str]  # (scheduled_for, id) of the last run of the previous page

@@ -10,11 +10,11 @@ Rules this module guards:
   of future occurrences never attempted are deleted, other open rows become
   ``cancelled``, running rows finish their attempt — and get no retry behind the tenant's
   back (:func:`cancel_if_withdrawn`).
-- Rows are read into records by column name (:mod:`appliance.store.rows`).
+- Rows are read into records by column name (:mod:`appliance.store.infra.rows`).
 
 Inserting runs is :mod:`appliance.store.materialise`; claims, heartbeats and completion
-are :mod:`appliance.store.claims`; reclaim is :mod:`appliance.store.reclaim`; trigger and
-replay are :mod:`appliance.store.manual`. Functions take ``conn`` and ``now`` (epoch ms)
+are :mod:`appliance.store.claims`; reclaim is :mod:`appliance.store.usecases.reclaim`; trigger and
+replay are :mod:`appliance.store.usecases.manual`. Functions take ``conn`` and ``now`` (epoch ms)
 and never commit: the caller's ``Database.write`` is the transaction.
 """
 
@@ -35,9 +35,9 @@ from appliance.core.runs import (
     sources,
 )
 from appliance.errors import StoreError
-from appliance.store import rows
-from appliance.store.connection import Connection
 from appliance.store.events import NewEvent, append_events
+from appliance.store.infra import rows
+from appliance.store.infra.connection import Connection
 
 
 def state_list(states: Iterable[RunState]) -> str:

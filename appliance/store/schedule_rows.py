@@ -11,7 +11,7 @@ from typing import Any, Final
 from appliance.core.dst import Fold, Gap
 from appliance.core.retry_input import stored_policy, stored_retry
 from appliance.core.schedules import CatchupPolicy, Overlap, PayloadKind, Schedule, ScheduleSpec
-from appliance.store import rows
+from appliance.store.infra import rows
 
 # The spec's fields are the schedules columns of the same names, but for ``retry``: its
 # ``max_attempts`` column and the rest in ``retry_policy`` (core.retry_input).

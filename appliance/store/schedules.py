@@ -43,12 +43,12 @@ from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.schedule_input import changed_fields
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import Conflict, FieldError, NotFound, ValidationError
-from appliance.store import rows
-from appliance.store.connection import Connection
 from appliance.store.events import append_event, append_schedule_events
-from appliance.store.plan_pass import settle_schedule
+from appliance.store.infra import rows
+from appliance.store.infra.connection import Connection
 from appliance.store.runs import withdraw_future_runs, withdraw_open_runs
 from appliance.store.schedule_rows import COLUMNS, SPEC_FIELDS, spec_values
+from appliance.store.usecases.plan_pass import settle_schedule
 
 # Changing any of these makes rows planned from the old spec wrong (their time, their
 # due_at or their frozen body), so open rows are withdrawn and the cursor re-derived.
@@ -288,7 +288,7 @@ def settled(
     expected_version: int | None,
 ) -> Schedule:
     """The tenant's schedule at ``expected_version``, once every occurrence already due
-    under its current spec has a row (:func:`appliance.store.plan_pass.settle_schedule`):
+    under its current spec has a row (:func:`appliance.store.usecases.plan_pass.settle_schedule`):
     an edit, pause or delete then changes only what is planned from now on."""
     current = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
     check_version(current, expected_version)

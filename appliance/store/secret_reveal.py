@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from appliance.core.events import Actor, EventType
 from appliance.errors import NotFound
-from appliance.store.connection import Connection
 from appliance.store.events import append_event
+from appliance.store.infra.connection import Connection
 from appliance.store.tenants import SigningSecret, list_signing_secrets
 
 

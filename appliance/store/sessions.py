@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from appliance.core.events import Actor, EventType, JsonValue
-from appliance.store.connection import Connection
 from appliance.store.events import append_event
+from appliance.store.infra.connection import Connection
 from appliance.store.suspension import is_suspended
 from appliance.store.users import User, get_user, user_by_email
 

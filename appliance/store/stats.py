@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from appliance.store.connection import Connection
+from appliance.store.infra.connection import Connection
 from appliance.store.planning import PLAN_SQL
 from appliance.store.restarts import LastRestart, last_restart
 

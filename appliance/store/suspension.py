@@ -25,8 +25,8 @@ from appliance.core.events import Actor, EventType
 from appliance.core.instants import format_instant
 from appliance.core.runs import RunState, Transition, check_transition
 from appliance.errors import NotFound
-from appliance.store.connection import Connection
 from appliance.store.events import append_event
+from appliance.store.infra.connection import Connection
 from appliance.store.runs import OPEN_SQL
 
 # The tenants whose schedules plan nothing and whose callers are refused.

@@ -26,8 +26,8 @@ from appliance.core.signing import SECRET_PREFIX, new_signing_secret
 from appliance.errors import Conflict, NotFound, ValidationError
 from appliance.store.active_secrets import MAX_ACTIVE_SECRETS
 from appliance.store.api_keys import Scope, insert_api_key
-from appliance.store.connection import Connection
 from appliance.store.events import append_event
+from appliance.store.infra.connection import Connection
 
 # How long replaced secrets keep signing after a rotation, unless the rotation says.
 DEFAULT_OVERLAP_SECONDS = 86_400

@@ -24,8 +24,8 @@ from typing import Final
 
 from appliance.core.ids import looks_like, new_id
 from appliance.errors import Conflict, NotFound, ValidationError
-from appliance.store.connection import Connection
-from appliance.store.rows import Columns, flag, integer, optional_integer, optional_text, text
+from appliance.store.infra.connection import Connection
+from appliance.store.infra.rows import Columns, flag, integer, optional_integer, optional_text, text
 
 SETUP_LINK_MS: Final = 3_600_000
 MAX_EMAIL_CHARS: Final = 254

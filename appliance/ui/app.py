@@ -19,7 +19,7 @@ from werkzeug.exceptions import NotFound as NoSuchFile
 
 from appliance.core.json_text import NUL_MESSAGE, field_with_nul
 from appliance.errors import Conflict, NotFound, ValidationError
-from appliance.store.stream_limits import RETRY_AFTER_S, StreamLimitReached
+from appliance.live.limits import RETRY_AFTER_S, StreamLimitReached
 from appliance.ui import (
     admin,
     pages,

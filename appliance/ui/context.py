@@ -15,9 +15,9 @@ from quart import current_app, request
 
 from appliance.clock import WallClock
 from appliance.core.addresses import AddressPolicy
-from appliance.store.backend import Store
-from appliance.store.event_hub import EventHub
-from appliance.store.stream_limits import StreamRegistry
+from appliance.live.hub import EventHub
+from appliance.live.limits import StreamRegistry
+from appliance.store.infra.backend import Store
 from appliance.ui.hashing import HashingPool
 from appliance.ui.sign_in_log import UnknownSignIns
 

@@ -4,11 +4,11 @@ Events) and ``/guide`` (receiver snippets filled in with the tenant's own values
 The feed page shows the newest events; while it is open it counts what arrives after the
 newest shown and offers a "N new events" link instead of moving rows under the reader.
 One tab per browser follows ``/events/stream`` — the API's stream function and hub
-(:mod:`appliance.store.event_hub`) behind the session instead of a key; the others ask
+(:mod:`appliance.live.hub`) behind the session instead of a key; the others ask
 ``/events/new`` every five seconds (``web/static/steeple.js``: HTTP/1.1 allows six
 connections per host, and each stream holds one). Without JavaScript, reloading the page
 does the same. A stream counts toward its session's, tenant's and the process's caps
-(:mod:`appliance.store.stream_limits`); over one, or with a cursor that is not an event
+(:mod:`appliance.live.limits`); over one, or with a cursor that is not an event
 ``seq``, it answers a problem document (429, 422) instead of streaming.
 """
 
@@ -26,14 +26,14 @@ from appliance.core.cron_preview import soonest_occurrences
 from appliance.core.events import Actor, Event, EventType, read_cursor
 from appliance.core.schedules import Schedule
 from appliance.errors import FieldError, NotFound, ValidationError
+from appliance.live.hub import Recheck, StreamQuery, follow
+from appliance.live.limits import Holder, Surface, admit, holding
 from appliance.store import overview
-from appliance.store.backend import Store
-from appliance.store.connection import Connection
-from appliance.store.event_hub import Recheck, StreamQuery, follow
 from appliance.store.events import list_events
+from appliance.store.infra.backend import Store
+from appliance.store.infra.connection import Connection
 from appliance.store.runs import RunRecord
 from appliance.store.sessions import find_session
-from appliance.store.stream_limits import Holder, Surface, admit, holding
 from appliance.store.users import Role
 from appliance.ui.context import public_base_url, ui
 from appliance.ui.render import page

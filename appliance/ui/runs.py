@@ -14,11 +14,11 @@ from quart import Blueprint, Response, redirect, request
 from appliance.core.instants import format_scheduled_for, parse_instant
 from appliance.core.runs import RunState
 from appliance.errors import NotFound, ValidationError
-from appliance.store import manual
 from appliance.store import runs as run_store
-from appliance.store.connection import Connection
+from appliance.store.infra.connection import Connection
 from appliance.store.run_search import RunFilter, search_runs
 from appliance.store.schedules import get_schedule
+from appliance.store.usecases import manual
 from appliance.store.users import Role
 from appliance.ui.context import ui
 from appliance.ui.render import page

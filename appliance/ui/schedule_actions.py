@@ -17,9 +17,10 @@ from quart import Blueprint, Response, redirect, request
 from appliance.core.events import Actor
 from appliance.core.schedules import Schedule
 from appliance.errors import ValidationError
-from appliance.store import manual, pauses
+from appliance.store import pauses
 from appliance.store import schedules as store
-from appliance.store.connection import Connection
+from appliance.store.infra.connection import Connection
+from appliance.store.usecases import manual
 from appliance.store.users import Role
 from appliance.ui.context import ui
 from appliance.ui.redirects import local_path

@@ -29,7 +29,7 @@ from appliance.errors import FieldError, NotFound, ValidationError
 from appliance.store import overview, pauses, request_keys
 from appliance.store import runs as run_store
 from appliance.store import schedules as store
-from appliance.store.connection import Connection
+from appliance.store.infra.connection import Connection
 from appliance.store.request_keys import StoredResponse
 from appliance.store.users import Role
 from appliance.ui import preview

@@ -27,14 +27,14 @@ from appliance.core.runs import AttemptOutcome, RunState, Transition, Trigger, o
 from appliance.core.schedules import Schedule
 from appliance.engine.delivery import check_destination
 from appliance.engine.delivery.connect import name_not_resolved
+from appliance.live.hub import EventHub
+from appliance.live.limits import StreamRegistry
 from appliance.store.claims import claim_runs
 from appliance.store.completions import Completion, complete_run
-from appliance.store.database import Database
-from appliance.store.event_hub import EventHub
 from appliance.store.incarnations import register_incarnation
+from appliance.store.infra.database import Database
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.schedules import get_schedule
-from appliance.store.stream_limits import StreamRegistry
 from appliance.store.tenants import create_tenant
 
 START = parse_instant("2026-03-02T10:00:00.400Z")

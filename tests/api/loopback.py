@@ -15,7 +15,7 @@ import hypercorn.trio
 import trio
 from quart_trio import QuartTrio
 
-from appliance.store.event_hub import EventHub
+from appliance.live.hub import EventHub
 
 
 @asynccontextmanager

@@ -19,7 +19,7 @@ from appliance.core.dedupe_test import ProbeAnswer
 from appliance.core.delivery import DeliveryRequest
 from appliance.engine.delivery import DeliveryClient, probe_answer, send
 from appliance.engine.delivery.connect import refusal
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant
 from tests.api.conftest import START, Api, FakeClock, Nudges, build_app
 from tests.engine.loopback import fake_dns

@@ -22,7 +22,7 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from appliance.api import serving
-from appliance.store.event_hub import HEARTBEAT_S
+from appliance.live.hub import HEARTBEAT_S
 from tests.api.test_serving import HEAD, connect, read_until, serving_on_loopback
 
 TIMEOUT = 1.0  # the config's read and keep-alive timeouts, in seconds

@@ -20,8 +20,8 @@ from appliance.receiver import VerificationError, verify_delivery
 from appliance.store.active_secrets import active_secrets
 from appliance.store.claims import claim_runs
 from appliance.store.completions import Completion, complete_run
-from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant
 from tests.api.conftest import START, Api, FakeClock
 from tests.e2e.harness import Receiver

@@ -17,7 +17,7 @@ from appliance.core.delivery import DeliveryRequest
 from appliance.core.ids import idempotency_key, run_id
 from appliance.engine.delivery import DeliveryClient, probe_answer, send
 from appliance.receiver import verify_delivery
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant
 from tests.api.conftest import (
     START,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from appliance.core.instants import parse_instant
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests.api.conftest import Api, FakeClock
 from tests.api.test_schedule_kinds import get, plan, runs
 

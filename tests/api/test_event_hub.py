@@ -11,14 +11,14 @@ import pytest
 import trio
 import trio.testing
 
-import appliance.store.event_hub
+import appliance.live.hub
 from appliance.api.events import EventQuery
 from appliance.api.stream import HEARTBEAT_S, RETRY_MS, EventHub, Live, _messages
 from appliance.core.envelope import render_event
 from appliance.core.events import Event, EventType
-from appliance.store.database import Database
-from appliance.store.event_hub import Recheck
+from appliance.live.hub import Recheck
 from appliance.store.events import SYSTEM_TENANT, append_event
+from appliance.store.infra.database import Database
 
 NOW = 1_790_000_000_000
 
@@ -150,7 +150,7 @@ async def test_each_event_is_rendered_once_whatever_the_number_of_streams(
         rendered.append(event.seq)
         return render_event(event)
 
-    monkeypatch.setattr(appliance.store.event_hub, "render_event", counting)
+    monkeypatch.setattr(appliance.live.hub, "render_event", counting)
     hub = EventHub(db)
     streams: list[tuple[list[bytes], trio.Event]] = [([], trio.Event()) for _ in range(5)]
     async with trio.open_nursery() as nursery:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from appliance.engine.planner import record_clock_jump
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests.api.conftest import Api, FakeClock
 from tests.test_event_schemas import validators  # noqa: F401  (a fixture)
 

@@ -13,7 +13,7 @@ import pytest
 from quart_trio import QuartTrio
 
 from appliance.core.hosts import AllowedHosts
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests.api.conftest import FakeClock, Nudges
 from tests.e2e.harness import Appliance, create_tenant
 from tests.ui.conftest import make_app

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from appliance.store.database import Database
-from appliance.store.manual import trigger_schedule
+from appliance.store.infra.database import Database
+from appliance.store.usecases.manual import trigger_schedule
 from tests.api.conftest import Api, FakeClock, load_schedule, schedule_json
 
 TEMPLATE = {

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from appliance.core.retry import ExponentialBackoff, RetryPolicy
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests.api.conftest import Api, load_schedule, schedule_json
 
 POLICY = {

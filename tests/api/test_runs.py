@@ -11,9 +11,9 @@ import pytest
 from appliance.core.events import EventType
 from appliance.core.ids import idempotency_key, run_id
 from appliance.core.instants import format_scheduled_for
-from appliance.store.database import Database
 from appliance.store.events import list_events
-from appliance.store.plan_pass import PlannerConfig, plan_once
+from appliance.store.infra.database import Database
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from tests.api.conftest import (
     START,
     Api,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from appliance.core.instants import format_instant, parse_instant
-from appliance.store.database import Database
-from appliance.store.plan_pass import PlannerConfig, plan_once
+from appliance.store.infra.database import Database
 from appliance.store.runs import list_runs
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from tests.api.conftest import START, Api, FakeClock, schedule_json
 
 SECOND = 1000

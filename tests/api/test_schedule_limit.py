@@ -8,7 +8,7 @@ import pytest
 from quart_trio import QuartTrio
 
 from appliance.core.addresses import AddressPolicy
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant
 from tests.api.conftest import START, Api, FakeClock, Nudges, build_app, schedule_json
 

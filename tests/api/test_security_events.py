@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests.api.conftest import Api
 from tests.engine.conftest import stored_events
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from appliance.core.instants import format_instant
 from appliance.store.active_secrets import active_secrets
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests.api.conftest import Api, FakeClock
 
 

@@ -11,7 +11,7 @@ import pytest
 from quart_trio import QuartTrio
 
 from appliance.core.events import MAX_SEQ
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests.api.conftest import FakeClock, Nudges
 from tests.api.loopback import Stream, open_stream, served
 from tests.ui.conftest import Tenant, add_tenant, make_app, session_cookie

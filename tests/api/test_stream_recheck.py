@@ -13,11 +13,11 @@ import pytest
 from quart_trio import QuartTrio
 
 from appliance.core.events import EventType
+from appliance.live.limits import StreamRegistry, Surface
 from appliance.store.api_keys import Scope, insert_api_key
-from appliance.store.database import Database
 from appliance.store.events import append_event
+from appliance.store.infra.database import Database
 from appliance.store.sessions import end_session, find_session
-from appliance.store.stream_limits import StreamRegistry, Surface
 from appliance.store.suspension import suspend_tenant
 from tests.api.conftest import START, FakeClock, Nudges, schedule_json
 from tests.api.loopback import Stream, open_stream, served

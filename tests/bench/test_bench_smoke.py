@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from appliance.core.timing import ScheduleKind, kind_of, occurrences
-from appliance.store.plan_pass import PlannerConfig
+from appliance.store.usecases.plan_pass import PlannerConfig
 from bench import burst, peers, planner, recovery, scale, steady, transport
 from bench.deliveries import judge, parse_scheduled_for
 from bench.processes import Arrival, Sink, sink

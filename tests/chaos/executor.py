@@ -2,7 +2,7 @@
 
 ``python -m tests.chaos.executor --db PATH [options]`` registers its own incarnation and
 runs the real planner, dispatcher (with heartbeats) and reaper on the database file, built
-by ``build_engine`` as ``appliance.runtime`` builds them — but it takes **no lock file**,
+by ``build_engine`` as ``appliance.wiring.runtime`` builds them — but it takes **no lock file**,
 so several of them (or one beside a zombie) can race on one file, which the appliance
 itself refuses. Lease, heartbeat and margin are options, so a lease can lapse in seconds
 rather than 30.
@@ -34,9 +34,9 @@ from appliance.engine.assembly import EngineConfig, build_engine
 from appliance.engine.delivery import DeliveryClient
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.reaper import ReaperConfig
-from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.plan_pass import PlannerConfig
+from appliance.store.infra.database import Database
+from appliance.store.usecases.plan_pass import PlannerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -194,7 +194,7 @@ def query(path: Target, sql: str, params: Sequence[object] = ()) -> list[tuple[o
 def _query_postgres(url: str, sql: str, params: Sequence[object]) -> list[tuple[object, ...]]:
     import psycopg
 
-    from appliance.store.postgres.connection import PgConnection, configure
+    from appliance.store.infra.postgres.connection import PgConnection, configure
 
     with psycopg.connect(url, autocommit=True, connect_timeout=10) as raw:
         configure(raw)

@@ -36,7 +36,7 @@ from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
 from appliance.core.timing_input import TimingInput
 from appliance.engine.delivery import Answer
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant as store_create_tenant
 from tests.chaos.conftest import Profile
 from tests.chaos.recorder import (

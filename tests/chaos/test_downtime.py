@@ -44,10 +44,10 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
 from appliance.engine.delivery import Answer
-from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.reclaim import reclaim_previous
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant
+from appliance.store.usecases.reclaim import reclaim_previous
 from tests.chaos.recorder import publish
 from tests.engine.conftest import Endpoint, Received, reply, running_engine, stored_events
 from tests.store.conftest import ScheduleRow, insert_schedule

@@ -32,7 +32,7 @@ from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
 from appliance.core.retry import TransportFailure
 from appliance.engine.delivery import Answer, DeliveryFailed
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.pauses import pause_schedule
 from appliance.store.tenants import create_tenant as store_create_tenant
 from tests.chaos.conftest import Profile

@@ -70,18 +70,18 @@ from appliance.core.retry import RetryPolicy
 from appliance.core.runs import TRANSITIONS, AttemptOutcome, RunState, Transition
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
 from appliance.engine.reaper import ReaperConfig, reap_once
-from appliance.store.backend import Store
 from appliance.store.claims import ClaimedRun, claim_runs, renew_leases
 from appliance.store.completions import Completion, complete_run
-from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.manual import replay_run, trigger_schedule
+from appliance.store.infra.backend import Store
+from appliance.store.infra.database import Database
+from appliance.store.infra.postgres.database import PgDatabase
 from appliance.store.pauses import pause_schedule, resume_schedule
-from appliance.store.plan_pass import PlannerConfig, plan_once
-from appliance.store.postgres.database import PgDatabase
-from appliance.store.reclaim import reclaim_previous
 from appliance.store.schedules import create_schedule, get_schedule, update_schedule
 from appliance.store.tenants import create_tenant
+from appliance.store.usecases.manual import replay_run, trigger_schedule
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
+from appliance.store.usecases.reclaim import reclaim_previous
 from tests.chaos.recorder import publish
 from tests.postgres_cluster import Cluster
 

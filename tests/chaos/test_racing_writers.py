@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant as store_create_tenant
 from tests.chaos.conftest import Profile
 from tests.chaos.executor import Executor

@@ -9,7 +9,7 @@ soak minutes are spent:
 1. **PostgreSQL restarts** (``pg_ctl stop -m fast``, down a few seconds, ``start``).
    While it is down, each replica's ``/healthz`` and ``/readyz`` are read. Every replica
    rides the outage out: its transactions wait for the server and run again
-   (store/postgres/database.py, "An outage is waited out"), so none exits
+   (store/infra/postgres/database.py, "An outage is waited out"), so none exits
    (``db_restart_exits`` is 0). A replica that did exit would be started again, as its
    service manager would (``Restart=on-failure``), so the other invariants are still
    checked.

@@ -44,11 +44,11 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock
 from appliance.engine.delivery import Answer
 from appliance.receiver import MemoryDeduper, Receiver
-from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.reclaim import reclaim_previous
-from appliance.store.snapshot import put_in_place
+from appliance.store.infra.database import Database
+from appliance.store.infra.snapshot import put_in_place
 from appliance.store.tenants import create_tenant
+from appliance.store.usecases.reclaim import reclaim_previous
 from tests.chaos.recorder import duplicate_rows, publish
 from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
@@ -102,7 +102,7 @@ def backup(path: Path, target: Path) -> None:
 
 def restore(backup_file: Path, path: Path) -> None:
     """As ``steeple restore`` does: the live files moved aside, the copy put in place with
-    its event sequence continued above the replaced file's (store/snapshot.py)."""
+    its event sequence continued above the replaced file's (store/infra/snapshot.py)."""
     put_in_place(backup_file, path, aside_suffix=".before-restore")
 
 

@@ -47,11 +47,11 @@ from appliance.clock import SystemClock, TrioWallClock
 from appliance.engine.delivery import Answer
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.reaper import ReaperConfig, reap_once
-from appliance.store.database import Database
 from appliance.store.events import list_events
-from appliance.store.manual import trigger_schedule
+from appliance.store.infra.database import Database
 from appliance.store.runs import list_attempts, list_runs
 from appliance.store.tenants import create_tenant
+from appliance.store.usecases.manual import trigger_schedule
 from tests.chaos.recorder import lease_violations, publish
 from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0, ScheduleRow, insert_schedule

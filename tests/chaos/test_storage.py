@@ -47,11 +47,11 @@ from appliance.engine.reaper import ReaperConfig, reap_once
 from appliance.errors import StoreError
 from appliance.store.claims import ClaimedRun, claim_runs, renew_leases
 from appliance.store.completions import Completion, complete_run
-from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.plan_pass import PlannerConfig, plan_once
-from appliance.store.reclaim import reclaim_previous
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
+from appliance.store.usecases.reclaim import reclaim_previous
 from tests.chaos.faultvfs import FaultVFS, write_image
 from tests.chaos.recorder import publish
 from tests.engine.conftest import Endpoint, Received, reply, running_engine, stored_events

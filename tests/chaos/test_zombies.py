@@ -27,7 +27,7 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
 from appliance.engine.delivery import Answer
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant as store_create_tenant
 from tests.chaos.conftest import Profile
 from tests.chaos.executor import Executor

@@ -25,9 +25,9 @@ from appliance.engine.assembly import Engine, EngineConfig, build_engine
 from appliance.engine.delivery import Exchange
 from appliance.engine.dispatcher import DispatchConfig, RenewLeases
 from appliance.store.claims import renew_leases as store_renew_leases
-from appliance.store.database import Database
 from appliance.store.events import events_after
 from appliance.store.incarnations import register_incarnation
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant
 from tests.engine.fake_exchange import Endpoint, Received, reply
 from tests.store.conftest import T0, ScheduleRow, insert_schedule

@@ -15,7 +15,7 @@ from trio.testing import MockClock
 
 from appliance.clock import TrioWallClock
 from appliance.engine.checkpointer import Checkpointer, CheckpointerConfig
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests.engine.conftest import Endpoint, reply, running_engine
 from tests.store.conftest import T0
 

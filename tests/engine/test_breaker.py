@@ -15,8 +15,8 @@ from appliance.core.breaker import BreakerConfig
 from appliance.core.events import EventType
 from appliance.engine.delivery import Answer
 from appliance.engine.dispatcher import DispatchConfig
-from appliance.store.database import Database
 from appliance.store.events import list_events
+from appliance.store.infra.database import Database
 from appliance.store.runs import list_attempts, list_runs
 from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0

@@ -19,7 +19,7 @@ from appliance.clock import TrioWallClock
 from appliance.core.runs import RunState
 from appliance.engine.delivery import DeliveryClient
 from appliance.engine.delivery.connect import refusal
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.runs import list_attempts, list_runs
 from tests.engine.conftest import running_engine, stored_events
 from tests.engine.loopback import OPEN, canned, fake_dns, receiver

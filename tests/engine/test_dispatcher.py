@@ -20,10 +20,10 @@ from appliance.engine.delivery import Answer, DeliveryFailed
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.errors import StoreError
 from appliance.store.active_secrets import active_secrets
-from appliance.store.database import Database
 from appliance.store.events import list_events
-from appliance.store.manual import replay_run
+from appliance.store.infra.database import Database
 from appliance.store.runs import RunRecord, list_attempts, list_runs
+from appliance.store.usecases.manual import replay_run
 from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0
 

@@ -19,7 +19,7 @@ from appliance.engine import dispatcher
 from appliance.engine.delivery import Answer
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.store.completions import Finished, complete_runs
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.runs import RunRecord, list_runs
 from tests.engine.conftest import Endpoint, Received, reply, running_engine
 

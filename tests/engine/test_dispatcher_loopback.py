@@ -12,7 +12,7 @@ from trio.testing import MockClock
 from appliance.clock import TrioWallClock
 from appliance.core.runs import AttemptOutcome, RunState
 from appliance.engine.delivery import DeliveryClient
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.runs import AttemptRecord, list_attempts, list_runs
 from tests.engine.conftest import running_engine
 from tests.engine.loopback import (

@@ -26,7 +26,7 @@ from appliance.clock import TrioWallClock
 from appliance.core.instants import parse_instant
 from appliance.engine.delivery import Answer
 from appliance.engine.dispatcher import DispatchConfig
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant
 from tests.engine.conftest import running_engine
 from tests.engine.fake_exchange import Endpoint, Received, reply

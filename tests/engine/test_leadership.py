@@ -12,8 +12,8 @@ from appliance.clock import TrioWallClock
 from appliance.engine.leadership import Leadership, LeadershipConfig
 from appliance.engine.planner import Planner
 from appliance.engine.wakeup import Wakeup
-from appliance.store.database import Database
-from appliance.store.plan_pass import PlannerConfig
+from appliance.store.infra.database import Database
+from appliance.store.usecases.plan_pass import PlannerConfig
 from tests.store.conftest import T0
 
 CONFIG = LeadershipConfig(term_ms=6_000)

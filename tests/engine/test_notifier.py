@@ -21,8 +21,8 @@ from appliance.engine import notifier
 from appliance.engine.delivery import Answer
 from appliance.engine.notifier import Notifier, NotifierConfig
 from appliance.store.active_secrets import active_secrets
-from appliance.store.database import Database
 from appliance.store.events import append_event, list_events
+from appliance.store.infra.database import Database
 from appliance.store.notifications import list_notifications, next_notification_due, set_target
 from appliance.store.tenants import create_tenant
 from tests.engine.conftest import Endpoint, Received, reply, running_engine

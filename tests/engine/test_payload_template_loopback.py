@@ -10,7 +10,7 @@ from trio.testing import MockClock
 
 from appliance.clock import TrioWallClock
 from appliance.core.runs import RunState
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests.engine.loopback import response
 from tests.engine.test_retry_policy_loopback import answers, create, deliver, the_run
 

@@ -18,12 +18,12 @@ from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import planned_occurrences
 from appliance.engine.planner import Planner
 from appliance.engine.wakeup import Wakeup
-from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, list_events
+from appliance.store.infra.database import Database
 from appliance.store.materialise import store_body
-from appliance.store.plan_pass import MissReason, PlannerConfig, PlanResult, plan_once
 from appliance.store.planning import earliest_cursor
 from appliance.store.suspension import resume_tenant, suspend_tenant
+from appliance.store.usecases.plan_pass import MissReason, PlannerConfig, PlanResult, plan_once
 from tests.engine.conftest import Endpoint, running_engine
 from tests.store.conftest import T0
 

@@ -16,7 +16,7 @@ from appliance.core.dst import Fold, Gap
 from appliance.core.instants import parse_instant
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.timing import occurrences
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.schedules import create_schedule
 from appliance.store.tenants import create_tenant
 from tests.engine.test_planner_kinds import CONFIG, SECOND, plan_until_done, rows, spec

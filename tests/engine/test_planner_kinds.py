@@ -19,11 +19,11 @@ from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
 from appliance.core.timing import occurrences
 from appliance.errors import ValidationError
-from appliance.store.database import Database
 from appliance.store.events import list_events
-from appliance.store.plan_pass import PlannerConfig, plan_once
+from appliance.store.infra.database import Database
 from appliance.store.schedules import create_schedule, get_schedule
 from appliance.store.tenants import create_tenant
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from tests.store.conftest import T0
 
 SECOND = 1000

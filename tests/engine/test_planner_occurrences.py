@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from appliance.core.cron import occurrences_after, parse_cron
 from appliance.core.occurrence_cache import OccurrenceCache
-from appliance.store.database import Database
-from appliance.store.plan_pass import PlannerConfig, plan_once
+from appliance.store.infra.database import Database
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from tests.store.conftest import T0
 
 MINUTE = 60_000

@@ -11,11 +11,11 @@ import apsw
 from appliance.core.instants import format_scheduled_for
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.schedules import PayloadKind
-from appliance.store.backfill import backfill
-from appliance.store.database import Database
-from appliance.store.manual import trigger_schedule
+from appliance.store.infra.database import Database
 from appliance.store.schedules import create_schedule
 from appliance.store.tenants import create_tenant
+from appliance.store.usecases.backfill import backfill
+from appliance.store.usecases.manual import trigger_schedule
 from tests.engine.test_planner_kinds import plan_until_done, spec
 from tests.store.conftest import T0
 

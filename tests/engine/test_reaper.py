@@ -15,11 +15,11 @@ from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.reaper import Reaper, ReaperConfig, reap_once
 from appliance.engine.wakeup import Wakeup
 from appliance.store.claims import claim_runs
-from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.plan_pass import PlannerConfig, plan_once
-from appliance.store.reclaim import reclaim_previous
+from appliance.store.infra.database import Database
 from appliance.store.runs import RunRecord, list_attempts, list_runs
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
+from appliance.store.usecases.reclaim import reclaim_previous
 from tests.engine.conftest import Endpoint, Received, reply, running_engine
 from tests.store.conftest import T0
 

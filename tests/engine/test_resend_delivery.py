@@ -14,9 +14,9 @@ from appliance.core.ids import idempotency_key
 from appliance.core.signing import verify
 from appliance.engine.delivery import DeliveryClient
 from appliance.store.active_secrets import active_secrets_of
-from appliance.store.database import Database
-from appliance.store.resend import resend_copy
+from appliance.store.infra.database import Database
 from appliance.store.runs import list_attempts, list_runs
+from appliance.store.usecases.resend import resend_copy
 from tests.engine.conftest import running_engine
 from tests.engine.loopback import LOOPBACK_ALLOWED, keep_alive_server
 

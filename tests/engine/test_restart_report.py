@@ -26,7 +26,6 @@ from appliance.engine.liveness import LivenessConfig
 from appliance.engine.restarts import report_restart
 from appliance.store.claims import claim_runs
 from appliance.store.completions import Completion, complete_run
-from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, list_events
 from appliance.store.incarnations import (
     PreviousIncarnation,
@@ -35,9 +34,10 @@ from appliance.store.incarnations import (
     previous_incarnation,
     register_incarnation,
 )
-from appliance.store.plan_pass import PlannerConfig, plan_once
-from appliance.store.reclaim import reclaim_previous
+from appliance.store.infra.database import Database
 from appliance.store.restarts import last_restart
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
+from appliance.store.usecases.reclaim import reclaim_previous
 from tests.engine.conftest import Endpoint, running_engine
 from tests.store.conftest import T0
 

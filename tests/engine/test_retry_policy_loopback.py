@@ -14,7 +14,7 @@ from appliance.clock import TrioWallClock
 from appliance.core.runs import AttemptOutcome, RunState
 from appliance.core.schedule_input import parse_schedule
 from appliance.engine.delivery import DeliveryClient
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.runs import AttemptRecord, RunRecord, list_attempts, list_runs
 from appliance.store.schedules import create_schedule
 from tests.engine.conftest import running_engine

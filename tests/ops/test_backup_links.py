@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from appliance.cli import main
+from appliance.cli.main import main
 from appliance.core.instants import parse_instant
 from appliance.errors import StoreError
 from appliance.ops.doctor import examine
 from appliance.settings import load_settings
-from appliance.store.database import Database
-from appliance.store.snapshot import backup_into, take_snapshot, verify_copy
+from appliance.store.infra.database import Database
+from appliance.store.infra.snapshot import backup_into, take_snapshot, verify_copy
 from appliance.store.tenants import create_tenant
 
 T0 = parse_instant("2026-03-02T10:00:00Z")

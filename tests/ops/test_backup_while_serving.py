@@ -11,7 +11,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from appliance.store.snapshot import verify_copy
+from appliance.store.infra.snapshot import verify_copy
 from tests.e2e.harness import Appliance, Receiver, create_tenant, steeple
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.cli import main
+from appliance.cli.main import main
 from appliance.errors import ConfigError
 from appliance.ops.init import render
 from appliance.settings import SETTINGS, load_settings

@@ -8,10 +8,10 @@ from pathlib import Path
 import apsw
 import pytest
 
-from appliance.cli import main
+from appliance.cli.main import main
 from appliance.errors import StoreError
-from appliance.store.database import Database
-from appliance.store.migrate import migrations
+from appliance.store.infra.database import Database
+from appliance.store.infra.migrate import migrations
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[object], str]:

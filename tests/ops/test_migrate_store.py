@@ -20,26 +20,26 @@ import apsw
 import psycopg
 import pytest
 
-from appliance.cli import main
+from appliance.cli.main import main
 from appliance.core.events import Actor, EventType
 from appliance.core.instants import format_instant
 from appliance.errors import DatabaseLocked, StoreError
 from appliance.ops.migrate_store import migrate_store
 from appliance.store.active_secrets import active_secrets
 from appliance.store.api_keys import Scope, caller_for_api_key, issue_api_key, revoke_api_key
-from appliance.store.backend import Store
-from appliance.store.database import Database
 from appliance.store.events import append_event, list_events
-from appliance.store.lockfile import LockFile
-from appliance.store.migrate import migrations
+from appliance.store.infra.backend import Store
+from appliance.store.infra.database import Database
+from appliance.store.infra.lockfile import LockFile
+from appliance.store.infra.migrate import migrations
+from appliance.store.infra.postgres import transfer
+from appliance.store.infra.postgres.database import PgDatabase
 from appliance.store.notifications import list_notifications, set_target
-from appliance.store.plan_pass import PlannerConfig, plan_once
-from appliance.store.postgres import transfer
-from appliance.store.postgres.database import PgDatabase
 from appliance.store.runs import list_attempts, list_runs
 from appliance.store.schedules import list_schedules
 from appliance.store.sessions import find_session, reserve_attempt, start_session, throttled
 from appliance.store.tenants import list_tenants, rotate_signing_secret
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from appliance.store.users import Role, create_user, user_by_email
 from tests.e2e.harness import Appliance, Receiver, create_tenant
 

@@ -20,14 +20,15 @@ from appliance.api.app import create_app
 from appliance.api.metrics import Observability
 from appliance.clock import SystemClock
 from appliance.core.addresses import AddressPolicy
-from appliance.lifecycle import Lifecycle, pet_watchdog
-from appliance.logs import configure
-from appliance.sdnotify import notify, watchdog_interval_s
+from appliance.core.lifecycle import Lifecycle
+from appliance.live.hub import EventHub
 from appliance.settings import load_settings
-from appliance.store.database import Database
-from appliance.store.event_hub import EventHub
 from appliance.store.incarnations import PreviousIncarnation
+from appliance.store.infra.database import Database
 from appliance.store.restarts import downtime_report, record_restart
+from appliance.wiring.logs import configure
+from appliance.wiring.sdnotify import notify, watchdog_interval_s
+from appliance.wiring.watchdog import pet_watchdog
 
 
 def test_notify_sends_one_datagram_to_a_path_or_an_abstract_socket(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.cli import _parser
+from appliance.cli.main import _parser
 from appliance.settings import SETTINGS, load_settings
 from tests.ops.processes import Served, data_args
 

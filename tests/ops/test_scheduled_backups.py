@@ -11,8 +11,8 @@ import pytest
 
 from appliance.core.instants import parse_instant
 from appliance.engine.backups import BackupConfig, Backups
-from appliance.store.database import Database
-from appliance.store.snapshot import last_backup, verify_copy
+from appliance.store.infra.database import Database
+from appliance.store.infra.snapshot import last_backup, verify_copy
 from appliance.store.tenants import create_tenant
 from tests.e2e.harness import Appliance
 from tests.ops.processes import wait_for_log

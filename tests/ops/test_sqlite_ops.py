@@ -8,15 +8,15 @@ from pathlib import Path
 import apsw
 import pytest
 
-from appliance.cli import main
+from appliance.cli.main import main
 from appliance.core.events import EventType
 from appliance.errors import StoreError
 from appliance.ops.doctor import clock_finding, filesystem_type
-from appliance.store.database import Database
 from appliance.store.events import append_event
-from appliance.store.lockfile import LockFile
-from appliance.store.migrate import migrations
-from appliance.store.snapshot import SEQ_GAP, highest_event_seq, last_backup, verify_copy
+from appliance.store.infra.database import Database
+from appliance.store.infra.lockfile import LockFile
+from appliance.store.infra.migrate import migrations
+from appliance.store.infra.snapshot import SEQ_GAP, highest_event_seq, last_backup, verify_copy
 from appliance.store.tenants import create_tenant
 
 KNOWN = len(migrations())

@@ -21,10 +21,10 @@ import pytest
 
 from appliance.core.ids import new_id
 from appliance.core.instants import parse_instant
-from appliance.store.backend import Store
-from appliance.store.connection import Connection
-from appliance.store.database import Database
-from appliance.store.postgres.database import PgDatabase
+from appliance.store.infra.backend import Store
+from appliance.store.infra.connection import Connection
+from appliance.store.infra.database import Database
+from appliance.store.infra.postgres.database import PgDatabase
 from appliance.store.tenants import create_tenant
 
 T0 = parse_instant("2026-08-06T03:00:00Z")

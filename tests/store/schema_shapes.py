@@ -11,7 +11,7 @@ from typing import Any
 
 import apsw
 
-from appliance.store.migrate import migrations
+from appliance.store.infra.migrate import migrations
 
 ROWID_TABLES = {"api_keys", "signing_secrets", "job_runs"}
 SQLITE_TYPES = {"INTEGER": "bigint", "TEXT": "text", "BLOB": "bytea"}
@@ -25,8 +25,8 @@ def _files(package: str) -> list[tuple[str, str]]:
     return sorted((name, sql) for name, sql in found if name.endswith(".sql"))
 
 
-PG_FILES = _files("appliance.store.postgres")
-SQLITE_FILES = _files("appliance.store")
+PG_FILES = _files("appliance.store.infra.postgres")
+SQLITE_FILES = _files("appliance.store.infra")
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ import apsw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from appliance.store.backfill import backfill
-from appliance.store.database import Database
-from appliance.store.plan_pass import PlannerConfig, plan_once
+from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant
+from appliance.store.usecases.backfill import backfill
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
 
 MINUTE = 60_000

@@ -10,13 +10,13 @@ import pytest
 from appliance.core.runs import RunState
 from appliance.core.schedules import Schedule
 from appliance.errors import ValidationError
-from appliance.store import manual
 from appliance.store.claims import claim_runs
 from appliance.store.completions import complete_run
-from appliance.store.database import Database
 from appliance.store.incarnations import register_incarnation
-from appliance.store.manual import replay_matching, replay_runs
+from appliance.store.infra.database import Database
 from appliance.store.run_search import RunFilter, search_runs
+from appliance.store.usecases import manual
+from appliance.store.usecases.manual import replay_matching, replay_runs
 from tests.store.conftest import T0, MakeSchedule
 from tests.store.test_runs import add_run, ok, schedule_value
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from appliance.store import claims, notifications
-from appliance.store.backend import Store
-from appliance.store.connection import SKIP_LOCKED, Connection, row_locks
-from appliance.store.database import Database
+from appliance.store.infra.backend import Store
+from appliance.store.infra.connection import SKIP_LOCKED, Connection, row_locks
+from appliance.store.infra.database import Database
 from tests.store.conftest import T0
 
 PARAMS = {"owner": "o", "now": T0, "expires": T0 + 30_000, "until": T0 + 30_000}

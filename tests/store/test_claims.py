@@ -11,7 +11,7 @@ import pytest
 from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.store import claims
 from appliance.store.claims import ClaimBatch, claim_runs
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.tenants import create_tenant
 from tests.store.conftest import SQLITE_ONLY, T0, ScheduleRow, insert_schedule

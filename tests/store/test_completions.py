@@ -18,8 +18,8 @@ from appliance.core.runs import AttemptOutcome, IllegalTransition, RunState, Tra
 from appliance.core.schedules import Schedule
 from appliance.store.claims import ClaimedRun
 from appliance.store.completions import Completion, Finished, complete_runs
-from appliance.store.database import Database
 from appliance.store.events import list_events
+from appliance.store.infra.database import Database
 from appliance.store.runs import list_attempts
 from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule
 from tests.store.test_runs import MINUTE, add_run, claim, ok, retry, run_of, schedule_value

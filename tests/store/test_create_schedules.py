@@ -13,8 +13,8 @@ from appliance.core.events import Actor
 from appliance.core.instants import parse_instant
 from appliance.core.schedule_input import parse_schedule
 from appliance.errors import ValidationError
-from appliance.store.database import Database
 from appliance.store.events import list_events
+from appliance.store.infra.database import Database
 from appliance.store.schedules import count_schedules, create_schedules, get_schedule
 from appliance.store.tenants import create_tenant
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from appliance.store.database import Database
-from appliance.store.datadir import tighten_modes
+from appliance.store.infra.database import Database
+from appliance.store.infra.datadir import tighten_modes
 from appliance.store.tenants import create_tenant
 from tests.store.conftest import T0
 

@@ -15,9 +15,9 @@ import trio
 import trio.testing
 
 from appliance.errors import DatabaseLocked, StoreError
-from appliance.store.database import WRITER_CACHE_KIB, Database
-from appliance.store.lockfile import LockFile
-from appliance.store.migrate import current_version, migrations
+from appliance.store.infra.database import WRITER_CACHE_KIB, Database
+from appliance.store.infra.lockfile import LockFile
+from appliance.store.infra.migrate import current_version, migrations
 
 
 @pytest.fixture
@@ -148,7 +148,8 @@ def test_lock_file_is_exclusive_across_processes(tmp_path: Path) -> None:
         with pytest.raises(DatabaseLocked, match="another Steeple appliance"):
             LockFile(lock_path).acquire()
         probe = (
-            "import sys; from pathlib import Path; from appliance.store.lockfile import LockFile\n"
+            "import sys; from pathlib import Path\n"
+            "from appliance.store.infra.lockfile import LockFile\n"
             "try:\n    LockFile(Path(sys.argv[1])).acquire()\nexcept Exception as e:\n"
             "    print(type(e).__name__); sys.exit(3)\n"
         )

@@ -1,4 +1,4 @@
-"""The translator from the store's SQLite dialect to PostgreSQL's (store/postgres/dialect.py).
+"""The translator from the store's SQLite dialect to PostgreSQL's (store/infra/postgres/dialect.py).
 
 Pure string tests; whether the translations *mean* the same is the contract suite's
 question (every store test runs on both stores)."""
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from appliance.store.postgres.dialect import DialectError, to_postgres
+from appliance.store.infra.postgres.dialect import DialectError, to_postgres
 
 
 @pytest.mark.parametrize(

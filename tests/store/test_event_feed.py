@@ -7,8 +7,8 @@ import apsw
 import pytest
 
 from appliance.core.events import EventType
-from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, append_event, list_events
+from appliance.store.infra.database import Database
 from tests.store.conftest import SQLITE_ONLY
 
 NOW = 1_790_000_000_000

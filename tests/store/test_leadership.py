@@ -3,7 +3,7 @@ renewed by its holder with its term's start kept, resigned at once."""
 
 from __future__ import annotations
 
-from appliance.store.backend import Store
+from appliance.store.infra.backend import Store
 from appliance.store.leadership import lead, resign
 from tests.store.conftest import T0
 

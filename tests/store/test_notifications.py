@@ -14,9 +14,9 @@ from appliance.core.envelope import render_event
 from appliance.core.events import EventType
 from appliance.errors import StoreError
 from appliance.store.active_secrets import active_secrets
-from appliance.store.connection import Connection
-from appliance.store.database import Database
 from appliance.store.events import append_event, list_events
+from appliance.store.infra.connection import Connection
+from appliance.store.infra.database import Database
 from appliance.store.notifications import (
     NotificationOutcome,
     NotificationState,

@@ -10,8 +10,8 @@ import pytest
 
 from appliance.errors import StoreError
 from appliance.settings import load_settings
-from appliance.store.backend import open_store
-from appliance.store.postgres.urls import is_postgres_url
+from appliance.store.infra.backend import open_store
+from appliance.store.infra.postgres.urls import is_postgres_url
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.overview import COUNT_CAP, FINISHED_SINCE_SQL
 from appliance.ui.render import capped
 

@@ -1,5 +1,5 @@
 """A PostgreSQL store waits out a server restart instead of failing its callers
-(store/postgres/database.py, "An outage is waited out"). On a server of its own, since it
+(store/infra/postgres/database.py, "An outage is waited out"). On a server of its own, since it
 stops it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from appliance.store.postgres.database import PgDatabase, _CommitLost, _Outage
+from appliance.store.infra.postgres.database import PgDatabase, _CommitLost, _Outage
 from appliance.store.tenants import create_tenant, list_tenants
 from tests.postgres_cluster import Cluster, start_cluster, unavailable
 from tests.store.conftest import T0

@@ -1,12 +1,12 @@
-"""The PostgreSQL migrations (appliance/store/postgres/migrations) give, after every
-version, the schema the SQLite migrations (appliance/store/migrations) give: the same
+"""The PostgreSQL migrations (appliance/store/infra/postgres/migrations) give, after every
+version, the schema the SQLite migrations (appliance/store/infra/migrations) give: the same
 tables; the same columns in the same order, with matching types, nullability and
 defaults; the same primary keys, foreign keys, UNIQUE constraints and number of CHECK
 constraints; the same index names, each unique or not, partial or not, over the same
 columns. A missing or drifting migration fails here.
 
 Each PostgreSQL file is applied with raw psycopg in one transaction, as the runner does;
-the SQLite side is migrated by appliance.store.migrate (apsw). The PG-only `rowid`
+the SQLite side is migrated by appliance.store.infra.migrate (apsw). The PG-only `rowid`
 columns (0001's header says why) are checked by their own rules, not compared.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import apsw
 
-from appliance.store.migrate import migrate, migrations
+from appliance.store.infra.migrate import migrate, migrations
 from tests.store.schema_shapes import (
     PG_COLUMNS,
     PG_FILES,

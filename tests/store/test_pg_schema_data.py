@@ -1,4 +1,4 @@
-"""The PostgreSQL schema (appliance/store/postgres/migrations) behaves as SQLite's where
+"""The PostgreSQL schema (appliance/store/infra/postgres/migrations) behaves as SQLite's where
 the store relies on it: text sorts bytewise, tenant names are unique ignoring ASCII case,
 rowids count up in insertion order, 0019's backfill finds the same instants, and every
 upsert's conflict target has its unique index. Statements run on both stores and their
@@ -11,7 +11,7 @@ from typing import Any
 import apsw
 import pytest
 
-from appliance.store.migrate import migrate
+from appliance.store.infra.migrate import migrate
 from tests.store.schema_shapes import PG_FILES, pg_apply, sqlite_at
 
 try:
@@ -148,7 +148,7 @@ def test_0019_backfills_reclaimed_at_as_sqlite_does(pg: Any, lite: apsw.Connecti
     )
 
 
-# The store's upserts name these conflict targets (store/materialise.py, store/backfill.py,
+# The store's upserts name these conflict targets (store/materialise.py, store/usecases/backfill.py,
 # store/notifications.py, store/request_keys.py, bodies' INSERT OR IGNORE): PostgreSQL wants
 # a unique index on exactly those columns, and refuses the statement when planning it.
 CONFLICT_TARGETS = [

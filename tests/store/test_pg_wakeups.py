@@ -1,12 +1,12 @@
-"""Wake-ups between replicas (store/postgres/wakeups.py, storage.Announcing): a change
+"""Wake-ups between replicas (store/infra/postgres/wakeups.py, storage.Announcing): a change
 announced by one replica nudges another at once, through PostgreSQL."""
 
 from __future__ import annotations
 
 import trio
 
-from appliance.storage import Announcing, listen_to_replicas
-from appliance.store.postgres.database import PgDatabase
+from appliance.store.infra.postgres.database import PgDatabase
+from appliance.wiring.storage import Announcing, listen_to_replicas
 
 
 async def test_a_change_announced_by_one_replica_nudges_the_other(pg_store_dsn: str) -> None:

@@ -11,9 +11,9 @@ import apsw
 import pytest
 
 from appliance.core.occurrence_cache import OccurrenceCache
-from appliance.store import plan_pass
-from appliance.store.database import Database
-from appliance.store.plan_pass import PlannerConfig, plan_once
+from appliance.store.infra.database import Database
+from appliance.store.usecases import plan_pass
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from bench.planner import build_template
 
 T0 = 1_796_164_890_000  # a whole second

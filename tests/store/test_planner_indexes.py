@@ -16,8 +16,8 @@ import pytest
 
 from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.store.breaker import release_waiting
-from appliance.store.connection import Connection
-from appliance.store.database import Database
+from appliance.store.infra.connection import Connection
+from appliance.store.infra.database import Database
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.restarts import _TALLY
 from appliance.store.run_search import RunFilter, search_runs

@@ -7,7 +7,7 @@ import pytest
 
 from appliance.core.schedules import CatchupPolicy
 from appliance.errors import StoreError
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.planning import (
     PLANNABLE_SQL,
     CursorMove,

@@ -8,7 +8,7 @@ import pytest
 
 from appliance.core.runs import NewRun, RunState, Trigger, occurrence_run
 from appliance.errors import StoreError
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.planning import (
     CursorMove,

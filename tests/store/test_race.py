@@ -22,15 +22,15 @@ import apsw
 
 from appliance.core.cron import parse_cron
 from appliance.core.jitter import planned_occurrences
-from appliance.store.backend import Store
-from appliance.store.database import Database
-from appliance.store.plan_pass import PlannerConfig, plan_once
+from appliance.store.infra.backend import Store
+from appliance.store.infra.database import Database
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from tests.store.conftest import T0, MakeSchedule
 
 RACER = """
 import sys
-from appliance.store.plan_pass import PlannerConfig, plan_once
-from appliance.store.backend import open_store
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
+from appliance.store.infra.backend import open_store
 from appliance.store.claims import claim_runs
 
 db = open_store(sys.argv[1])

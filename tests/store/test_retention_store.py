@@ -8,10 +8,10 @@ import pytest
 from appliance.core.events import EventType
 from appliance.core.runs import RunState
 from appliance.store.completions import complete_run
-from appliance.store.database import Database
 from appliance.store.events import append_event
-from appliance.store.plan_pass import PlannerConfig, plan_once
+from appliance.store.infra.database import Database
 from appliance.store.retention import DAY_MS, MIN_RETENTION_MS, OLD_FINISHED_SQL, prune
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule
 from tests.store.test_runs import add_run, claim, ok, schedule_value
 

@@ -8,7 +8,7 @@ import apsw
 import pytest
 
 from appliance.core.runs import RunState
-from appliance.store import rows
+from appliance.store.infra import rows
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,7 @@ import apsw
 import pytest
 
 from appliance.core.runs import RunState
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.run_search import RunFilter, search_runs
 from tests.store.conftest import SQLITE_ONLY, T0
 

@@ -14,18 +14,11 @@ from appliance.core.schedules import CatchupPolicy, PayloadKind, Schedule, Sched
 from appliance.errors import Conflict, NotFound
 from appliance.store.claims import ClaimedRun, claim_runs, renew_leases
 from appliance.store.completions import Completion, complete_run
-from appliance.store.database import Database
 from appliance.store.events import list_events
 from appliance.store.incarnations import register_incarnation
-from appliance.store.manual import replay_run, trigger_schedule
+from appliance.store.infra.database import Database
+from appliance.store.infra.migrate import current_version, migrate, migrations
 from appliance.store.materialise import insert_runs, store_body
-from appliance.store.migrate import current_version, migrate, migrations
-from appliance.store.reclaim import (
-    LAPSED,
-    earliest_lease_expiry,
-    reclaim_expired,
-    reclaim_previous,
-)
 from appliance.store.runs import (
     RunRecord,
     get_run,
@@ -33,6 +26,13 @@ from appliance.store.runs import (
     list_runs,
     withdraw_future_runs,
     withdraw_open_runs,
+)
+from appliance.store.usecases.manual import replay_run, trigger_schedule
+from appliance.store.usecases.reclaim import (
+    LAPSED,
+    earliest_lease_expiry,
+    reclaim_expired,
+    reclaim_previous,
 )
 from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule, ScheduleRow
 

@@ -9,7 +9,8 @@ from appliance.core.addresses import AddressPolicy
 from appliance.core.retry_input import stored_retry
 from appliance.core.schedule_input import parse_schedule
 from appliance.core.schedules import ScheduleSpec
-from appliance.store import rows, schedule_rows
+from appliance.store import schedule_rows
+from appliance.store.infra import rows
 from appliance.store.schedule_rows import SPEC_FIELDS, spec_values
 from tests.api.conftest import schedule_json
 

@@ -10,11 +10,11 @@ import dataclasses
 import apsw
 
 from appliance.core.events import EventType
-from appliance.store.database import Database
 from appliance.store.events import list_events
+from appliance.store.infra.database import Database
 from appliance.store.pauses import pause_schedule
-from appliance.store.plan_pass import PlannerConfig, plan_once
 from appliance.store.schedules import delete_schedule, get_schedule, update_schedule
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from tests.store.conftest import T0, MakeSchedule
 
 MINUTE = 60_000

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import trio
 
-from appliance.store.backend import Store
+from appliance.store.infra.backend import Store
 from appliance.store.sessions import (
     FAILURE_WINDOW_MS,
     MAX_FAILURES,

@@ -17,9 +17,9 @@ from quart_trio import QuartTrio
 from appliance.core.addresses import AddressPolicy
 from appliance.core.hosts import AllowedHosts
 from appliance.core.passwords import hash_password
-from appliance.store.database import Database
+from appliance.live.limits import StreamRegistry
+from appliance.store.infra.database import Database
 from appliance.store.sessions import start_session
-from appliance.store.stream_limits import StreamRegistry
 from appliance.store.tenants import NewTenant, create_tenant
 from appliance.store.users import Role, create_user, user_by_email
 from appliance.ui.app import register_ui

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from appliance.cli import main
+from appliance.cli.main import main
 from appliance.clock import SystemClock
 from appliance.core.passwords import verify_password
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.invitations import setup_email
 from appliance.store.users import user_by_email
 from tests.e2e.harness import error_lines

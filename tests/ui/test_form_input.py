@@ -8,7 +8,7 @@ import pytest
 from quart_trio import QuartTrio
 
 from appliance.core.json_text import MAX_INTEGER_DIGITS
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.schedules import get_schedule, list_schedules
 from appliance.store.tenants import list_signing_secrets
 from tests.api.conftest import START, Api

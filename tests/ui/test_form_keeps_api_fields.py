@@ -9,7 +9,7 @@ import json
 from appliance.core.addresses import AddressPolicy
 from appliance.core.retry import RetryPolicy
 from appliance.core.schedule_input import parse_schedule
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.schedules import create_schedule, get_schedule
 from tests.api.conftest import START
 from tests.ui.conftest import Browser, Tenant, schedule_form

@@ -4,7 +4,7 @@ viewer as to an editor; saving the edit form (which carries no headers) keeps th
 from __future__ import annotations
 
 from appliance.core.secret_headers import MASK
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests.api.conftest import Api, load_schedule
 from tests.ui.conftest import Browser, Tenant, submitted_fields
 

@@ -13,11 +13,11 @@ from appliance.core.instants import format_instant
 from appliance.core.runs import AttemptOutcome, Transition
 from appliance.store.claims import claim_runs
 from appliance.store.completions import Completion, complete_run
-from appliance.store.connection import Connection
-from appliance.store.database import Database
 from appliance.store.events import SYSTEM_TENANT, append_event
 from appliance.store.figures import operator_figures, percentile
 from appliance.store.incarnations import record_check, register_incarnation
+from appliance.store.infra.connection import Connection
+from appliance.store.infra.database import Database
 from appliance.store.schedules import get_schedule
 from appliance.store.users import Role, create_user
 from tests.api.conftest import START, FakeClock, deliver_due, plan_runs

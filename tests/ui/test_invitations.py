@@ -8,7 +8,7 @@ import re
 
 from quart_trio import QuartTrio
 
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.invitations import pending_invitations
 from appliance.store.users import Role, user_by_email
 from tests.api.conftest import START

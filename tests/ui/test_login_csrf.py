@@ -5,7 +5,7 @@ attacker's account). Real Chromium runs the attack in ``test_browser_login_csrf.
 
 from __future__ import annotations
 
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.schedules import list_schedules
 from appliance.store.users import create_user, issue_setup_token
 from tests.api.conftest import START

@@ -26,7 +26,7 @@ from quart_trio import QuartTrio
 import appliance.ui
 from appliance.core.json_text import MAX_INTEGER_DIGITS
 from appliance.store.api_keys import list_api_keys
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.tenants import list_signing_secrets
 from appliance.store.users import Role, create_user, issue_setup_token
 from tests.api.conftest import START

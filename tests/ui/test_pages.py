@@ -9,8 +9,8 @@ from appliance.core.cron import occurrences_after, parse_cron
 from appliance.core.instants import format_instant
 from appliance.core.runs import RunState
 from appliance.store.api_keys import list_api_keys
-from appliance.store.database import Database
 from appliance.store.events import list_events
+from appliance.store.infra.database import Database
 from appliance.store.invitations import pending_invitations
 from appliance.store.runs import get_run
 from appliance.store.schedules import get_schedule, list_schedules

@@ -6,8 +6,8 @@ paused."""
 from __future__ import annotations
 
 from appliance.core.events import EventType
-from appliance.store.database import Database
 from appliance.store.events import list_events
+from appliance.store.infra.database import Database
 from appliance.store.pauses import MAX_NOTE_CHARS
 from appliance.store.schedules import get_schedule
 from tests.ui.conftest import Browser, Tenant, schedule_form

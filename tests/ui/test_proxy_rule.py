@@ -4,7 +4,7 @@ leftmost address, were never throttled; now they hit the per-address limit."""
 
 from __future__ import annotations
 
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.sessions import MAX_FAILURES
 from tests.api.conftest import FakeClock, Nudges
 from tests.ui.conftest import PASSWORD, Browser, Tenant, make_app

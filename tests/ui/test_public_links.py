@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from appliance.core.hosts import AllowedHosts
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from tests.api.conftest import FakeClock, Nudges
 from tests.ui.conftest import Browser, Tenant, make_app
 

@@ -9,7 +9,7 @@ from urllib.parse import urljoin, urlsplit
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.schedules import list_schedules
 from appliance.ui.redirects import local_path
 from tests.ui.conftest import Browser, Tenant, schedule_form

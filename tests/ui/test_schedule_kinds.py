@@ -18,7 +18,7 @@ from appliance.core.retry import RetryPolicy
 from appliance.core.schedule_input import parse_schedule
 from appliance.core.schedules import Overlap, ScheduleSpec
 from appliance.core.timing import kind_of
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.schedules import create_schedule, get_schedule, list_schedules
 from tests.api.conftest import START, FakeClock
 from tests.ui.conftest import Browser, Tenant, schedule_form, submitted_fields

@@ -8,8 +8,8 @@ from __future__ import annotations
 from quart_trio import QuartTrio
 
 from appliance.core.events import Actor, EventType
-from appliance.store.database import Database
 from appliance.store.events import list_events
+from appliance.store.infra.database import Database
 from appliance.store.tenants import list_signing_secrets
 from appliance.store.users import user_by_email
 from tests.api.conftest import START, FakeClock

@@ -3,7 +3,7 @@ client (a browser without JavaScript)."""
 
 from __future__ import annotations
 
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.schedules import list_schedules
 from appliance.store.sessions import MAX_FAILURES
 from appliance.store.users import create_user, issue_setup_token

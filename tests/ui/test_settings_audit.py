@@ -9,8 +9,8 @@ import re
 
 from appliance.core.events import Actor, EventType
 from appliance.store.api_keys import list_api_keys
-from appliance.store.database import Database
 from appliance.store.events import list_events
+from appliance.store.infra.database import Database
 from appliance.store.users import user_by_email
 from tests.engine.conftest import stored_events
 from tests.ui.conftest import Browser, Tenant

@@ -12,8 +12,8 @@ import logging
 import pytest
 
 from appliance.core.events import ActorKind, Event, EventType
-from appliance.store.database import Database
 from appliance.store.events import events_after, list_events
+from appliance.store.infra.database import Database
 from appliance.store.sessions import MAX_FAILURES
 from tests.api.conftest import FakeClock
 from tests.engine.conftest import stored_events

@@ -24,7 +24,7 @@ import trio
 import trio.testing
 from quart_trio import QuartTrio
 
-from appliance.store.database import Database
+from appliance.store.infra.database import Database
 from appliance.store.sessions import MAX_FAILURES
 from appliance.store.users import create_user, issue_setup_token
 from appliance.ui.hashing import RETRY_AFTER_S, HashingPool

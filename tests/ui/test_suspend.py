@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from quart_trio import QuartTrio
 
-from appliance.cli import main
+from appliance.cli.main import main
 from appliance.core.events import Actor, EventType
 from appliance.core.instants import format_instant
 from appliance.core.runs import AttemptOutcome, RunState, Transition
 from appliance.store.claims import claim_runs
 from appliance.store.completions import Completion, complete_run
-from appliance.store.database import Database
 from appliance.store.events import list_events
 from appliance.store.incarnations import register_incarnation
+from appliance.store.infra.database import Database
 from appliance.store.overview import tenant_summaries
 from appliance.store.runs import get_run
 from appliance.store.schedules import get_schedule

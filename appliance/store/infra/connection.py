@@ -1,0 +1,60 @@
+"""What a store function may do with its connection, whichever database is behind it.
+
+Store functions (``fn(conn, ..., now) -> value``) are written once, in SQLite's dialect
+with ``?`` and ``:name`` parameters, and run on either store (docs/adr/0044-postgresql-store.md):
+- SQLite: ``conn`` is the ``apsw.Connection`` itself (:mod:`appliance.store.infra.database`).
+- PostgreSQL: ``conn`` is a :class:`~appliance.store.infra.postgres.connection.PgConnection`,
+  which translates each statement once (:mod:`appliance.store.infra.postgres.dialect`).
+
+Only the calls below are allowed: a function that needs anything else is SQLite-only and
+lives in a module that says so (snapshots, WAL checkpoints, backups). Where the stores must
+differ in what a statement says, the function asks :func:`row_locks`, never the URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, Final, Protocol
+
+import apsw
+
+
+class Rows(Protocol):
+    """The result of one statement: iterate it, or fetch."""
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def getdescription(self) -> tuple[tuple[str, Any], ...]:
+        """``(column name, declared type)`` per column."""
+        ...
+
+
+class Connection(Protocol):
+    """A connection inside a transaction the store opened (store functions never commit)."""
+
+    def execute(self, statements: str, bindings: Any = None, /) -> Rows: ...
+
+    def executemany(self, statements: str, sequenceofbindings: Iterable[Any], /) -> Rows: ...
+
+    def changes(self) -> int:
+        """Rows changed by the last INSERT, UPDATE or DELETE."""
+        ...
+
+    def total_changes(self) -> int:
+        """Rows changed since the connection opened."""
+        ...
+
+
+SKIP_LOCKED: Final = " FOR UPDATE SKIP LOCKED"
+
+
+def row_locks(conn: Connection) -> str:
+    """What a claim's pick of rows ends with on ``conn``'s store: on PostgreSQL,
+    ``FOR UPDATE SKIP LOCKED``, so that replicas claiming at once pass over each other's
+    rows instead of waiting for them; on SQLite nothing, its single writer has nothing to
+    skip (docs/adr/0044-postgresql-store.md)."""
+    return "" if isinstance(conn, apsw.Connection) else SKIP_LOCKED

@@ -1,0 +1,141 @@
+"""A psycopg connection that store functions can use as they use SQLite's.
+
+:class:`PgConnection` is the :class:`~appliance.store.infra.connection.Connection` of the
+PostgreSQL store: each statement goes through
+:func:`~appliance.store.infra.postgres.dialect.to_postgres`,
+Python booleans are bound as 0/1 (the schema's flags are integers, as in SQLite), and
+``numeric`` results (PostgreSQL's ``sum`` of ``bigint``) come back as ``int`` when whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+from psycopg.adapt import Loader
+
+from appliance.store.infra.postgres.dialect import to_postgres
+
+
+class _NumericLoader(Loader):
+    """``numeric`` as ``int`` when it is whole (``sum(bigint)``), else ``float``."""
+
+    def load(self, data: Buffer) -> int | float:
+        value = Decimal(bytes(data).decode())
+        return int(value) if value == value.to_integral_value() else float(value)
+
+
+Buffer = bytes | bytearray | memoryview
+
+
+def configure(raw: psycopg.Connection[Any]) -> None:
+    """Adapt ``raw`` once, when the pool opens it."""
+    raw.adapters.register_loader("numeric", _NumericLoader)
+
+
+class _Listed(list[Any]):
+    """Rows already read (an ``executemany`` with ``RETURNING``)."""
+
+    def fetchone(self) -> Any:
+        return self.pop(0) if self else None
+
+    def fetchall(self) -> list[Any]:
+        rows = list(self)
+        self.clear()
+        return rows
+
+    def getdescription(self) -> tuple[tuple[str, None], ...]:
+        return self.columns
+
+    columns: tuple[tuple[str, None], ...] = ()
+
+
+class _Rows:
+    """One statement's rows (none for a statement that returns none)."""
+
+    __slots__ = ("_cursor",)
+
+    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
+        self._cursor = cursor
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._cursor.description is None:
+            return iter(())
+        return iter(self._cursor)
+
+    def fetchone(self) -> Any:
+        return None if self._cursor.description is None else self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return [] if self._cursor.description is None else self._cursor.fetchall()
+
+    def getdescription(self) -> tuple[tuple[str, None], ...]:
+        """The columns' names, as apsw's cursor gives them (no declared types)."""
+        return tuple((column.name, None) for column in self._cursor.description or ())
+
+
+def _bind(params: Any) -> Any:
+    if params is None:
+        return ()
+    if isinstance(params, Mapping):
+        return {k: int(v) if isinstance(v, bool) else v for k, v in params.items()}
+    return [int(v) if isinstance(v, bool) else v for v in params]
+
+
+class PgConnection:
+    """One pooled connection, inside a transaction the store opened."""
+
+    __slots__ = ("_changes", "_total", "raw")
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self.raw = raw
+        self._changes = 0
+        self._total = 0
+
+    def execute(self, statements: str, bindings: Any = None, /) -> _Rows:
+        cursor = self.raw.cursor()
+        cursor.execute(to_postgres(statements), _bind(bindings))
+        if (changed := _changed_by(cursor.statusmessage)) is not None:
+            self._changed(changed)
+        return _Rows(cursor)
+
+    def executemany(self, statements: str, sequenceofbindings: Iterable[Any], /) -> _Rows | _Listed:
+        """Every binding in turn; with ``RETURNING``, the rows of all of them (as apsw)."""
+        cursor = self.raw.cursor()
+        batch: Sequence[Any] = [_bind(b) for b in sequenceofbindings]
+        returned = _Listed()
+        if not batch:
+            return returned
+        returning = "RETURNING" in statements.upper()
+        cursor.executemany(to_postgres(statements), batch, returning=returning)
+        if _changed_by(cursor.statusmessage) is not None:
+            self._changed(max(cursor.rowcount, 0))  # summed over the batch
+        if not returning:
+            return _Rows(cursor)
+        while True:
+            if cursor.description is not None:
+                returned.columns = tuple((column.name, None) for column in cursor.description)
+                returned.extend(cursor.fetchall())
+            if not cursor.nextset():
+                return returned
+
+    def _changed(self, rows: int) -> None:
+        self._changes = rows
+        self._total += rows
+
+    def changes(self) -> int:
+        return self._changes
+
+    def total_changes(self) -> int:
+        return self._total
+
+
+def _changed_by(status: str | None) -> int | None:
+    """Rows an INSERT, UPDATE or DELETE changed, from its command tag; None for any other
+    statement (which leaves :meth:`PgConnection.changes` as it was, as in SQLite)."""
+    verb, _, rest = (status or "").partition(" ")
+    if verb not in ("INSERT", "UPDATE", "DELETE", "MERGE"):
+        return None
+    return int(rest.split()[-1])
