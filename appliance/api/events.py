@@ -18,7 +18,7 @@ from quart_trio import QuartTrio
 
 from appliance.api.auth import checked_inputs, read_as_tenant
 from appliance.api.bodies import json_response
-from appliance.api.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from appliance.api.pagination import read_limit
 from appliance.core.envelope import render_event
 from appliance.core.events import EventType, read_cursor
 from appliance.errors import FieldError, ValidationError
@@ -60,23 +60,12 @@ def event_query(*, resume: str | None = None) -> EventQuery:
     after = read_cursor(request.args.get("after"), errors)
     if resume is not None:
         after = read_cursor(resume, errors, field="Last-Event-ID")
-    limit = _limit(request.args.get("limit"), errors)
+    limit = read_limit(request.args.get("limit"), errors)
     types = _types(request.args.getlist("type"), errors)
     schedule_id = request.args.get("schedule_id") or None
     if errors:
         raise ValidationError(errors)
     return EventQuery(after=after, limit=limit, types=types, schedule_id=schedule_id)
-
-
-def _limit(text: str | None, errors: list[FieldError]) -> int:
-    if text is None:
-        return DEFAULT_LIMIT
-    if text.isascii() and text.isdigit() and len(text) <= 3 and 1 <= int(text) <= MAX_LIMIT:
-        return int(text)
-    errors.append(
-        FieldError(field="limit", message=f"must be a whole number from 1 to {MAX_LIMIT}")
-    )
-    return DEFAULT_LIMIT
 
 
 def _types(texts: list[str], errors: list[FieldError]) -> frozenset[EventType] | None:

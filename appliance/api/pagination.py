@@ -33,7 +33,7 @@ class PageRequest:
 def page_request(kind: str) -> PageRequest:
     """The ``limit`` and decoded ``cursor`` of this request; raises ValidationError."""
     errors: list[FieldError] = []
-    limit = _limit(request.args.get("limit"), errors)
+    limit = read_limit(request.args.get("limit"), errors)
     position = _position(request.args.get("cursor"), kind, errors)
     if errors:
         raise ValidationError(errors)
@@ -73,7 +73,9 @@ def encode_cursor(kind: str, position: str) -> str:
     return base64.urlsafe_b64encode(f"{kind}:{position}".encode()).decode("ascii").rstrip("=")
 
 
-def _limit(text: str | None, errors: list[FieldError]) -> int:
+def read_limit(text: str | None, errors: list[FieldError]) -> int:
+    """A page's ``limit`` parameter: 1..MAX_LIMIT, DEFAULT_LIMIT when absent; else an error
+    appended to ``errors``."""
     if text is None:
         return DEFAULT_LIMIT
     if text.isascii() and text.isdigit() and len(text) <= 3 and 1 <= int(text) <= MAX_LIMIT:
