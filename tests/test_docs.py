@@ -4,6 +4,7 @@ cited sections exist, commands and flags exist, and nothing cites notes outside 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,20 @@ def test_the_architecture_names_every_package() -> None:
         if p.parent != ROOT / "appliance"
     }
     assert sorted(p for p in packages if f"`{p}" not in text) == []
+
+
+def test_the_top_level_is_the_documented_one() -> None:
+    """Each entry at the repository's root is in CONTRIBUTING.md's table, and each entry
+    of the table exists: no stray file (an empty database, a screenshot) at the root."""
+    tracked = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    top = {path.split("/")[0] + ("/" if "/" in path else "") for path in tracked}
+    table = read(ROOT / "CONTRIBUTING.md").split("## The repository", 1)[1].split("\n## ", 1)[0]
+    first_cells = [line.split("|")[1] for line in table.splitlines() if line.startswith("| ")]
+    documented = {name for cell in first_cells for name in re.findall(r"`([^`]+)`", cell)}
+    assert sorted(top - documented) == []
+    assert sorted(documented - top) == []
 
 
 def test_every_module_the_docs_name_exists() -> None:
