@@ -31,6 +31,10 @@ RECORDED = ROOT / "bench" / "recorded"  # the raw outputs behind published figur
 FOREIGN_CITATIONS = ("../shared", "DESIGN §", "STACK-NOTES", "issue text")
 SECTION_CITATION = re.compile(r'docs/architecture\.md,? "([^"]+)"')
 ADR_SECTION_CITATION = re.compile(r'ADR (\d{4}),? "([^"]+)"')
+# bench/HISTORY.md, "Planner, round two": a dated section's title, or its start (before
+# the date); the title may run on over a comment's next line.
+HISTORY = ROOT / "bench" / "HISTORY.md"
+HISTORY_CITATION = re.compile(r'bench/HISTORY\.md,\s+"([^"]+)"')
 
 
 def scanned_files() -> list[Path]:
@@ -104,6 +108,10 @@ def test_cited_sections_exist() -> None:
             (adr,) = (ROOT / "docs" / "adr").glob(f"{number}-*.md")
             if title not in headings(adr):
                 missing.append(f"{where(path)}: ADR {number} {title!r}")
+        for cited in HISTORY_CITATION.findall(text):
+            title = " ".join(cited.replace("#", " ").split())
+            if not any(h.startswith(title) for h in headings(HISTORY)):
+                missing.append(f"{where(path)}: bench/HISTORY.md {title!r}")
     assert missing == []
 
 
@@ -149,6 +157,8 @@ def test_the_checks_find_what_they_look_for() -> None:
     ]
     assert not (ROOT / "appliance/store/leases.py").exists()
     assert ADR_SECTION_CITATION.findall(sample) == [("0033", "Claim")]
+    cited = 'bench/HISTORY.md, "Costs once quoted in\n    # code comments"'
+    assert HISTORY_CITATION.findall(cited) == ["Costs once quoted in\n    # code comments"]
     assert len(SCANNED_FILES) > 100
 
 
