@@ -65,11 +65,16 @@ def written(output: str) -> Path:
 
 
 def figures_of(document: Mapping[str, object], keep: Sequence[str]) -> list[Figures]:
-    """Every run of every group in a result document, only the ``keep`` figures if named."""
+    """Every run of every group in a result document: its numeric figures, only the
+    ``keep`` ones if named."""
     runs = document["runs"]
     assert isinstance(runs, dict)
     return [
-        {k: float(v) for k, v in run.items() if not keep or k in keep}
+        {
+            k: float(v)
+            for k, v in run.items()
+            if isinstance(v, int | float) and (not keep or k in keep)
+        }
         for group in runs.values()
         for run in group
     ]

@@ -40,6 +40,21 @@ def test_the_last_wrote_line_names_the_result() -> None:
         ab.written("nothing here\n")
 
 
+def test_every_run_of_every_group_is_read_back_numbers_only() -> None:
+    document = {
+        "runs": {
+            "burst 10": [{"cpu_s": 1, "lost": 0, "note": "x"}, {"cpu_s": 2.5, "lost": 0}],
+            "burst 20": [{"cpu_s": 3, "lost": 1}],
+        }
+    }
+    assert ab.figures_of(document, []) == [
+        {"cpu_s": 1.0, "lost": 0.0},
+        {"cpu_s": 2.5, "lost": 0.0},
+        {"cpu_s": 3.0, "lost": 1.0},
+    ]
+    assert ab.figures_of(document, ["lost"]) == [{"lost": 0.0}, {"lost": 0.0}, {"lost": 1.0}]
+
+
 def _tree(into: Path) -> Path:
     """A copy of this tree's ``appliance`` and ``bench`` (an arm as a ``git archive`` is)."""
     skip = shutil.ignore_patterns("__pycache__", "results", "recorded")
