@@ -138,7 +138,7 @@ def main() -> None:
                 work, n=args.size, lead_s=args.lead, timeout_s=args.timeout, the_sink=the_sink
             ),
         )
-        extra = {}
+        extra: dict[str, object] = {}
         if args.profile:
             out = Path(__file__).resolve().parent / "results" / f"burst-{args.size}-profile.txt"
             out.parent.mkdir(exist_ok=True)
@@ -147,11 +147,11 @@ def main() -> None:
             extra["profile"] = str(out)
         if args.store_cpu:
             calls = work / "store-calls.json"
-            extra["store_cpu"] = burst_once(work, n=args.size, lead_s=args.lead,
-                                            timeout_s=args.timeout, store_calls_to=calls,
-                                            the_sink=the_sink)  # fmt: skip
+            store_cpu = burst_once(work, n=args.size, lead_s=args.lead, timeout_s=args.timeout,
+                                   store_calls_to=calls, the_sink=the_sink)  # fmt: skip
+            extra["store_cpu"] = store_cpu
             print("  store calls: " + ", ".join(
-                f"{k}={v:.3g}" for k, v in extra["store_cpu"].items() if k.startswith("store")
+                f"{k}={v:.3g}" for k, v in store_cpu.items() if k.startswith("store")
             ))  # fmt: skip
     publish("burst", {"size": args.size, "lead_s": args.lead}, {f"burst {args.size}": runs},
             extra=extra)  # fmt: skip

@@ -85,7 +85,10 @@ def events_once(data_dir: Path, built: dict[str, object], *, requests: int, seed
     assert isinstance(schedules, list)
     with _serving(data_dir, ()) as app:
         client = Client(app.base_url, str(built["api_key"]))
-        after = lambda: rng.randrange(top)  # noqa: E731
+
+        def after() -> int:
+            return rng.randrange(top)
+
         paths: dict[str, Callable[[], str]] = {
             "feed": lambda: f"/v1/events?after={after()}&limit=50",
             "failed": lambda: f"/v1/events?after={after()}&limit=50&type=schedule.run.failed",

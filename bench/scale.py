@@ -93,7 +93,8 @@ def build(data_dir: Path, *, schedules: int, runs: int) -> dict[str, object]:
 def bytes_per_run(path: Path, run_rows: int) -> Figures:
     conn = apsw.Connection(str(path))
     try:
-        sizes = dict(conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall())
+        rows = conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()
+        sizes = {str(name): size for name, size in rows if isinstance(size, int)}
     except apsw.SQLError:
         sizes = {}
     finally:
@@ -107,8 +108,8 @@ def bytes_per_run(path: Path, run_rows: int) -> Figures:
         "job_runs_lease_owner",
         "job_runs_tenant_state_time",
     )
-    run_bytes = sum(int(sizes.get(name, 0)) for name in runs_objects)
-    attempt_bytes = int(sizes.get("attempts", 0))
+    run_bytes = sum(sizes.get(name, 0) for name in runs_objects)
+    attempt_bytes = sizes.get("attempts", 0)
     total = path.stat().st_size
     return {
         "db_bytes_per_run_row": run_bytes / max(run_rows, 1),
@@ -171,7 +172,9 @@ def scale_once(
 
         for _ in range(20):  # collect run ids to sample from
             _, runs = client.get(f"/v1/schedules/{rng.choice(ids)}/runs")
-            run_ids += [str(r["id"]) for r in runs["items"]]  # type: ignore[index,union-attr]
+            items = runs["items"]
+            assert isinstance(items, list)
+            run_ids += [str(r["id"]) for r in items]
         failed_pages = dead_letter_cursors(client, pages=4)
 
         def failed_path() -> str:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import apsw
 
+from appliance.core.cursor import first_fire_at
 from appliance.core.ids import idempotency_key, new_id
 from appliance.core.instants import format_scheduled_for
 from appliance.core.retry import RetryPolicy
@@ -36,7 +37,7 @@ from appliance.settings import DB_FILENAME
 from appliance.store.infra.backend import Store
 from appliance.store.infra.database import Database
 from appliance.store.materialise import insert_runs, store_body
-from appliance.store.schedules import create_schedule, first_fire_at
+from appliance.store.schedules import create_schedule
 from appliance.store.tenants import NewTenant, create_tenant
 
 BODY = b'{"bench":true}'
@@ -173,7 +174,7 @@ def indexes_deferred(conn: apsw.Connection, tables: Sequence[str]) -> Iterator[N
     yield
     with conn:
         for _, sql in indexes:
-            conn.execute(sql)
+            conn.execute(str(sql))
 
 
 _SCHEDULE_SQL = (

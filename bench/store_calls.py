@@ -28,7 +28,7 @@ from appliance.store.infra import database
 _calls: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
 _groups: collections.Counter[int] = collections.Counter()
 _alone: collections.Counter[str] = collections.Counter()  # writes that had a group to themselves
-_run_group = database.run_group
+_run_group = database.run_group  # type: ignore[attr-defined]
 _run_read = database.run_read
 
 
@@ -108,7 +108,7 @@ def _dump() -> None:
 
 
 def main() -> None:
-    database.run_group = run_group  # type: ignore[assignment]
+    database.run_group = run_group  # type: ignore[attr-defined]
     database.run_read = run_read
     atexit.register(_dump)
     module, sys.argv = sys.argv[1], sys.argv[1:]

@@ -27,10 +27,15 @@ PACKAGE_REFERENCE = re.compile(
     r"`((?:api|cli|core|engine|live|ops|receiver|store|ui|wiring)/[\w/]*\w\.(?:py|sql))`"
 )
 GENERATED = ("bench/results/",)  # written by the benchmarks, git-ignored: named, not kept
+RECORDED = ROOT / "bench" / "recorded"  # the raw outputs behind published figures
 # Notes that live outside this repository: the code explains itself in docs/ instead.
 FOREIGN_CITATIONS = ("../shared", "DESIGN §", "STACK-NOTES", "issue text")
 SECTION_CITATION = re.compile(r'docs/architecture\.md,? "([^"]+)"')
 ADR_SECTION_CITATION = re.compile(r'ADR (\d{4}),? "([^"]+)"')
+# bench/HISTORY.md, "Planner, round two": a dated section's title, or its start (before
+# the date); the title may run on over a comment's next line.
+HISTORY = ROOT / "bench" / "HISTORY.md"
+HISTORY_CITATION = re.compile(r'bench/HISTORY\.md,\s+"([^"]+)"')
 
 
 def scanned_files() -> list[Path]:
@@ -66,15 +71,17 @@ def exists(reference: str) -> bool:
     return (ROOT / reference).exists()
 
 
-# Raw measurements name the tree of the commit they were taken at (their summary says which).
-RECORDED = ROOT / "bench" / "recorded"
+def historical(path: Path) -> bool:
+    """A raw output kept under bench/recorded/: it names files as they were at its commit
+    (a profile's frames), not as they are now. Its summary.md is checked like any doc."""
+    return path.is_relative_to(RECORDED) and path.name != "summary.md"
 
 
 def test_every_file_reference_is_in_the_repository() -> None:
     missing = [
         f"{where(path)}: {ref}"
         for path in SCANNED_FILES
-        if not path.is_relative_to(RECORDED)
+        if not historical(path)
         for ref in sorted({ref.rstrip(".") for ref in FILE_REFERENCE.findall(read(path))})
         if not exists(ref)
     ]
@@ -102,6 +109,10 @@ def test_cited_sections_exist() -> None:
             (adr,) = (ROOT / "docs" / "adr").glob(f"{number}-*.md")
             if title not in headings(adr):
                 missing.append(f"{where(path)}: ADR {number} {title!r}")
+        for cited in HISTORY_CITATION.findall(text):
+            title = " ".join(cited.replace("#", " ").split())
+            if not any(h.startswith(title) for h in headings(HISTORY)):
+                missing.append(f"{where(path)}: bench/HISTORY.md {title!r}")
     assert missing == []
 
 
@@ -173,6 +184,8 @@ def test_the_checks_find_what_they_look_for() -> None:
     ]
     assert not (ROOT / "appliance/store/leases.py").exists()
     assert ADR_SECTION_CITATION.findall(sample) == [("0033", "Claim")]
+    cited = 'bench/HISTORY.md, "Costs once quoted in\n    # code comments"'
+    assert HISTORY_CITATION.findall(cited) == ["Costs once quoted in\n    # code comments"]
     assert len(SCANNED_FILES) > 100
 
 

@@ -21,9 +21,9 @@ Rules this module guards:
   ``count`` at 100, every instant inside the years whose local times and texts are
   ordinary (1970 up to 9999).
 - The preview is worked out in a worker thread, one at a time (``ApiContext.cpu``): the
-  parse of a 200-character spec costs up to ~6 ms and 100 occurrences of a sparse spec
-  (29 February on a Sunday) ~80 ms of croniter, which must not stall the event loop that
-  serves every other request and runs the engine.
+  parse of a long spec and the occurrences of a sparse one (29 February on a Sunday) are
+  milliseconds of croniter (bench/HISTORY.md, "Costs once quoted in code comments"), which
+  must not stall the event loop that serves every other request and runs the engine.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ async def preview() -> Response:
 
 def _preview(obj: object, now: int) -> dict[str, object]:
     """The preview of the request body ``obj``; raises ValidationError. Runs in a worker
-    thread: parsing a 200-character spec costs up to ~6 ms, 100 sparse occurrences ~80."""
+    thread: parsing a long spec and stepping a sparse one is CPU the loop must not spend."""
     timing, after, count, jitter = _parse(obj, now=now)
     items = [
         {

@@ -76,8 +76,8 @@ async def create_schedules() -> Response:
         )
         if remembered is not None:
             return _stored(remembered, replayed=True)
-    # ≈ 50-80 µs an item: a thousand would hold the event loop (and every delivery) up
-    # to ~80 ms
+    # Reading is CPU per item: a thousand would hold the event loop (and every delivery)
+    # up (bench/HISTORY.md, "Creating schedules, second pass")
     read = functools.partial(parse_batch, obj, policy=ctx.policy)
     specs = await trio.to_thread.run_sync(read, limiter=ctx.cpu)
     await _check_destinations(ctx, specs)

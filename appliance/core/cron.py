@@ -30,7 +30,7 @@ Occurrences and daylight saving time (ADR 0037):
   is itself an occurrence) fire once. Iteration ends before :data:`END_MS` (the start of
   year 9999 UTC), so every occurrence has an ordinary local time and text form in any zone.
 - Size: an expression longer than :data:`MAX_EXPRESSION_CHARS` is refused before anything
-  else looks at it (a 200-character spec parses in at most ~6 ms; see ``parse_cron``).
+  else looks at it (a parse's CPU grows with the spec; see ``parse_cron``).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class CronSpec:
     _wildcard: bool = field(repr=False, compare=False)
     _zone: ZoneInfo = field(repr=False, compare=False)
     # A croniter over _fields, to be shallow-copied, never iterated itself: expanding an
-    # expression costs ≈ 0.5 ms, far more than an occurrence, and croniter never mutates
+    # expression costs far more than an occurrence, and croniter never mutates
     # the expanded lists it shares with its copies (it copies them before changing them).
     _walls: Any = field(repr=False, compare=False)
 
@@ -116,7 +116,8 @@ def parse_cron(
     """Validate ``expression`` and ``timezone``; raise ``ValidationError`` listing every
     problem found (fields ``"cron"`` and ``"timezone"``). ``dst_gap``/``dst_fold``: the
     schedule's DST policy (``core.dst``), None for ADR 0037's rule of the spec's class.
-    A parse costs 0.2-6 ms (the most for a 200-character spec of many ranges), so the last
+    A parse is milliseconds (the most for a long spec of many ranges: bench/HISTORY.md,
+    "Creating schedules"), so the last
     :data:`PARSED_SPECS` valid specs are kept (an invalid one is parsed, and refused, every
     time); callers that also step through occurrences again and again keep them in an
     :class:`~appliance.core.occurrence_cache.OccurrenceCache`."""

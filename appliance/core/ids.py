@@ -30,9 +30,9 @@ _PAIRS = tuple(high + low for high in CROCKFORD for low in CROCKFORD)  # 10 bits
 
 def _base32(value: int, length: int) -> str:
     """``value`` (< 32**length) as ``length`` Crockford characters, most significant first
-    (even ``length``: ids are 26). Two characters per table look-up: ≈ 1 µs less per id
-    than ``base64.b32encode``, which is pure Python on 3.11 — the planner derives one run
-    id per occurrence."""
+    (even ``length``: ids are 26). Two characters per table look-up: cheaper than
+    ``base64.b32encode``, which is pure Python on 3.11 — the planner derives one run id per
+    occurrence (bench/HISTORY.md, "Costs once quoted in code comments")."""
     return "".join(_PAIRS[(value >> shift) & 0x3FF] for shift in range(5 * length - 10, -1, -10))
 
 
@@ -93,7 +93,8 @@ def _canonical_ms(text: str) -> int:
 
 def _base32_26(v: int, p: tuple[str, ...] = _PAIRS) -> str:
     """``_base32(v, 26)`` unrolled: the planner derives one run id per occurrence, and the
-    generator's steps cost more than the look-ups (≈ 2.3 µs here against 3.6 µs)."""
+    generator's steps cost more than the look-ups (bench/HISTORY.md, "Costs once quoted in
+    code comments")."""
     return "".join((
         p[v >> 120], p[v >> 110 & 1023], p[v >> 100 & 1023], p[v >> 90 & 1023],
         p[v >> 80 & 1023], p[v >> 70 & 1023], p[v >> 60 & 1023], p[v >> 50 & 1023],

@@ -2,8 +2,9 @@
 instants, computed once and shared by every schedule with the same expression and zone.
 
 Thousands of schedules share a handful of expressions (``0 * * * *`` in ``UTC``), and the
-planner and the schedule views ask for the same few occurrences again and again: parsing
-costs ~1 ms and croniter ~20 µs per occurrence, a lookup here well under 1 µs.
+planner and the schedule views ask for the same few occurrences again and again: a parse
+costs far more than croniter's step to an occurrence, and that step far more than a lookup
+here (bench/HISTORY.md, "Costs once quoted in code comments").
 
 Rules this module guards:
 

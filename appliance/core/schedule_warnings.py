@@ -21,8 +21,8 @@ Codes (the OpenAPI file lists them as an enum):
 CPU-bounded whatever the spec: one parse, at most :data:`GAP_SAMPLES` occurrences and
 none past the coming year, one croniter step per DST gap of that year, one offset scan of
 it (``core.dst.gaps_between``), and the first occurrence after now (croniter's own search
-is bounded, ``core.cron``): a few ms usually, ~15 ms for the sparsest spec (``0 0 29 2
-*/7``, next in 2032). Pure: ``now`` is given.
+is bounded, ``core.cron``): the most for the sparsest spec (``0 0 29 2 */7``, next in
+2032; bench/HISTORY.md, "Costs once quoted in code comments"). Pure: ``now`` is given.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ def _short_months(spec: CronSpec) -> list[ScheduleWarning]:
 @functools.lru_cache(maxsize=1024)
 def _short_months_of(expression: str) -> tuple[ScheduleWarning, ...]:
     """Kept per expression (the answer depends on it alone): reading its fields again
-    cost a create ≈ 0.1 ms of a worker thread, and most creates repeat a few crons."""
+    cost every create worker-thread CPU (bench/HISTORY.md, "Costs once quoted in code
+    comments"), and most creates repeat a few crons."""
     return tuple(_month_warnings(expression))
 
 

@@ -11,8 +11,9 @@ Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
   lease (the reaper spares it, drain waits for it). Claims take only free slots, in one
   statement (:func:`appliance.store.claims.claim_runs`), and only once at least
   ``claim_batch`` slots are free (default a quarter of ``concurrency``): under load, one
-  claim per freed slot would cost a transaction per delivery (≈ 6× the CPU of a claim
-  of 32, bench/HISTORY.md). Work that is due still waits at most for that many of the
+  claim per freed slot would cost a transaction per delivery (several times the CPU per
+  run of a claim of 32: bench/HISTORY.md, "Latest figures — 2026-11-29"). Work that is
+  due still waits at most for that many of the
   deliveries in flight to finish.
 - Claims are fair between tenants (the claim's rules are in :mod:`appliance.store.claims`),
   and no tenant has more than ``tenant_cap`` deliveries in flight: one tenant's slow

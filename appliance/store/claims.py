@@ -85,8 +85,8 @@ class ClaimBatch:
 # tenant's running runs are counted through ``job_runs_tenant_state_time`` (tenant,
 # state), one seek per tenant, grouped so that the count is made once per tenant (a
 # correlated count was made again for every candidate row of the turns). A count grouped
-# over every tenant's running runs was planned as a scan of that whole index (≈ 0.35 ms
-# at 5,000 rows, twice per claim, growing with the table; bench/HISTORY.md).
+# over every tenant's running runs was planned as a scan of that whole index (twice per
+# claim, growing with the table; bench/HISTORY.md, "CPU per delivery, round two").
 _TENANTS = (
     "WITH RECURSIVE waiting(tenant_id) AS ("
     f" SELECT MIN(tenant_id) FROM job_runs WHERE state IN {CLAIMABLE_SQL}"

@@ -11,7 +11,7 @@ Rules this module guards:
 - One prepared statement inserts a whole batch; callers learn which rows were actually
   inserted, so they count and announce only what they created. A conflict is rare (a
   racing planner, a manual trigger of the same occurrence), so the batch is first
-  inserted without ``RETURNING`` (which cost ≈ 30 % of the insert: bench/HISTORY.md,
+  inserted without ``RETURNING`` (which costs a share of the insert: bench/HISTORY.md,
   "Planner, round two"), inside a savepoint: if the connection's change count says every row went
   in, they all did; if not, the savepoint is rolled back and the batch inserted again
   with ``RETURNING id``, which names the rows inserted.

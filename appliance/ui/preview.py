@@ -94,7 +94,8 @@ async def upcoming(spec: ScheduleSpec, *, count: int) -> list[PreviewItem]:
 
 def _compute(form: Mapping[str, str], now: int) -> Preview:
     """The preview of the form's timing; raises ValidationError naming each bad field.
-    Runs in a worker thread: a 200-character spec's parse costs up to ~6 ms."""
+    Runs in a worker thread: a long spec's parse is CPU the event loop must not spend
+    (bench/HISTORY.md, "Creating schedules")."""
     form_errors: list[FieldError] = []
     document = timing_of(form, form_errors)
     jitter_text = form.get("jitter_seconds", "").strip()  # read as the API reads it

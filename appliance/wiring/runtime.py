@@ -80,8 +80,8 @@ log = logging.getLogger("steeple")
 # The trio thread makes a socket syscall per send and receive, releasing the GIL each
 # time, while worker threads run SQLite through apsw. Getting the GIL back can take a whole
 # switch interval (CPython's default 5 ms) when a worker holds it: a convoy that idles the
-# event loop. 1 ms delivered a 5,000 burst ≈ 20–30 % sooner at the same CPU
-# (bench/HISTORY.md); much shorter intervals cost more in switching than they save.
+# event loop. A shorter interval drains a burst sooner at the same CPU, and much shorter
+# ones cost more in switching than they save (bench/HISTORY.md, "Latest figures — 2026-11-29").
 GIL_SWITCH_INTERVAL_S = 0.001
 USER_AGENT = f"Steeple/{__version__}"
 

@@ -228,8 +228,8 @@ def faketime_env(offset_file: Path) -> dict[str, str]:
         "FAKETIME_DONT_FAKE_MONOTONIC": "1",
         # Debian's libfaketime 0.9.10 rewrites the deadline of every pthread_cond_timedwait
         # on a CLOCK_MONOTONIC condition (its "monotonic fix"), CPython's GIL included:
-        # measured here, a thread waiting for the GIL took ~75 ms instead of the 5 ms switch
-        # interval, enough to stretch one API request past the client's 10 s timeout on a
+        # a thread waiting for the GIL waits many switch intervals instead of one, enough
+        # to stretch one API request past the client's 10 s timeout on a
         # loaded 2-core CI machine. The monotonic clock is real here, so nothing needs it.
         "FAKETIME_FORCE_MONOTONIC_FIX": "0",
     }

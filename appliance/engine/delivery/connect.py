@@ -112,7 +112,8 @@ def _not_connected(host: str, port: int, error: OSError | None) -> str:
 
 
 def default_ssl_context() -> ssl.SSLContext:
-    """Verifying context with certifi's CAs, HTTP/1.1 only. Costly (≈ 25 ms): build once."""
+    """Verifying context with certifi's CAs, HTTP/1.1 only. Loading the CA bundle is costly
+    (bench/HISTORY.md, "Costs once quoted in code comments"): build once."""
     context = ssl.create_default_context(cafile=certifi.where())
     context.set_alpn_protocols(["http/1.1"])
     return context

@@ -163,7 +163,7 @@ class Database:
         file (``PRAGMA quick_check``). Blocking: call at boot. ``vfs`` names a registered
         SQLite VFS (the chaos tests' fault injector); None is SQLite's default. The
         appliance opens with ``check=False`` and runs :meth:`check` beside its services: the
-        check reads the whole file (≈ 1 s per 100 MB), which must not delay the first
+        check reads the whole file (its time grows with the file), which must not delay the first
         delivery after a restart. A new file is created private (directory ``0700``,
         file ``0600``: :mod:`appliance.store.infra.datadir`). Before migrating a database that has
         a schema, a snapshot is kept in ``backups/`` beside it (the upgrade's rollback:
