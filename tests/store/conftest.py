@@ -97,11 +97,11 @@ STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture(params=STORES)
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def db(request: pytest.FixtureRequest, fresh_sqlite: Path) -> Iterator[Store]:
     """A migrated store of each kind, threaded like production."""
     store: Store
     if request.param == "sqlite":
-        store = Database.open(tmp_path / "steeple.db")
+        store = Database.open(fresh_sqlite)
     else:
         store = PgDatabase.open(request.getfixturevalue("pg_store_dsn"))
     yield store
