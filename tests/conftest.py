@@ -56,7 +56,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     where = Path(str(metafunc.definition.path)).resolve().relative_to(ROOT).as_posix()
     if where.startswith(BOTH_STORES_SUITES) and not metafunc.definition.get_closest_marker("slow"):
-        stores = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+        twin = [pytest.mark.postgres, pytest.mark.postgres_twin]
+        stores = ["sqlite", pytest.param("postgresql", marks=twin)]
         metafunc.parametrize("db", stores, indirect=True)
 
 

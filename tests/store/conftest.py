@@ -93,7 +93,10 @@ def insert_schedule(conn: Connection, *, tenant_id: str, row: ScheduleRow, now: 
 
 # A test of SQLite itself (its query plans): its ``db`` is the SQLite store alone.
 SQLITE_ONLY = pytest.mark.parametrize("db", ["sqlite"], indirect=True)
-STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+STORES = [
+    "sqlite",
+    pytest.param("postgresql", marks=[pytest.mark.postgres, pytest.mark.postgres_twin]),
+]
 
 
 @pytest.fixture(params=STORES)
