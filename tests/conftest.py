@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,12 +56,33 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     where = Path(str(metafunc.definition.path)).resolve().relative_to(ROOT).as_posix()
     if where.startswith(BOTH_STORES_SUITES) and not metafunc.definition.get_closest_marker("slow"):
-        stores = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+        twin = [pytest.mark.postgres, pytest.mark.postgres_twin]
+        stores = ["sqlite", pytest.param("postgresql", marks=twin)]
         metafunc.parametrize("db", stores, indirect=True)
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once per session (per xdist worker), closed: its WAL is
+    checkpointed into it and removed. :func:`fresh_sqlite` copies it for each test."""
+    path = tmp_path_factory.mktemp("migrated") / "steeple.db"
+    Database.open(path).close()
+    return path
+
+
 @pytest.fixture
-def db(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Database]:
+def fresh_sqlite(tmp_path: Path, migrated_sqlite: Path) -> Path:
+    """``tmp_path/steeple.db``: a migrated database file of this test's own, private
+    (``0600``) as ``Database.open`` creates one — the bytes of :func:`migrated_sqlite`,
+    so each test does not apply every migration again."""
+    path = tmp_path / "steeple.db"
+    shutil.copyfile(migrated_sqlite, path)
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture
+def db(fresh_sqlite: Path, request: pytest.FixtureRequest) -> Iterator[Database]:
     """A migrated database file, threaded like production. On PostgreSQL instead — a
     fresh database — when ``STEEPLE_TEST_DATABASE=postgresql`` is in the environment, or
     for the PostgreSQL half of ``STEEPLE_TEST_DATABASE=both`` (above); the store suite runs
@@ -73,15 +95,15 @@ def db(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Database]:
         yield store  # type: ignore[misc]  # the same surface (store/infra/backend.py Store)
         store.close()
         return
-    database = Database.open(tmp_path / "steeple.db")
+    database = Database.open(fresh_sqlite)
     yield database
     database.close()
 
 
 @pytest.fixture
-def inline_db(tmp_path: Path) -> Iterator[Database]:
+def inline_db(fresh_sqlite: Path) -> Iterator[Database]:
     """The same database, but calls run inline (for engine tests under MockClock autojump)."""
-    database = Database.open(tmp_path / "steeple.db", threaded=False)
+    database = Database.open(fresh_sqlite, threaded=False)
     yield database
     database.close()
 

@@ -514,7 +514,8 @@ def completion(outcome: str, now: int) -> Completion:
 
 
 @pytest.mark.parametrize(
-    "store", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+    "store",
+    ["sqlite", pytest.param("postgresql", marks=[pytest.mark.postgres, pytest.mark.postgres_twin])],
 )
 def test_store_lifecycle_model(
     profile: Profile, store: str, request: pytest.FixtureRequest

@@ -93,15 +93,18 @@ def insert_schedule(conn: Connection, *, tenant_id: str, row: ScheduleRow, now: 
 
 # A test of SQLite itself (its query plans): its ``db`` is the SQLite store alone.
 SQLITE_ONLY = pytest.mark.parametrize("db", ["sqlite"], indirect=True)
-STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+STORES = [
+    "sqlite",
+    pytest.param("postgresql", marks=[pytest.mark.postgres, pytest.mark.postgres_twin]),
+]
 
 
 @pytest.fixture(params=STORES)
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def db(request: pytest.FixtureRequest, fresh_sqlite: Path) -> Iterator[Store]:
     """A migrated store of each kind, threaded like production."""
     store: Store
     if request.param == "sqlite":
-        store = Database.open(tmp_path / "steeple.db")
+        store = Database.open(fresh_sqlite)
     else:
         store = PgDatabase.open(request.getfixturevalue("pg_store_dsn"))
     yield store
