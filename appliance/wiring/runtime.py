@@ -55,7 +55,7 @@ from appliance.engine.pruner import PrunerConfig
 from appliance.engine.restarts import report_restart
 from appliance.errors import ConfigError
 from appliance.live.limits import StreamLimits, StreamRegistry
-from appliance.settings import Settings
+from appliance.settings.model import Settings
 from appliance.store.incarnations import (
     end_incarnation,
     previous_incarnation,

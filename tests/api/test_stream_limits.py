@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from referencing import Registry, Resource
 
 from appliance.live.limits import StreamLimits, StreamRegistry, Surface
-from appliance.settings import load_settings
+from appliance.settings.load import load_settings
 from appliance.store.api_keys import Scope, insert_api_key
 from appliance.store.infra.database import Database
 from appliance.wiring.runtime import stream_limits
