@@ -33,7 +33,7 @@ from appliance.core.instants import format_scheduled_for
 from appliance.core.retry import RetryPolicy
 from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.core.schedules import CatchupPolicy, PayloadKind, ScheduleSpec
-from appliance.settings import DB_FILENAME
+from appliance.settings.model import DB_FILENAME
 from appliance.store.infra.backend import Store
 from appliance.store.infra.database import Database
 from appliance.store.materialise import insert_runs, store_body

@@ -9,7 +9,9 @@ import pytest
 from appliance.core.addresses import AddressPolicy
 from appliance.core.breaker import BreakerConfig
 from appliance.errors import ConfigError
-from appliance.settings import SETTINGS, LogLevel, load_settings
+from appliance.settings.load import load_settings
+from appliance.settings.model import LogLevel
+from appliance.settings.table import SETTINGS
 from appliance.wiring.runtime import delivery_client, engine_config
 
 DOC = Path(__file__).parent.parent / "docs" / "configuration.md"

@@ -9,7 +9,7 @@ import pytest
 
 from appliance.cli.main import _parser, _settings
 from appliance.errors import ConfigError
-from appliance.settings import load_settings
+from appliance.settings.load import load_settings
 
 
 def _load(tmp_path: Path, **env: str) -> object:

@@ -17,7 +17,8 @@ from appliance.cli import tenants as admin
 from appliance.cli import users as cli_users
 from appliance.core.instants import format_instant
 from appliance.errors import SteepleError, ValidationError
-from appliance.settings import Settings, load_settings
+from appliance.settings.load import load_settings
+from appliance.settings.model import Settings
 from appliance.store.api_keys import ApiKey, Scope
 from appliance.store.tenants import DEFAULT_OVERLAP_SECONDS, MAX_OVERLAP_SECONDS
 from appliance.wiring import logs, runtime

@@ -22,7 +22,7 @@ from appliance.cli import tenants as admin
 from appliance.core.instants import format_instant
 from appliance.errors import ConfigError, StoreError
 from appliance.ops import backup, doctor, healthcheck, init, migrate_store, status
-from appliance.settings import CONFIG_FILENAME, Settings
+from appliance.settings.model import CONFIG_FILENAME, Settings
 from appliance.store.infra.datadir import DIR_MODE
 from appliance.store.infra.snapshot import BACKUPS_DIRNAME
 from appliance.wiring import storage

@@ -15,7 +15,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from appliance.clock import SystemClock
 from appliance.core.events import Actor
 from appliance.errors import NotFound
-from appliance.settings import Settings
+from appliance.settings.model import Settings
 from appliance.store.api_keys import ApiKey, IssuedKey, Scope, issue_api_key, list_api_keys
 from appliance.store.api_keys import revoke_api_key as store_revoke_api_key
 from appliance.store.infra.connection import Connection

@@ -22,7 +22,7 @@ from appliance.clock import SystemClock
 from appliance.core.events import Actor
 from appliance.core.passwords import hash_password
 from appliance.errors import ValidationError
-from appliance.settings import Settings
+from appliance.settings.model import Settings
 from appliance.store.infra.connection import Connection
 from appliance.store.invitations import Invited, add_user_with_password, invite_user
 from appliance.store.users import SETUP_LINK_MS, Role, create_user, issue_setup_token

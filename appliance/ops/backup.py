@@ -15,7 +15,7 @@ from pathlib import Path
 
 from appliance.clock import SystemClock
 from appliance.core.instants import format_instant
-from appliance.settings import Settings
+from appliance.settings.model import Settings
 from appliance.store.infra.database import Database
 from appliance.store.infra.lockfile import LockFile
 from appliance.store.infra.migrate import current_version, migrations, pending

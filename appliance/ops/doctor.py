@@ -21,7 +21,7 @@ from appliance.clock import SystemClock
 from appliance.core.hosts import ANY
 from appliance.core.instants import format_instant
 from appliance.errors import StoreError
-from appliance.settings import Settings
+from appliance.settings.model import Settings
 from appliance.store.infra.backend import Store
 from appliance.store.infra.database import BUSY_TIMEOUT_MS, Database
 from appliance.store.infra.datadir import COMPANIONS

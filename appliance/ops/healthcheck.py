@@ -7,7 +7,7 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 
-from appliance.settings import Settings
+from appliance.settings.model import Settings
 
 TIMEOUT_S = 5.0
 

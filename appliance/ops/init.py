@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from appliance.errors import ConfigError
-from appliance.settings import SETTINGS, SettingDef, is_list
+from appliance.settings.table import SETTINGS, SettingDef, is_list
 from appliance.store.infra.datadir import FILE_MODE
 
 HEADER = """\

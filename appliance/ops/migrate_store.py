@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from appliance.errors import ConfigError, StoreError
-from appliance.settings import DB_FILENAME
+from appliance.settings.model import DB_FILENAME
 from appliance.store.infra.database import Database
 from appliance.store.infra.lockfile import LockFile
 from appliance.store.infra.migrate import current_version, migrations

@@ -11,7 +11,7 @@ from appliance import __version__
 from appliance.clock import SystemClock
 from appliance.core.instants import format_instant
 from appliance.errors import StoreError
-from appliance.settings import Settings
+from appliance.settings.model import Settings
 from appliance.store.figures import operator_figures
 from appliance.store.infra.lockfile import holder
 from appliance.store.restarts import LastRestart

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TextIO
 
 from appliance.core.instants import to_datetime
-from appliance.settings import LogFormat, Settings
+from appliance.settings.model import LogFormat, Settings
 
 SECRET = re.compile(r"\b(stk_|whsec_)[A-Za-z0-9+/=_-]{4,}")
 JOURNAL_PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3}

@@ -7,12 +7,13 @@ previous one read first) and boot-time reclaim → the engine
 reaper, pruner, checkpointer, liveness mark), the restart's downtime report (once the
 planner caught up: :mod:`appliance.engine.restarts`) and the database check
 (``quick_check``, beside them: it reads the whole file, and a restart must not wait for
-that before delivering) → the HTTP server. Every task is started with ``nursery.start`` in
-the root nursery, which owns them all; the web app owns none. A failed check stops the
-appliance like any store failure; so does a service that crashes, loudly. SIGTERM/SIGINT:
-stop claiming, let in-flight deliveries finish within the grace period, stop the server,
-record the incarnation's end, close the database. A second signal during the drain stops
-at once (what is still in flight is reclaimed at the next start).
+that before delivering) → the HTTP server (:mod:`appliance.wiring.http`). Every task is
+started with ``nursery.start`` in the root nursery, which owns them all; the web app owns
+none. A failed check stops the appliance like any store failure; so does a service that
+crashes, loudly. SIGTERM/SIGINT: stop claiming, let in-flight deliveries finish within
+the grace period, stop the server, record the incarnation's end, close the database. A
+second signal during the drain stops at once (what is still in flight is reclaimed at the
+next start).
 
 Start-up failures are one line with the fix (:class:`~appliance.errors.SteepleError`):
 a data directory this user cannot use, a port already in use, a lock held by another
@@ -22,7 +23,6 @@ now refuses (:mod:`appliance.engine.delivery.audit`).
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import signal
@@ -30,7 +30,6 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING
 
 import trio
 
@@ -38,14 +37,11 @@ from appliance import __version__
 from appliance.clock import SharedClock, SystemClock, WallClock
 from appliance.core.addresses import AddressPolicy
 from appliance.core.breaker import BreakerConfig
-from appliance.core.dedupe_test import ProbeAnswer
-from appliance.core.delivery import DeliveryRequest
-from appliance.core.hosts import AllowedHosts
 from appliance.core.lifecycle import Lifecycle
 from appliance.engine.assembly import EngineConfig, build_engine
 from appliance.engine.backups import BackupConfig
 from appliance.engine.checkpointer import CheckpointerConfig
-from appliance.engine.delivery import DeliveryClient, check_destination, probe_answer, send
+from appliance.engine.delivery import DeliveryClient
 from appliance.engine.delivery.audit import refused_destinations, report
 from appliance.engine.dispatcher import DispatchConfig
 from appliance.engine.leadership import LeadershipConfig
@@ -53,9 +49,7 @@ from appliance.engine.liveness import LivenessConfig
 from appliance.engine.notifier import NotifierConfig
 from appliance.engine.pruner import PrunerConfig
 from appliance.engine.restarts import report_restart
-from appliance.errors import ConfigError
-from appliance.live.limits import StreamLimits, StreamRegistry
-from appliance.settings import Settings
+from appliance.settings.model import Settings
 from appliance.store.incarnations import (
     end_incarnation,
     previous_incarnation,
@@ -63,17 +57,12 @@ from appliance.store.incarnations import (
     register_incarnation,
 )
 from appliance.store.infra.backend import Store
-from appliance.store.proxy_seen import proxy_seen_recorder
 from appliance.store.stats import active_targets
 from appliance.store.usecases.plan_pass import PlannerConfig
 from appliance.store.usecases.reclaim import reclaim_previous
-from appliance.wiring import storage
+from appliance.wiring import http, storage
 from appliance.wiring.sdnotify import notify, watchdog_interval_s
 from appliance.wiring.watchdog import pet_watchdog
-
-if TYPE_CHECKING:
-    from quart_trio import QuartTrio
-
 
 log = logging.getLogger("steeple")
 
@@ -166,63 +155,21 @@ async def _run(
         await nursery.start(_check, db, incarnation, clock)
         await nursery.start(_audit_destinations, db, policy)
 
-        # The web stack (quart, hypercorn: most of the import time) loads in a worker
-        # thread while the engine already delivers: a restart's first redelivery does not
-        # wait for it.
-        await trio.to_thread.run_sync(_import_web_stack)
-        from appliance.api.app import create_app
-        from appliance.api.metrics import Observability
-        from appliance.live.hub import EventHub
-        from appliance.ui.app import register_ui
-        from appliance.ui.context import UiContext
-
-        async def check(url: str) -> None:
-            await check_destination(policy, url)
-
-        async def send_probe(request: DeliveryRequest) -> ProbeAnswer:
-            return probe_answer(await send(client, request))
-
-        app = create_app(
+        # The web stack loads in a worker thread while the engine already delivers: a
+        # restart's first redelivery does not wait for it.
+        await trio.to_thread.run_sync(http.import_web_stack)
+        app, event_hub = http.build_web_app(
+            settings,
             db=db,
             clock=clock,
             nudge=nudge,
-            check_destination=check,
             policy=policy,
-            version=__version__,
-            event_hub=(event_hub := EventHub(db)),
-            streams=(streams := StreamRegistry(limits=stream_limits(settings))),
-            max_schedules=settings.max_schedules_per_tenant,
-            replay_rate_per_second=settings.replay_rate_per_second,
-            send_probe=send_probe,
-            allowed_hosts=AllowedHosts.of(settings.host_allow_list),
-            trust_proxy=settings.trust_proxy,
-            on_untrusted_forwarding=proxy_seen_recorder(settings.data_dir, clock.now_ms),
-            observability=Observability(
-                lifecycle=lifecycle,
-                metrics_allow=settings.metrics_allow,
-                metrics_token=settings.metrics_token,
-            ),
-        )
-        register_ui(
-            app,
-            UiContext(
-                db=db,
-                clock=clock,
-                nudge=nudge,
-                check_destination=check,
-                policy=policy,
-                max_schedules=settings.max_schedules_per_tenant,
-                replay_rate_per_second=settings.replay_rate_per_second,
-                trust_proxy=settings.trust_proxy,
-                public_url=settings.public_url,
-                version=__version__,
-                event_hub=event_hub,
-                streams=streams,
-            ),
+            client=client,
+            lifecycle=lifecycle,
         )
         await nursery.start(event_hub.run)
         stop_http = trio.Event()
-        addresses = await nursery.start(_serve_http, app, settings, stop_http)
+        addresses = await nursery.start(http.serve_http, app, settings, stop_http)
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             log.info("steeple %s listening on %s", __version__, " ".join(addresses))
             notify(f"READY=1\nSTATUS=serving on {' '.join(addresses)}")
@@ -299,16 +246,6 @@ def delivery_client(settings: Settings, policy: AddressPolicy) -> DeliveryClient
     )
 
 
-def stream_limits(settings: Settings) -> StreamLimits:
-    """Open live streams at most, per key, per session, per tenant and in all."""
-    return StreamLimits(
-        per_key=settings.max_streams_per_key,
-        per_session=settings.max_streams_per_session,
-        per_tenant=settings.max_streams_per_tenant,
-        per_process=settings.max_streams,
-    )
-
-
 def engine_config(settings: Settings) -> EngineConfig:
     """The appliance's engine: every service, limits from the settings. On PostgreSQL the
     planner and dispatcher also wake every ``replica_poll_ms``: other replicas create work
@@ -342,70 +279,6 @@ def engine_config(settings: Settings) -> EngineConfig:
             folder=settings.backups_path,
         ),
     )
-
-
-def _import_web_stack() -> None:
-    import hypercorn.trio  # noqa: F401
-    import quart_trio  # noqa: F401
-
-    import appliance.api.app
-    import appliance.api.serving
-    import appliance.ui.app  # noqa: F401
-
-
-async def _serve_http(
-    app: QuartTrio, settings: Settings, stop: trio.Event, *, task_status: trio.TaskStatus[list[str]]
-) -> None:
-    import hypercorn.config
-    import hypercorn.trio
-
-    from appliance.api.serving import KEEP_ALIVE_TIMEOUT_S, READ_TIMEOUT_S, install
-
-    install()  # connections read on while a stream is answered: a client that leaves is seen
-    config = hypercorn.config.Config()
-    config.bind = [str(settings.listen)]
-    config.accesslog = None
-    config.errorlog = logging.getLogger("hypercorn.error")  # through our handlers, once
-    config.graceful_timeout = 5
-    config.keep_alive_timeout = KEEP_ALIVE_TIMEOUT_S  # between requests
-    config.read_timeout = READ_TIMEOUT_S  # while a request is owed, never during a response
-    reporter = _Bound(task_status)
-    try:
-        await hypercorn.trio.serve(app, config, shutdown_trigger=stop.wait, task_status=reporter)
-    except* OSError as group:
-        if reporter.bound:
-            raise
-        # hypercorn binds inside its nurseries, before reporting started: the group holds
-        # the bind's OSError alone.
-        leaf: BaseException = group
-        while isinstance(leaf, BaseExceptionGroup):
-            leaf = leaf.exceptions[0]
-        raise ConfigError("listen", _bind_failure(settings, leaf)) from None  # type: ignore[arg-type]
-
-
-class _Bound:
-    """Passes hypercorn's started report on, remembering that the sockets are bound."""
-
-    def __init__(self, task_status: trio.TaskStatus[list[str]]) -> None:
-        self._task_status = task_status
-        self.bound = False
-
-    def started(self, value: list[str] | None = None) -> None:
-        self.bound = True
-        self._task_status.started(value or [])
-
-
-def _bind_failure(settings: Settings, exc: OSError) -> str:
-    """One line with the fix for a socket that cannot be bound."""
-    if exc.errno == errno.EADDRINUSE:
-        why = "another program is listening there (another Steeple?)"
-    elif exc.errno == errno.EACCES:
-        why = "ports below 1024 need privileges Steeple should not have"
-    elif exc.errno == errno.EADDRNOTAVAIL:
-        why = "no network interface of this machine has that address"
-    else:
-        why = exc.strerror or str(exc)
-    return f"cannot listen on {settings.listen}: {why}; choose another with --listen HOST:PORT"
 
 
 async def _check(

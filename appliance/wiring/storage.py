@@ -24,7 +24,7 @@ import trio
 
 from appliance.clock import SharedClock, WallClock
 from appliance.errors import StoreError
-from appliance.settings import Settings
+from appliance.settings.model import Settings
 from appliance.store.infra.backend import Store, open_store
 from appliance.store.infra.datadir import DIR_MODE, tighten_modes
 from appliance.store.infra.lockfile import LockFile

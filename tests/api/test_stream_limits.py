@@ -15,10 +15,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from referencing import Registry, Resource
 
 from appliance.live.limits import StreamLimits, StreamRegistry, Surface
-from appliance.settings import load_settings
+from appliance.settings.load import load_settings
 from appliance.store.api_keys import Scope, insert_api_key
 from appliance.store.infra.database import Database
-from appliance.wiring.runtime import stream_limits
+from appliance.wiring.http import stream_limits
 from tests.api.conftest import START, FakeClock, Nudges
 from tests.api.loopback import Stream, open_stream, served, wait_until
 from tests.api.test_openapi_contract import SPEC_PATH

@@ -11,6 +11,7 @@ import trio
 from trio.testing import MockClock
 
 from appliance.clock import TrioWallClock
+from appliance.core.catch_up import MissReason
 from appliance.core.cron import parse_cron
 from appliance.core.events import EventType
 from appliance.core.ids import idempotency_key, run_id
@@ -23,7 +24,7 @@ from appliance.store.infra.database import Database
 from appliance.store.materialise import store_body
 from appliance.store.planning import earliest_cursor
 from appliance.store.suspension import resume_tenant, suspend_tenant
-from appliance.store.usecases.plan_pass import MissReason, PlannerConfig, PlanResult, plan_once
+from appliance.store.usecases.plan_pass import PlannerConfig, PlanResult, plan_once
 from tests.engine.conftest import Endpoint, running_engine
 from tests.store.conftest import T0
 

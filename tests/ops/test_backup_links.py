@@ -14,7 +14,7 @@ from appliance.cli.main import main
 from appliance.core.instants import parse_instant
 from appliance.errors import StoreError
 from appliance.ops.doctor import examine
-from appliance.settings import load_settings
+from appliance.settings.load import load_settings
 from appliance.store.infra.database import Database
 from appliance.store.infra.snapshot import backup_into, take_snapshot, verify_copy
 from appliance.store.tenants import create_tenant

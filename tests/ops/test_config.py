@@ -13,7 +13,8 @@ import pytest
 from appliance.cli.main import main
 from appliance.errors import ConfigError
 from appliance.ops.init import render
-from appliance.settings import SETTINGS, load_settings
+from appliance.settings.load import load_settings
+from appliance.settings.table import SETTINGS
 
 
 def test_init_writes_every_setting_commented_and_never_overwrites(

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from appliance.ops.doctor import exposure
-from appliance.settings import Settings, load_settings
+from appliance.settings.load import load_settings
+from appliance.settings.model import Settings
 from appliance.store.proxy_seen import ProxySeen, proxy_seen, record_proxy_seen
 from tests.e2e.harness import Appliance
 

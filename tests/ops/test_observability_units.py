@@ -22,7 +22,7 @@ from appliance.clock import SystemClock
 from appliance.core.addresses import AddressPolicy
 from appliance.core.lifecycle import Lifecycle
 from appliance.live.hub import EventHub
-from appliance.settings import load_settings
+from appliance.settings.load import load_settings
 from appliance.store.incarnations import PreviousIncarnation
 from appliance.store.infra.database import Database
 from appliance.store.restarts import downtime_report, record_restart

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from appliance.cli.main import _parser
-from appliance.settings import SETTINGS, load_settings
+from appliance.settings.load import load_settings
+from appliance.settings.table import SETTINGS
 from tests.ops.processes import Served, data_args
 
 ROOT = Path(__file__).parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from appliance.errors import StoreError
-from appliance.settings import load_settings
+from appliance.settings.load import load_settings
 from appliance.store.infra.backend import open_store
 from appliance.store.infra.postgres.urls import is_postgres_url
 

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from appliance.core.events import EventType
+from appliance.core.overlap import HOLD_MS
 from appliance.core.runs import AttemptOutcome, Transition
 from appliance.store.claims import ClaimedRun, claim_runs
 from appliance.store.completions import Completion, complete_run
@@ -20,7 +21,6 @@ from appliance.store.events import list_events
 from appliance.store.incarnations import register_incarnation
 from appliance.store.infra.database import Database
 from appliance.store.tenants import create_tenant
-from appliance.store.usecases.overlap import HOLD_MS
 from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from tests.store.conftest import T0, ScheduleRow, insert_schedule
 

@@ -1,27 +1,19 @@
-"""The overlap gate: what an occurrence due while an earlier run of its schedule is still
-open becomes (docs/schedules.md, "Overlap"). It runs at the start of every claim, in the
-claim's transaction, so what it decides and what the claim takes are one consistent view.
+"""The overlap gate: applies what :func:`appliance.core.overlap.gate` decides about the
+occurrences due while an earlier run of their schedule is still open (docs/schedules.md,
+"Overlap"). It runs at the start of every claim, in the claim's transaction, so what it
+decides and what the claim takes are one consistent view.
 
 Rules this module guards:
 
 - Only runs materialised for a schedule whose ``overlap`` is ``skip`` or ``buffer_one``
   carry the policy (``job_runs.overlap``); the gate reads the open ones through the
   partial index ``job_runs_overlap_open``, so its cost follows those runs alone.
-- A schedule is *busy* while one of its gated runs is ``running`` or ``retry_wait``, or is
-  a tenant's replay waiting to run (``pending`` with attempts behind it). Manual triggers
-  and replays are the tenant's explicit requests: never skipped.
-- The occurrences that have *come* (``scheduled_for <= now``, pending, never attempted)
-  are taken oldest first. ``skip`` lets one through only when the schedule is not busy;
-  ``buffer_one`` lets one more wait. A due occurrence beyond that is **skipped**: the row
-  becomes ``missed`` (transition ``skip``) with ``failure_reason = 'overlap'``, and a
-  ``schedule.run.missed`` event with reason ``overlap`` is written with it — never a silent
-  drop. The row stays, so the unique index still holds the occurrence.
-- A waiting occurrence is held back from the claim by moving its ``due_at`` :data:`HOLD_MS`
-  ahead (ADR 0033: only ``due_at`` moves, never ``scheduled_for`` or the key); each time
-  it comes due the gate looks again, so it starts at most that long after the schedule
-  stops being busy.
-- So ``skip`` never has two runs of a schedule open for delivery at once, and
-  ``buffer_one`` at most one running and one waiting.
+- A skipped occurrence's row becomes ``missed`` (transition ``skip``) with
+  ``failure_reason = 'overlap'``, and a ``schedule.run.missed`` event with reason
+  ``overlap`` is written with it — never a silent drop. The row stays, so the unique index
+  still holds the occurrence.
+- A held occurrence's ``due_at`` moves :data:`~appliance.core.overlap.HOLD_MS` ahead, and
+  only while it is still ``pending``: the claim does not take it before it is due again.
 """
 
 from __future__ import annotations
@@ -31,13 +23,11 @@ from typing import Final, NamedTuple
 
 from appliance.core.events import EventType
 from appliance.core.instants import format_scheduled_for
+from appliance.core.overlap import HOLD_MS, OVERLAP_REASON, Gate, gate
 from appliance.core.runs import RunState, Transition, check_transition, sources
-from appliance.core.schedules import Overlap
 from appliance.store.events import append_event
 from appliance.store.infra.connection import Connection
 
-HOLD_MS: Final = 1_000
-OVERLAP_REASON: Final = "overlap"
 _SKIP_FROM: Final = ", ".join(f"'{state.value}'" for state in sources(Transition.SKIP))
 _SKIPPED: Final = check_transition(RunState.PENDING, Transition.SKIP).value
 
@@ -72,22 +62,12 @@ def gate_overlaps(conn: Connection, *, now: int) -> int:
 
 
 def _gate_schedule(conn: Connection, runs: list[_Open], *, now: int) -> int:
-    busy = any(run.state != RunState.PENDING or run.attempt > 0 for run in runs)
-    come = [
-        r for r in runs if r.state == RunState.PENDING and not r.attempt and r.scheduled_for <= now
-    ]
-    if not come:
-        return 0
-    waiters = 1 if Overlap(come[0].overlap) is Overlap.BUFFER_ONE else 0
-    allowed = waiters if busy else waiters + 1
     skipped = 0
-    for index, run in enumerate(come):
-        if run.due_at > now:
-            continue  # not due yet (jitter): judged when it is
-        if index >= allowed:
+    for run, verdict in gate(runs, now=now):
+        if verdict is Gate.SKIP:
             _skip(conn, run, now=now)
             skipped += 1
-        elif busy or index >= 1:  # the one waiting behind a run still open
+        elif verdict is Gate.HOLD:
             conn.execute(
                 "UPDATE job_runs SET due_at = ?, updated_at = ? WHERE id = ? AND state = 'pending'",
                 (now + HOLD_MS, now, run.id),

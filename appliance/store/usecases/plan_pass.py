@@ -11,13 +11,14 @@ Rules this module guards:
   transaction. Two independent guards: a backwards clock jump finds no cursor due, and a
   racing planner (another process on the same file) conflicts on the unique index.
 - An occurrence is *misfired* when planning finds it more than ``misfire_ms`` past its
-  ``due_at`` (the appliance was down). Catch-up policy per schedule:
-  ``all`` delivers each misfired occurrence inside the catch-up window, oldest first, at
-  most ``max_catchup`` per schedule per pass (the rest wait for the next pass);
-  ``latest`` delivers only the newest misfired occurrence inside the window; ``skip``
-  none. Everything not delivered becomes a ``missed`` row with a ``schedule.run.missed``
-  event — nothing is silently lost. Past ``max_missed_events`` missed rows of one schedule
-  in one pass, one summary event carries the count and the first/last instants.
+  ``due_at`` (the appliance was down). What the schedule's catch-up policy makes of it is
+  decided by :func:`appliance.core.catch_up.judge` (``all``: delivered inside the window;
+  ``latest``: only the newest misfire inside it; ``skip``: none); this module bounds the
+  late deliveries to ``max_catchup`` per schedule per pass (the rest wait for the next
+  pass, judged again then) and writes the verdicts. Everything not delivered becomes a
+  ``missed`` row with a ``schedule.run.missed`` event — nothing is silently lost. Past
+  ``max_missed_events`` missed rows of one schedule in one pass, one summary event carries
+  the count and the first/last instants.
 - Work is bounded per pass (``batch`` schedules, ``max_occurrences`` per schedule); a
   pass that hits a bound says so (``more``) and the service plans again at once.
 - **Settling before a change** (:func:`settle_schedule`): an edit, pause or delete changes
@@ -29,19 +30,19 @@ Rules this module guards:
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+from appliance.core.catch_up import MissReason, is_misfire, judge
 from appliance.core.events import EventType, JsonScalar
 from appliance.core.instants import format_scheduled_for
 from appliance.core.jitter import PlannedOccurrence, planned_occurrences, planned_timing
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.occurrence_fanout import FannedOut
 from appliance.core.runs import NewRun, RunState, Trigger, occurrence_run
-from appliance.core.schedules import CatchupPolicy, Overlap
+from appliance.core.schedules import Overlap
 from appliance.core.timing import is_plain_cron, previous_occurrence
 from appliance.errors import ValidationError
 from appliance.store.events import append_event
@@ -78,12 +79,6 @@ class PlanResult:
     missed: int  # new `missed` rows
     more: bool  # a bound was hit: plan again at once
     next_fire_at: int | None  # earliest cursor of any plannable schedule after the pass
-
-
-class MissReason(enum.StrEnum):
-    OUTSIDE_WINDOW = "outside_catchup_window"  # older than the schedule's catch-up window
-    SKIPPED = "catchup_skip"  # policy `skip`
-    SUPERSEDED = "catchup_latest_superseded"  # policy `latest`: a newer one was delivered
 
 
 def plan_once(
@@ -156,30 +151,6 @@ def _write(
         _record_missed(conn, plan.schedule, missed_rows, now=now, limit=config.max_missed_events)
         missed += len(missed_rows)
     return materialised, missed
-
-
-def judge(
-    occurrence: PlannedOccurrence,
-    following: PlannedOccurrence | None,
-    *,
-    now: int,
-    policy: CatchupPolicy,
-    window_ms: int,
-    misfire_ms: int,
-) -> MissReason | None:
-    """None if the occurrence is to be delivered, else why it is missed. ``following`` is
-    the next occurrence (``latest`` delivers a misfire only if the next one is on time)."""
-    lateness = now - occurrence.due_at
-    if lateness <= misfire_ms:
-        return None
-    if lateness > window_ms:
-        return MissReason.OUTSIDE_WINDOW
-    if policy is CatchupPolicy.ALL:
-        return None
-    if policy is CatchupPolicy.SKIP:
-        return MissReason.SKIPPED
-    newer_misfire = following is not None and now - following.due_at > misfire_ms
-    return MissReason.SUPERSEDED if newer_misfire else None
 
 
 class _PassWork:
@@ -285,14 +256,16 @@ def _materialise(
     while current is not None and current.scheduled_for <= horizon:
         following = next(stream, None)
         reason = judge(
-            current,
-            following,
+            current.due_at,
+            None if following is None else following.due_at,
             now=now,
             policy=schedule.catchup_policy,
             window_ms=window_ms,
             misfire_ms=config.misfire_ms,
         )
-        is_late = reason is None and now - current.due_at > config.misfire_ms
+        is_late = reason is None and is_misfire(
+            current.due_at, now=now, misfire_ms=config.misfire_ms
+        )
         if len(runs) >= config.max_occurrences or (is_late and late >= config.max_catchup):
             more = True
             break
