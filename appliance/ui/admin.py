@@ -64,7 +64,7 @@ async def tenant_list(
 ) -> Response:
     require_operator()
     now = ui().clock.now_ms()
-    listed = await ui().db.read(lambda conn: tenant_summaries(conn, now=now))
+    listed = await ui().db.read(tenant_summaries, now=now)
     return await page(
         "admin_tenants.html",
         status=status,
