@@ -56,6 +56,7 @@ from appliance.engine.restarts import report_restart
 from appliance.errors import ConfigError
 from appliance.live.limits import StreamLimits, StreamRegistry
 from appliance.settings import Settings
+from appliance.store.figures.operator import active_targets
 from appliance.store.incarnations import (
     end_incarnation,
     previous_incarnation,
@@ -64,7 +65,6 @@ from appliance.store.incarnations import (
 )
 from appliance.store.infra.backend import Store
 from appliance.store.proxy_seen import proxy_seen_recorder
-from appliance.store.stats import active_targets
 from appliance.store.usecases.plan_pass import PlannerConfig
 from appliance.store.usecases.reclaim import reclaim_previous
 from appliance.wiring import storage

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from appliance.core.schedules import Schedule
 from appliance.store import overview, pauses
 from appliance.store import runs as run_store
+from appliance.store.figures.tenants import Counts, counts
 from appliance.store.infra.connection import Connection
 from appliance.store.runs import AttemptRecord, RunRecord
 from appliance.store.schedules import get_schedule, require_schedule
@@ -107,7 +108,7 @@ def schedule_list(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Dashboard:
-    counts: overview.Counts
+    counts: Counts
     soonest: list[Schedule]  # the live, unpaused schedules that fire soonest, soonest first
     attention: list[RunRecord]  # failed or missed in the last 24 h, newest first
 
@@ -118,7 +119,7 @@ def dashboard(
     """The tenant's counts, its ``soonest`` schedules due next and its ``attention``
     newest runs that failed or were missed."""
     return Dashboard(
-        counts=overview.counts(conn, tenant_id=tenant_id, now=now),
+        counts=counts(conn, tenant_id=tenant_id, now=now),
         soonest=overview.next_due(conn, tenant_id=tenant_id, limit=soonest),
         attention=overview.attention(conn, tenant_id=tenant_id, now=now, limit=attention),
     )
