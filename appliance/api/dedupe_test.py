@@ -36,10 +36,8 @@ from appliance.core.instants import format_scheduled_for
 from appliance.core.schedules import Schedule
 from appliance.core.signing import SignatureError
 from appliance.errors import Conflict, ValidationError
-from appliance.store.active_secrets import active_secrets
 from appliance.store.events import append_event
-from appliance.store.infra.connection import Connection
-from appliance.store.schedules import require_schedule
+from appliance.store.reproduce import probe_inputs
 
 
 def register(app: QuartTrio) -> None:
@@ -55,7 +53,7 @@ async def dedupe_test(schedule_id: str) -> Response:
         raise ValidationError.single("$", "send no body, or an empty JSON object {}")
     ctx = context()
     schedule, secrets = await ctx.db.read(
-        _schedule_and_secrets, tenant_id=caller.tenant_id, schedule_id=schedule_id,
+        probe_inputs, tenant_id=caller.tenant_id, schedule_id=schedule_id,
         now=ctx.clock.now_ms(),
     )  # fmt: skip
     if not secrets:
@@ -94,13 +92,6 @@ async def dedupe_test(schedule_id: str) -> Response:
             "verdict": verdict(first, second).value,
         }
     )
-
-
-def _schedule_and_secrets(
-    conn: Connection, *, tenant_id: str, schedule_id: str, now: int
-) -> tuple[Schedule, list[str]]:
-    schedule = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-    return schedule, active_secrets(conn, tenant_id=tenant_id, now=now)
 
 
 async def _send(

@@ -4,9 +4,9 @@
 ``/metrics`` answers only clients in ``metrics_allow`` (loopback by default) and, when
 ``metrics_token`` is set, with ``Authorization: Bearer <token>``. Each scrape reads the
 database once, off the event loop: gauges from
-:func:`appliance.store.figures.operator_figures` (the figures ``/admin/health`` and
+:func:`appliance.store.figures.operator.operator_figures` (the figures ``/admin/health`` and
 ``steeple status`` show; the cost does not grow with history), counters from the events
-recorded since the previous scrape (:mod:`appliance.store.observed`), so the engine
+recorded since the previous scrape (:mod:`appliance.store.figures.counters`), so the engine
 carries no instrumentation. Counters count from this process's start, as
 Prometheus expects. No label carries a tenant, schedule or run: outcome and reason sets
 are closed enums.
@@ -40,13 +40,13 @@ from appliance.api.problems import Problem
 from appliance.core.lifecycle import Lifecycle
 from appliance.errors import StoreError
 from appliance.live.limits import Surface
-from appliance.store.figures import Figures
+from appliance.store.figures.counters import Reading, SeenEvent, read_since
+from appliance.store.figures.database import sqlite_version
+from appliance.store.figures.operator import Figures
 from appliance.store.infra.backend import Store
 from appliance.store.infra.database import WalCheckpoint
 from appliance.store.infra.migrate import current_version, migrations
-from appliance.store.observed import Reading, SeenEvent, read_since
 from appliance.store.restarts import LastRestart
-from appliance.store.stats import sqlite_version
 
 _EXTENSION = "steeple.observability"
 OUTCOMES = ("succeeded", "retrying", "failed")

@@ -22,11 +22,10 @@ from appliance.api.context import context
 from appliance.api.pagination import encode_cursor, number_position, page_request
 from appliance.api.rendering import render_run, render_run_with_attempts
 from appliance.core.json_fields import FieldReader
-from appliance.errors import NotFound, ValidationError
+from appliance.errors import ValidationError
 from appliance.store import runs as run_store
-from appliance.store.infra.connection import Connection
-from appliance.store.schedules import get_schedule
 from appliance.store.usecases.manual import replay_run as store_replay_run
+from appliance.store.usecases.pages import schedule_runs
 from appliance.store.usecases.resend import resend_copy
 
 
@@ -50,7 +49,7 @@ async def list_runs(schedule_id: str) -> Response:
     page = await checked_inputs(lambda: page_request("run"))
     before = await checked_inputs(lambda: number_position(page))
     runs = await read_as_tenant(
-        lambda conn, tenant_id: _runs_of_schedule(
+        lambda conn, tenant_id: schedule_runs(
             conn,
             tenant_id=tenant_id,
             schedule_id=schedule_id,
@@ -65,40 +64,13 @@ async def list_runs(schedule_id: str) -> Response:
     )
 
 
-def _runs_of_schedule(
-    conn: Connection,
-    *,
-    tenant_id: str,
-    schedule_id: str,
-    limit: int,
-    before_scheduled_for: int | None,
-) -> list[run_store.RunRecord]:
-    """A page of the runs of a live schedule of this tenant; NotFound otherwise."""
-    if get_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id) is None:
-        raise NotFound(f"no schedule {schedule_id}")
-    return run_store.list_runs(
-        conn,
-        tenant_id=tenant_id,
-        schedule_id=schedule_id,
-        limit=limit,
-        before_scheduled_for=before_scheduled_for,
-    )
-
-
 async def get_run(run_id: str) -> Response:
     run, attempts = await read_as_tenant(
-        lambda conn, tenant_id: _run_with_attempts(conn, tenant_id=tenant_id, run_id=run_id)
+        lambda conn, tenant_id: run_store.run_with_attempts(
+            conn, tenant_id=tenant_id, run_id=run_id
+        )
     )
     return json_response(render_run_with_attempts(run, attempts))
-
-
-def _run_with_attempts(
-    conn: Connection, *, tenant_id: str, run_id: str
-) -> tuple[run_store.RunRecord, list[run_store.AttemptRecord]]:
-    run = run_store.get_run(conn, tenant_id=tenant_id, run_id=run_id)
-    if run is None:
-        raise NotFound(f"no run {run_id}")
-    return run, run_store.list_attempts(conn, run_id=run_id)
 
 
 async def replay_run(run_id: str) -> Response:

@@ -47,7 +47,6 @@ from appliance.errors import FieldError, ValidationError
 from appliance.store import request_keys
 from appliance.store import schedules as store
 from appliance.store.api_keys import Caller
-from appliance.store.infra.connection import Connection
 from appliance.store.request_keys import StoredResponse
 
 PATH = "/v1/schedules/batch"
@@ -132,28 +131,28 @@ async def _create(
             status=201, body=json.dumps({"items": items}, ensure_ascii=False, separators=(",", ":"))
         )
 
-    def create(conn: Connection) -> list[Schedule]:
-        return store.create_schedules(
-            conn,
+    if request_key is None:
+        schedules = await ctx.db.write(
+            store.create_schedules,
             tenant_id=caller.tenant_id,
             specs=specs,
             now=now,
             max_schedules=ctx.max_schedules,
             actor=caller.actor,
         )
-
-    if request_key is None:
-        schedules = await ctx.db.write(create)
         response = await trio.to_thread.run_sync(lambda: render(schedules), limiter=ctx.cpu)
         return response, True
     # Looked up again inside the write: two retries racing each other create one batch.
     return await ctx.db.write(
-        request_keys.create_once,
+        request_keys.create_schedules_once,
         tenant_id=caller.tenant_id,
+        specs=specs,
         request_key=request_key,
         request_hash=request_hash(obj),
-        create=lambda conn: render(create(conn)),
+        render=render,
         now=now,
+        max_schedules=ctx.max_schedules,
+        actor=caller.actor,
     )
 
 

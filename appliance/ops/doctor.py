@@ -22,6 +22,7 @@ from appliance.core.hosts import ANY
 from appliance.core.instants import format_instant
 from appliance.errors import StoreError
 from appliance.settings.model import Settings
+from appliance.store.figures.database import journal_mode, quick_check, sqlite_version
 from appliance.store.infra.backend import Store
 from appliance.store.infra.database import BUSY_TIMEOUT_MS, Database
 from appliance.store.infra.datadir import COMPANIONS
@@ -29,7 +30,6 @@ from appliance.store.infra.migrate import current_version, migrations
 from appliance.store.infra.postgres.migrate import migrations as pg_migrations
 from appliance.store.infra.snapshot import check_backup_dir, last_backup
 from appliance.store.proxy_seen import proxy_seen
-from appliance.store.stats import journal_mode, quick_check, sqlite_version
 from appliance.wiring.storage import describe, open_configured_store
 
 NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "fuse.sshfs", "virtiofs")

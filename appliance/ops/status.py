@@ -3,7 +3,7 @@
 lag, recent rates and lateness, sizes, free disk, the last check and backup, the last
 restart's downtime report. ``/metrics`` and the operator page ``/admin/health`` show the
 same figures, computed by the same function
-(:func:`appliance.store.figures.operator_figures`)."""
+(:func:`appliance.store.figures.operator.operator_figures`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from appliance.clock import SystemClock
 from appliance.core.instants import format_instant
 from appliance.errors import StoreError
 from appliance.settings.model import Settings
-from appliance.store.figures import operator_figures
+from appliance.store.figures.operator import operator_figures
 from appliance.store.infra.lockfile import holder
 from appliance.store.restarts import LastRestart
 from appliance.wiring.storage import describe, open_configured_store

@@ -39,6 +39,7 @@ from appliance.store.users import (
     complete_setup,
     create_user,
     find_tenant_id,
+    list_users,
     normalise_email,
     setup_user,
     user_by_email,
@@ -124,6 +125,23 @@ def pending_invitations(conn: Connection, *, tenant_id: str, now: int) -> list[I
         (tenant_id, now),
     )
     return _INVITATION.all(rows)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class People:
+    """A tenant's users and the invitations still pending, as of one snapshot."""
+
+    users: list[User]  # by email
+    invited: list[Invitation]  # not used, not expired; by email
+
+
+def tenant_people(conn: Connection, *, tenant_id: str, now: int) -> People:
+    """The tenant's users and pending invitations read together: an invitation used
+    meanwhile shows once, as the user it made or as still pending, never as both."""
+    return People(
+        users=list_users(conn, tenant_id=tenant_id),
+        invited=pending_invitations(conn, tenant_id=tenant_id, now=now),
+    )
 
 
 def setup_email(conn: Connection, *, token: str, now: int) -> str | None:

@@ -1,81 +1,38 @@
-"""What the web UI's dashboard and lists read that no API route reads yet: counts of a
-tenant's runs and schedules, the schedules due next, a filtered page of schedule ids and
-each schedule's last outcome (docs/ui.md, "Pages").
+"""The lists the web UI's pages show that no API route reads: the schedules due next, a
+filtered page of schedules and each one's last outcome, the runs needing attention, the
+newest events of the feed (docs/ui.md, "Pages"). The counts beside them are figures:
+:mod:`appliance.store.figures.tenants`.
 
-Every query is scoped by tenant and bounded: counts use the run indexes
-(``job_runs_tenant_state_time``, ``job_runs_tenant_finished``; counts of finished runs stop
-at ``COUNT_CAP``) and lists are keyset-paged by id.
-Records are read through the store's own functions (``get_schedule``, ``list_events``),
-so the UI shows the same values the API renders.
+Every query is scoped by tenant and bounded: lists are keyset-paged by id or cut at a
+limit, and the runs needing attention are a range of ``job_runs_tenant_finished``
+(finished runs as :mod:`appliance.store.figures.basis` reads them). Records are read
+through the store's own functions (``get_schedule``, ``list_events``), so the UI shows
+the same values the API renders.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Final
 
 from appliance.core.events import Event
-from appliance.core.runs import RunState
+from appliance.core.runs import TERMINAL, RunState
 from appliance.core.schedules import Schedule
 from appliance.store.events import SYSTEM_TENANT, list_events
+from appliance.store.figures.basis import (
+    BY_TENANT_FINISHED,
+    DAY_MS,
+    ENDED_SQL,
+    FINISHED_STATES_SQL,
+)
 from appliance.store.infra.connection import Connection
 from appliance.store.runs import RUN_COLUMNS, RunRecord, state_list
 from appliance.store.schedules import get_schedule
-
-DAY_MS: Final = 86_400_000
-FINISHED: Final = (RunState.SUCCEEDED, RunState.FAILED, RunState.MISSED, RunState.CANCELLED)
-# Counts of finished runs stop here (shown as "10000+"): each is then at most this many
-# entries of ``job_runs_tenant_finished``, whatever the rate.
-COUNT_CAP: Final = 10_000
-# A tenant's runs finished in a state since a time: a range of ``job_runs_tenant_finished``
-# (its condition and expression literally). Parameters: tenant_id, state, since.
-# Named: with statistics, the planner may otherwise prefer the time-only index
-# ``job_runs_finished`` and read a table row per run of every tenant in the range.
-_BY_TENANT_FINISHED: Final = "INDEXED BY job_runs_tenant_finished"
-_FINISHED_STATES: Final = "state IN ('cancelled', 'failed', 'missed', 'succeeded')"
-_ENDED: Final = "COALESCE(finished_at, updated_at)"
-FINISHED_SINCE_SQL: Final = (
-    f"SELECT 1 FROM job_runs {_BY_TENANT_FINISHED} WHERE {_FINISHED_STATES}"
-    f" AND tenant_id = ? AND state = ? AND {_ENDED} >= ?"
-)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Counts:
-    due_24h: int  # live, unpaused schedules whose next occurrence is within 24 h
-    delivered_24h: int  # runs that succeeded in the last 24 h (at most COUNT_CAP + 1)
-    failed_24h: int  # runs that failed in the last 24 h (at most COUNT_CAP + 1)
-    retrying: int  # runs waiting for their next attempt now
-    paused: int  # paused schedules
 
 
 class Status(enum.StrEnum):
     ANY = ""
     ACTIVE = "active"
     PAUSED = "paused"
-
-
-def counts(conn: Connection, *, tenant_id: str, now: int) -> Counts:
-    def one(sql: str, *params: object) -> int:
-        row = conn.execute(sql, params).fetchone()
-        return int(row[0]) if row else 0
-
-    live = "FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL"
-    finished = f"SELECT count(*) FROM ({FINISHED_SINCE_SQL} LIMIT {COUNT_CAP + 1}) capped"
-    return Counts(
-        due_24h=one(
-            f"SELECT count(*) {live} AND paused = 0 AND next_fire_at < ?", tenant_id, now + DAY_MS
-        ),
-        delivered_24h=one(finished, tenant_id, str(RunState.SUCCEEDED), now - DAY_MS),
-        failed_24h=one(finished, tenant_id, str(RunState.FAILED), now - DAY_MS),
-        retrying=one(
-            "SELECT count(*) FROM job_runs WHERE tenant_id = ? AND state = ?",
-            tenant_id,
-            str(RunState.RETRY_WAIT),
-        ),
-        paused=one(f"SELECT count(*) {live} AND paused = 1", tenant_id),
-    )
 
 
 def next_due(conn: Connection, *, tenant_id: str, limit: int) -> list[Schedule]:
@@ -118,7 +75,7 @@ def last_outcome(conn: Connection, *, schedule_id: str) -> RunRecord | None:
     """The newest finished run of a schedule (by occurrence), or None."""
     row = conn.execute(
         f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE schedule_id = ?"
-        f" AND state IN {state_list(FINISHED)} ORDER BY scheduled_for DESC LIMIT 1",
+        f" AND state IN {state_list(TERMINAL)} ORDER BY scheduled_for DESC LIMIT 1",
         (schedule_id,),
     ).fetchone()
     return None if row is None else RUN_COLUMNS.one(row)
@@ -129,9 +86,9 @@ def attention(conn: Connection, *, tenant_id: str, now: int, limit: int) -> list
     first. The pick reads index entries only; just the ``limit`` rows shown are read."""
     rows = conn.execute(
         f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE rowid IN"
-        f" (SELECT rowid FROM job_runs {_BY_TENANT_FINISHED} WHERE {_FINISHED_STATES}"
+        f" (SELECT rowid FROM job_runs {BY_TENANT_FINISHED} WHERE {FINISHED_STATES_SQL}"
         f" AND tenant_id = ? AND state IN {state_list((RunState.FAILED, RunState.MISSED))}"
-        f" AND {_ENDED} >= ? ORDER BY {_ENDED} DESC LIMIT ?) ORDER BY {_ENDED} DESC",
+        f" AND {ENDED_SQL} >= ? ORDER BY {ENDED_SQL} DESC LIMIT ?) ORDER BY {ENDED_SQL} DESC",
         (tenant_id, now - DAY_MS, limit),
     )
     return RUN_COLUMNS.all(rows)
@@ -151,45 +108,3 @@ def recent_events(conn: Connection, *, tenant_id: str, limit: int) -> list[Event
 def _schedules(conn: Connection, tenant_id: str, ids: list[str]) -> list[Schedule]:
     found = (get_schedule(conn, tenant_id=tenant_id, schedule_id=i) for i in ids)
     return [schedule for schedule in found if schedule is not None]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TenantSummary:
-    """One line of the operator's tenant list: counts only, never a secret."""
-
-    id: str
-    name: str
-    created_at: int
-    schedules: int
-    users: int
-    failed_24h: int  # at most COUNT_CAP + 1
-    suspended_at: int | None  # None: active
-
-
-def tenant_summaries(conn: Connection, *, now: int) -> list[TenantSummary]:
-    """Every tenant (the ``system`` one excluded) by name, with its live schedules, users
-    and runs failed in the last 24 h."""
-    rows = conn.execute(
-        "SELECT t.id, t.name, t.created_at, t.suspended_at,"
-        " (SELECT count(*) FROM schedules s WHERE s.tenant_id = t.id AND s.deleted_at IS NULL),"
-        " (SELECT count(*) FROM users u WHERE u.tenant_id = t.id),"
-        " (SELECT count(*) FROM (SELECT 1 FROM job_runs r INDEXED BY job_runs_tenant_finished"
-        "  WHERE r.state IN"
-        "  ('cancelled', 'failed', 'missed', 'succeeded') AND r.tenant_id = t.id"
-        "  AND r.state = 'failed' AND COALESCE(r.finished_at, r.updated_at) >= ?"
-        f"  LIMIT {COUNT_CAP + 1}) capped)"
-        " FROM tenants t WHERE t.id != ? ORDER BY t.name, t.id",
-        (now - DAY_MS, SYSTEM_TENANT),
-    )
-    return [
-        TenantSummary(
-            id=str(tenant_id),
-            name=str(name),
-            created_at=int(created_at),
-            schedules=int(schedules),
-            users=int(users),
-            failed_24h=int(failed),
-            suspended_at=None if suspended is None else int(suspended),
-        )
-        for tenant_id, name, created_at, suspended, schedules, users, failed in rows
-    ]

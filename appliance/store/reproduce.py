@@ -1,5 +1,6 @@
-"""What it takes to rebuild a run's request outside the engine, for ``GET
-/v1/runs/{id}/curl`` (docs/receiver.md, "Resend, curl and the dedupe test").
+"""What it takes to rebuild a request outside the engine: a run's, for ``GET
+/v1/runs/{id}/curl``, and a schedule's probe, for ``POST /v1/schedules/{id}/dedupe-test``
+(docs/receiver.md, "Resend, curl and the dedupe test").
 
 Rules this module guards:
 
@@ -13,6 +14,8 @@ Rules this module guards:
   rotation within that very second may add one entry, which verifies all the same).
 - A run of a deleted schedule is not reproduced (Conflict), nor a run never attempted
   or whose secrets are all gone "as sent".
+- A probe is the schedule's current request signed with the secrets active now, both
+  read in one snapshot (:func:`probe_inputs`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from appliance.store.active_secrets import MAX_ACTIVE_SECRETS, active_secrets
 from appliance.store.infra import rows
 from appliance.store.infra.connection import Connection
 from appliance.store.runs import RunRecord, get_run, list_attempts
-from appliance.store.schedules import get_schedule
+from appliance.store.schedules import get_schedule, require_schedule
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +105,16 @@ def run_request(
         signed_at_s=signed_at_s,
         secrets=secrets,
     )
+
+
+def probe_inputs(
+    conn: Connection, *, tenant_id: str, schedule_id: str, now: int
+) -> tuple[Schedule, list[str]]:
+    """The tenant's live schedule (NotFound otherwise) and the tenant's signing secrets
+    active at ``now``, newest first, read together: the probe is signed with the secrets
+    of the same snapshot its request is read from (an empty list: none is active)."""
+    schedule = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+    return schedule, active_secrets(conn, tenant_id=tenant_id, now=now)
 
 
 def _secrets_at(conn: Connection, tenant_id: str, second: int) -> tuple[str, ...]:

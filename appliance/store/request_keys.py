@@ -12,7 +12,7 @@ Rules this module guards:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -21,7 +21,7 @@ from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.errors import Conflict
 from appliance.store.infra import rows
 from appliance.store.infra.connection import Connection
-from appliance.store.schedules import create_schedule
+from appliance.store.schedules import create_schedule, create_schedules
 
 REQUEST_KEY_TTL_MS: Final = 24 * 3600 * 1000
 
@@ -73,6 +73,40 @@ def create_schedule_once(
                 conn,
                 tenant_id=tenant_id,
                 spec=spec,
+                now=now,
+                max_schedules=max_schedules,
+                actor=actor,
+            )
+        )
+
+    return create_once(
+        conn, tenant_id=tenant_id, request_key=request_key, request_hash=request_hash,
+        create=create, now=now,
+    )  # fmt: skip
+
+
+def create_schedules_once(
+    conn: Connection,
+    *,
+    tenant_id: str,
+    specs: Sequence[ScheduleSpec],
+    request_key: str,
+    request_hash: str,
+    render: Callable[[list[Schedule]], StoredResponse],
+    now: int,
+    max_schedules: int | None = None,
+    actor: Actor | None = None,
+) -> tuple[StoredResponse, bool]:
+    """A batch create under an ``Idempotency-Key``, all or none: ``(response, created)``
+    as :func:`create_schedule_once`'s, the batch's schedules and its remembered response
+    written in the one transaction."""
+
+    def create(conn: Connection) -> StoredResponse:
+        return render(
+            create_schedules(
+                conn,
+                tenant_id=tenant_id,
+                specs=specs,
                 now=now,
                 max_schedules=max_schedules,
                 actor=actor,

@@ -34,7 +34,7 @@ from appliance.core.runs import (
     check_transition,
     sources,
 )
-from appliance.errors import StoreError
+from appliance.errors import NotFound, StoreError
 from appliance.store.events import NewEvent, append_events
 from appliance.store.infra import rows
 from appliance.store.infra.connection import Connection
@@ -160,6 +160,18 @@ def list_attempts(conn: Connection, *, run_id: str) -> list[AttemptRecord]:
             (run_id,),
         )
     )
+
+
+def run_with_attempts(
+    conn: Connection, *, tenant_id: str, run_id: str
+) -> tuple[RunRecord, list[AttemptRecord]]:
+    """The tenant's run and every attempt of it, first first, read together (one
+    snapshot: the attempts are the run's as it is); NotFound for a missing run or
+    another tenant's, alike."""
+    run = get_run(conn, tenant_id=tenant_id, run_id=run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    return run, list_attempts(conn, run_id=run_id)
 
 
 def list_runs(

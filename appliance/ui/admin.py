@@ -1,5 +1,5 @@
 """Operator pages: ``/admin/health`` — the figures ``/metrics`` and ``steeple status``
-show, from the same function (:func:`appliance.store.figures.operator_figures`);
+show, from the same function (:func:`appliance.store.figures.operator.operator_figures`);
 ``/admin/tenants`` — every tenant with its counts (never a secret), suspend and resume a
 tenant (the store functions ``steeple tenant suspend|resume`` use),
 create a tenant (its first API key and signing secret shown once, as ``steeple tenant
@@ -14,9 +14,9 @@ from quart import Blueprint, Response, redirect, request
 
 from appliance.core.events import Actor
 from appliance.errors import NotFound
-from appliance.store.figures import WINDOW_MS, operator_figures
+from appliance.store.figures.operator import WINDOW_MS, operator_figures
+from appliance.store.figures.tenants import tenant_summaries
 from appliance.store.invitations import invite_user
-from appliance.store.overview import tenant_summaries
 from appliance.store.suspension import resume_tenant, suspend_tenant
 from appliance.store.tenants import NewTenant, check_tenant_name, create_tenant
 from appliance.store.users import Role
@@ -64,7 +64,7 @@ async def tenant_list(
 ) -> Response:
     require_operator()
     now = ui().clock.now_ms()
-    listed = await ui().db.read(lambda conn: tenant_summaries(conn, now=now))
+    listed = await ui().db.read(tenant_summaries, now=now)
     return await page(
         "admin_tenants.html",
         status=status,

@@ -23,7 +23,7 @@ from quart import Blueprint, Response, redirect, request
 
 from appliance.clock import WallClock
 from appliance.core.cron_preview import soonest_occurrences
-from appliance.core.events import Actor, Event, EventType, read_cursor
+from appliance.core.events import Actor, EventType, read_cursor
 from appliance.core.schedules import Schedule
 from appliance.errors import FieldError, NotFound, ValidationError
 from appliance.live.hub import Recheck, StreamQuery, follow
@@ -31,9 +31,8 @@ from appliance.live.limits import Holder, Surface, admit, holding
 from appliance.store import overview
 from appliance.store.events import list_events
 from appliance.store.infra.backend import Store
-from appliance.store.infra.connection import Connection
-from appliance.store.runs import RunRecord
 from appliance.store.sessions import find_session
+from appliance.store.usecases.pages import dashboard as dashboard_of
 from appliance.store.users import Role
 from appliance.ui.context import public_base_url, ui
 from appliance.ui.render import page
@@ -41,6 +40,7 @@ from appliance.ui.security import COOKIE, current_session, require
 
 FEED_SIZE: Final = 50
 UPCOMING: Final = 10
+ATTENTION: Final = 10
 
 
 def register(bp: Blueprint) -> None:
@@ -59,20 +59,15 @@ async def dashboard() -> Response:
     ctx = ui()
     now = ctx.clock.now_ms()
 
-    def read(
-        conn: Connection,
-    ) -> tuple[overview.Counts, list[Schedule], list[RunRecord]]:
-        return (
-            overview.counts(conn, tenant_id=tenant_id, now=now),
-            overview.next_due(conn, tenant_id=tenant_id, limit=UPCOMING),
-            overview.attention(conn, tenant_id=tenant_id, now=now, limit=10),
-        )
-
-    counts, schedules, attention = await ctx.db.read(read)
-    upcoming = await trio.to_thread.run_sync(
-        _next_up, schedules, now, limiter=ctx.cpu, abandon_on_cancel=False
+    shown = await ctx.db.read(
+        dashboard_of, tenant_id=tenant_id, now=now, soonest=UPCOMING, attention=ATTENTION
     )
-    return await page("dashboard.html", counts=counts, upcoming=upcoming, attention=attention)
+    upcoming = await trio.to_thread.run_sync(
+        _next_up, shown.soonest, now, limiter=ctx.cpu, abandon_on_cancel=False
+    )
+    return await page(
+        "dashboard.html", counts=shown.counts, upcoming=upcoming, attention=shown.attention
+    )
 
 
 def _next_up(schedules: list[Schedule], now: int) -> list[tuple[Schedule, int]]:
@@ -106,10 +101,7 @@ async def new_events() -> Response:
     if errors:
         raise ValidationError(errors)
 
-    def read(conn: Connection) -> list[Event]:
-        return list_events(conn, tenant_id=tenant_id, after=after, limit=FEED_SIZE + 1)
-
-    arrived = await ui().db.read(read)
+    arrived = await ui().db.read(list_events, tenant_id=tenant_id, after=after, limit=FEED_SIZE + 1)
     return await page(
         "events_new.html", count=len(arrived), more=len(arrived) > FEED_SIZE, after=after
     )

@@ -17,7 +17,7 @@ from appliance.core.cron_words import describe_timing
 from appliance.core.instants import format_instant, to_datetime
 from appliance.core.timing import Timing
 from appliance.errors import ValidationError
-from appliance.store.overview import COUNT_CAP
+from appliance.store.figures.tenants import COUNT_CAP
 from appliance.ui.context import ui
 from appliance.ui.security import CSRF_FIELD, current_session
 

@@ -13,12 +13,10 @@ from quart import Blueprint, Response, redirect, request
 
 from appliance.core.instants import format_scheduled_for, parse_instant
 from appliance.core.runs import RunState
-from appliance.errors import NotFound, ValidationError
-from appliance.store import runs as run_store
-from appliance.store.infra.connection import Connection
+from appliance.errors import ValidationError
 from appliance.store.run_search import RunFilter, search_runs
-from appliance.store.schedules import get_schedule
 from appliance.store.usecases import manual
+from appliance.store.usecases.pages import run_page as run_page_of
 from appliance.store.users import Role
 from appliance.ui.context import ui
 from appliance.ui.render import page
@@ -40,20 +38,13 @@ def register(bp: Blueprint) -> None:
 async def run_page(run_id: str) -> Response:
     _, tenant_id = require(Role.VIEWER)
 
-    def read(conn: Connection) -> tuple[run_store.RunRecord, list[run_store.AttemptRecord], str]:
-        run = run_store.get_run(conn, tenant_id=tenant_id, run_id=run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id}")
-        schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=run.schedule_id)
-        zone = "UTC" if schedule is None else schedule.spec.timezone
-        return run, run_store.list_attempts(conn, run_id=run_id), zone
-
-    run, attempts, zone = await ui().db.read(read)
+    shown = await ui().db.read(run_page_of, tenant_id=tenant_id, run_id=run_id)
+    run = shown.run
     return await page(
         "run.html",
         run=run,
-        attempts=attempts,
-        zone=zone,
+        attempts=shown.attempts,
+        zone=shown.zone,
         scheduled_for=format_scheduled_for(run.scheduled_for),
         replayable=run.state
         in (RunState.SUCCEEDED, RunState.FAILED, RunState.MISSED, RunState.CANCELLED),

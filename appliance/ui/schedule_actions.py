@@ -1,5 +1,6 @@
 """The actions on schedules in the UI: pause (with a note), resume, run now, delete, and
-the same for the selected rows at once (all or none, in one transaction) — each the store
+the same for the selected rows at once (all or none, in one transaction:
+:func:`appliance.store.usecases.bulk_change.change_schedules`) — each the store
 function the API calls for the same thing, with the session's tenant and the user as the
 actor.
 
@@ -19,8 +20,8 @@ from appliance.core.schedules import Schedule
 from appliance.errors import ValidationError
 from appliance.store import pauses
 from appliance.store import schedules as store
-from appliance.store.infra.connection import Connection
 from appliance.store.usecases import manual
+from appliance.store.usecases.bulk_change import Change, change_schedules
 from appliance.store.users import Role
 from appliance.ui.context import ui
 from appliance.ui.redirects import local_path
@@ -86,7 +87,7 @@ async def change_selected() -> Response:
     action = form.get("action", "")
     if not selected or len(selected) > MAX_SELECTED:
         raise ValidationError.single("schedule", f"select 1 to {MAX_SELECTED} schedules")
-    if action not in (*_BULK, "run"):
+    if action not in tuple(Change):
         raise ValidationError.single("action", "must be pause, resume or run")
     text = form.get("note", "")
     try:
@@ -95,28 +96,15 @@ async def change_selected() -> Response:
         return await list_page(
             note=text, note_error=_message(error), selected=frozenset(selected), status_code=422
         )
-    now = ctx.clock.now_ms()
-    actor = Actor.user(session.user.id)
-
-    def apply(conn: Connection) -> None:
-        for schedule_id in selected:
-            if action == "run":
-                manual.trigger_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id, now=now)
-            elif action == "pause":
-                pauses.pause_schedule(
-                    conn,
-                    tenant_id=tenant_id,
-                    schedule_id=schedule_id,
-                    now=now,
-                    actor=actor,
-                    note=note,
-                )
-            else:
-                pauses.resume_schedule(
-                    conn, tenant_id=tenant_id, schedule_id=schedule_id, now=now, actor=actor
-                )
-
-    await ctx.db.write(apply)
+    await ctx.db.write(
+        change_schedules,
+        tenant_id=tenant_id,
+        schedule_ids=selected,
+        change=Change(action),
+        now=ctx.clock.now_ms(),
+        actor=Actor.user(session.user.id),
+        note=note,
+    )
     ctx.nudge()
     done = _BULK.get(action, "triggered-all")
     return redirect(_back("/schedules") + f"done={done}")  # type: ignore[return-value]

@@ -25,12 +25,11 @@ from appliance.core.payload_template import NAMES
 from appliance.core.schedule_input import merge_patch, parse_schedule
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.core.secret_headers import masked_headers
-from appliance.errors import FieldError, NotFound, ValidationError
-from appliance.store import overview, pauses, request_keys
-from appliance.store import runs as run_store
+from appliance.errors import FieldError, ValidationError
+from appliance.store import overview, request_keys
 from appliance.store import schedules as store
-from appliance.store.infra.connection import Connection
 from appliance.store.request_keys import StoredResponse
+from appliance.store.usecases import pages
 from appliance.store.users import Role
 from appliance.ui import preview
 from appliance.ui.context import UiContext, ui
@@ -73,18 +72,14 @@ async def list_page(
     query = request.args.get("q", "")[:200]
     after = request.args.get("after") or None
 
-    def read(conn: Connection) -> list[tuple[Schedule, run_store.RunRecord | None]]:
-        found = overview.find_schedules(
-            conn,
-            tenant_id=tenant_id,
-            status=status,
-            name_contains=query,
-            limit=PAGE_SIZE + 1,
-            after_id=after,
-        )
-        return [(s, overview.last_outcome(conn, schedule_id=s.id)) for s in found]
-
-    rows = await ctx.db.read(read)
+    rows = await ctx.db.read(
+        pages.schedule_list,
+        tenant_id=tenant_id,
+        status=status,
+        name_contains=query,
+        limit=PAGE_SIZE + 1,
+        after_id=after,
+    )
     more = rows[PAGE_SIZE - 1][0].id if len(rows) > PAGE_SIZE else None
     return await page(
         "schedules.html",
@@ -218,31 +213,19 @@ async def detail(
     """The schedule page; ``note`` and ``note_error``: a refused pause's, shown inline."""
     ctx = ui()
 
-    def read(conn: Connection) -> tuple[Schedule, list[run_store.RunRecord], str | None]:
-        schedule = _must(conn, tenant_id, schedule_id)
-        runs = run_store.list_runs(
-            conn,
-            tenant_id=tenant_id,
-            schedule_id=schedule_id,
-            limit=PAGE_SIZE,
-        )
-        paused_note = (
-            pauses.pause_note(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-            if schedule.spec.paused
-            else None
-        )
-        return schedule, runs, paused_note
-
-    schedule, runs, paused_note = await ctx.db.read(read)
+    shown = await ctx.db.read(
+        pages.schedule_page, tenant_id=tenant_id, schedule_id=schedule_id, runs=PAGE_SIZE
+    )
+    schedule = shown.schedule
     upcoming = await preview.upcoming(schedule.spec, count=5)
     return await page(
         "schedule.html",
         status=status,
         schedule=schedule,
         headers=masked_headers(schedule.spec.headers),
-        runs=runs,
+        runs=shown.runs,
         upcoming=upcoming,
-        paused_note=paused_note,
+        paused_note=shown.paused_note,
         note=note,
         note_error=note_error,
     )
@@ -298,11 +281,5 @@ def _expected_version(text: str) -> int | None:
 
 
 async def load_schedule(tenant_id: str, schedule_id: str) -> Schedule:
-    return await ui().db.read(lambda conn: _must(conn, tenant_id, schedule_id))
-
-
-def _must(conn: Connection, tenant_id: str, schedule_id: str) -> Schedule:
-    schedule = store.get_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
-    if schedule is None:
-        raise NotFound(f"no schedule {schedule_id}")
-    return schedule
+    """The tenant's live schedule; NotFound otherwise."""
+    return await ui().db.read(store.require_schedule, tenant_id=tenant_id, schedule_id=schedule_id)

@@ -26,7 +26,7 @@ from appliance.store.api_keys import (
     parse_key_request,
     revoke_api_key,
 )
-from appliance.store.invitations import invite_user, pending_invitations
+from appliance.store.invitations import invite_user, tenant_people
 from appliance.store.secret_reveal import reveal_signing_secret
 from appliance.store.tenants import (
     SigningSecret,
@@ -34,7 +34,7 @@ from appliance.store.tenants import (
     parse_overlap,
     rotate_signing_secret,
 )
-from appliance.store.users import Role, list_users
+from appliance.store.users import Role
 from appliance.ui.context import public_base_url, ui
 from appliance.ui.render import page
 from appliance.ui.security import require
@@ -54,7 +54,7 @@ def register(bp: Blueprint) -> None:
 
 async def keys(*, issued: str | None = None, status: int = 200) -> Response:
     _, tenant_id = require(Role.OWNER)
-    listed = await ui().db.read(lambda conn: list_api_keys(conn, tenant_id=tenant_id))
+    listed = await ui().db.read(list_api_keys, tenant_id=tenant_id)
     return await page("keys.html", status=status, keys=listed, issued=issued)
 
 
@@ -101,9 +101,7 @@ async def secrets(
 ) -> Response:
     _, tenant_id = require(Role.OWNER)
     now = ui().clock.now_ms()
-    listed = await ui().db.read(
-        lambda conn: list_signing_secrets(conn, tenant_id=tenant_id, now=now)
-    )
+    listed = await ui().db.read(list_signing_secrets, tenant_id=tenant_id, now=now)
     return await page(
         "secrets.html", status=status, secrets=listed, created=created, revealed=revealed
     )
@@ -143,14 +141,14 @@ async def rotate() -> Response:
 async def users(*, link: str | None = None, status: int = 200) -> Response:
     _, tenant_id = require(Role.OWNER)
     now = ui().clock.now_ms()
-    listed, invited = await ui().db.read(
-        lambda conn: (
-            list_users(conn, tenant_id=tenant_id),
-            pending_invitations(conn, tenant_id=tenant_id, now=now),
-        )
-    )
+    people = await ui().db.read(tenant_people, tenant_id=tenant_id, now=now)
     return await page(
-        "users.html", status=status, users=listed, invited=invited, link=link, roles=list(Role)
+        "users.html",
+        status=status,
+        users=people.users,
+        invited=people.invited,
+        link=link,
+        roles=list(Role),
     )
 
 

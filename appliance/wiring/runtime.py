@@ -50,6 +50,7 @@ from appliance.engine.notifier import NotifierConfig
 from appliance.engine.pruner import PrunerConfig
 from appliance.engine.restarts import report_restart
 from appliance.settings.model import Settings
+from appliance.store.figures.operator import active_targets
 from appliance.store.incarnations import (
     end_incarnation,
     previous_incarnation,
@@ -57,7 +58,6 @@ from appliance.store.incarnations import (
     register_incarnation,
 )
 from appliance.store.infra.backend import Store
-from appliance.store.stats import active_targets
 from appliance.store.usecases.plan_pass import PlannerConfig
 from appliance.store.usecases.reclaim import reclaim_previous
 from appliance.wiring import http, storage

@@ -235,7 +235,7 @@ def test_status_prints_the_health_figures(data: Path, capsys: pytest.CaptureFixt
     assert shown["appliance"] == "not running" and shown["tenants"] == 1
     assert shown["schema_version"] == KNOWN and shown["db_bytes"] > 0
     assert shown["runs_due"] == 0 and shown["last_backup"] is None
-    # The same figures as /metrics and /admin/health (store.figures.operator_figures).
+    # The same figures as /metrics and /admin/health (store.figures.operator.operator_figures).
     assert shown["free_disk_bytes"] > 0 and shown["clock_jumps_24h"] == 0
     assert shown["delivered_per_minute"] == 0 and shown["lateness_p99_seconds"] is None
     assert "last_check" in shown and shown["uptime_seconds"] is None

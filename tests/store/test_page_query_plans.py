@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from appliance.store.figures.tenants import COUNT_CAP, FINISHED_SINCE_SQL
 from appliance.store.infra.database import Database
-from appliance.store.overview import COUNT_CAP, FINISHED_SINCE_SQL
 from appliance.ui.render import capped
 
 

@@ -3,9 +3,9 @@ user to a tenant; hidden (404) from everyone who is not an operator."""
 
 from __future__ import annotations
 
+from appliance.store.figures.tenants import tenant_summaries
 from appliance.store.infra.database import Database
 from appliance.store.invitations import pending_invitations
-from appliance.store.overview import tenant_summaries
 from appliance.store.users import Role, create_user, user_by_email
 from tests.api.conftest import START
 from tests.ui.conftest import _HASH, Browser, Tenant

@@ -1,5 +1,5 @@
 """The operator's health page shows the figures ``/metrics`` and ``steeple status`` show,
-computed by one function (``store.figures.operator_figures``); tenant users get 404."""
+computed by one function (``store.figures.operator.operator_figures``); tenant users get 404."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from appliance.core.runs import AttemptOutcome, Transition
 from appliance.store.claims import claim_runs
 from appliance.store.completions import Completion, complete_run
 from appliance.store.events import SYSTEM_TENANT, append_event
-from appliance.store.figures import operator_figures, percentile
+from appliance.store.figures.operator import operator_figures, percentile
 from appliance.store.incarnations import record_check, register_incarnation
 from appliance.store.infra.connection import Connection
 from appliance.store.infra.database import Database

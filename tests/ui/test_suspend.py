@@ -18,9 +18,9 @@ from appliance.core.runs import AttemptOutcome, RunState, Transition
 from appliance.store.claims import claim_runs
 from appliance.store.completions import Completion, complete_run
 from appliance.store.events import list_events
+from appliance.store.figures.tenants import tenant_summaries
 from appliance.store.incarnations import register_incarnation
 from appliance.store.infra.database import Database
-from appliance.store.overview import tenant_summaries
 from appliance.store.runs import get_run
 from appliance.store.schedules import get_schedule
 from appliance.store.suspension import suspend_tenant, suspended_since

@@ -1,21 +1,29 @@
-"""What happened since the last look, read from the event log by cursor (``events.seq``:
-one writer, so sequence numbers commit in order). The ``/metrics`` collector keeps
-process-lifetime counters from it, so the engine carries no instrumentation of its own.
+"""What ``GET /metrics`` counts: what happened since its last look, read from the event
+log by cursor (``events.seq``: one writer, so sequence numbers commit in order), beside
+the operator's gauges of the same snapshot
+(:func:`appliance.store.figures.operator.operator_figures`). The ``/metrics`` collector
+keeps process-lifetime counters from it, so the engine carries no instrumentation of its
+own.
 
 A run's outcome events (``schedule.run.succeeded|retrying|failed``) count deliveries by
 outcome; ``schedule.run.missed`` and ``…failed`` carry a reason; ``clock.jump_detected``
-counts jumps. The dispatch lateness of a run finished at its first attempt is that
-attempt's start minus the run's ``due_at`` (still the planned one: nothing moved it);
-runs that were retried are left out of it.
+counts jumps. A run's lateness and an event's count follow
+:mod:`appliance.store.figures.basis`, as the operator's percentiles and jumps do.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from appliance.store.figures import Figures, operator_figures
+from appliance.store.events import latest_seq
+from appliance.store.figures.basis import (
+    FIRST_ATTEMPT_JOIN,
+    LATENESS_SQL,
+    event_fields,
+    occurrences,
+)
+from appliance.store.figures.operator import Figures, operator_figures
 from appliance.store.infra.connection import Connection
 
 BATCH = 50_000  # events read per scrape at most; the rest at the next one
@@ -48,14 +56,12 @@ class Reading:
 def read_since(
     conn: Connection, *, events_from: int | None, db_path: Path | None, now: int
 ) -> Reading:
-    """The operator's figures (:func:`appliance.store.figures.operator_figures`) plus the
+    """The operator's figures (:func:`appliance.store.figures.operator.operator_figures`) plus the
     counted events after ``events_from``; with None (the first scrape) the cursor starts
     at the current end: counters count from now on."""
     figures = operator_figures(conn, db_path=db_path, now=now)
     if events_from is None:
-        row = conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
-        end = int(row[0]) if row else 0
-        return Reading(figures=figures, events_to=end, events=[])
+        return Reading(figures=figures, events_to=latest_seq(conn), events=[])
     events_to, events = _events_after(conn, events_from)
     return Reading(figures=figures, events_to=events_to, events=events)
 
@@ -64,10 +70,9 @@ def _events_after(conn: Connection, seq: int) -> tuple[int, list[SeenEvent]]:
     rows = conn.execute(
         "SELECT e.seq, e.type, e.data, CASE WHEN e.type IN"
         " ('schedule.run.succeeded', 'schedule.run.failed') AND r.attempt = 1"
-        " THEN a.started_at - r.due_at END"
+        f" THEN {LATENESS_SQL} END"
         " FROM (SELECT seq, type, data, run_id FROM events WHERE seq > ? ORDER BY seq LIMIT ?) e"
-        " LEFT JOIN job_runs r ON r.id = e.run_id"
-        " LEFT JOIN attempts a ON a.run_id = e.run_id AND a.attempt = 1 ORDER BY e.seq",
+        f" LEFT JOIN job_runs r ON r.id = e.run_id LEFT JOIN {FIRST_ATTEMPT_JOIN} ORDER BY e.seq",
         (seq, BATCH),
     ).fetchall()
     seen, last = [], seq
@@ -75,13 +80,13 @@ def _events_after(conn: Connection, seq: int) -> tuple[int, list[SeenEvent]]:
         last = int(str(s))
         if kind not in COUNTED_EVENTS:
             continue
-        fields = json.loads(str(data)) if data else {}
+        fields = event_fields(data)
         reason = fields.get("reason")
         seen.append(
             SeenEvent(
                 type=str(kind),
                 reason=None if reason is None else str(reason),
-                count=int(fields.get("count", 1)),
+                count=occurrences(fields),
                 lateness_ms=None if late is None else int(str(late)),
             )
         )

@@ -1,0 +1,209 @@
+"""The operator's health figures, computed in one place for their three faces: the
+operator page ``/admin/health``, the gauges of ``GET /metrics`` and ``steeple status``
+(docs/operations.md, "What to monitor"); and the active schedules by target the
+boot-time destination audit reads.
+
+One call reads everything in one snapshot: the gauges of :func:`health` (open runs and
+planner lag from partial indexes), the recent rates — runs delivered and failed per
+minute and the dispatch lateness p50/p99 of runs finished at their first attempt, over
+the last ``WINDOW_MS`` (the newest ``LATENESS_SAMPLE`` of them) — the clock jumps of the
+last day, the database and WAL sizes, the free disk, the last database check and the
+last backup. Each query reads an index range bounded by time
+(``job_runs_tenant_finished``, ``job_runs_finished``, ``events_tenant_type``), so the cost
+follows the recent rate, not the history. Finished runs, lateness and an event's count
+follow :mod:`appliance.store.figures.basis`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from appliance.store.events import SYSTEM_TENANT
+from appliance.store.figures.basis import (
+    BY_TENANT_FINISHED,
+    DAY_MS,
+    ENDED_SQL,
+    FINISHED_STATES_SQL,
+    FIRST_ATTEMPT_JOIN,
+    LATENESS_SQL,
+    event_fields,
+    occurrences,
+)
+from appliance.store.incarnations import last_check
+from appliance.store.infra.connection import Connection
+from appliance.store.infra.snapshot import last_backup
+from appliance.store.planning import PLAN_SQL, PLANNABLE_SQL, earliest_cursor
+from appliance.store.restarts import LastRestart, last_restart
+
+WINDOW_MS: Final = 5 * 60_000  # the rates and the lateness percentiles look this far back
+JUMP_WINDOW_MS: Final = DAY_MS
+LATENESS_SAMPLE: Final = 1_000  # newest first-attempt runs the percentiles are taken over
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Health:
+    """Figures an operator watches (``steeple status``, ``/metrics``). Counts of open
+    runs only: each comes from a partial index, so the cost does not grow with history."""
+
+    schema_version: int
+    tenants: int
+    active_schedules: int  # live, unpaused, with a next occurrence, of an active tenant
+    runs_pending: int  # pending or retry_wait, due or not
+    runs_due: int  # of those, due now: waiting for a free slot
+    runs_retrying: int  # of those, waiting for a retry (retry_wait), due or not
+    runs_breaker_waiting: int  # of those, held by their target's open circuit breaker
+    runs_running: int
+    oldest_due_age_ms: int  # now − the earliest due_at among due runs; 0 when none
+    planner_lag_ms: int  # now − the earliest plannable occurrence not yet planned; 0: none
+    page_size: int
+    page_count: int
+    freelist_count: int
+    last_start_ms: int | None  # when the current (or last) appliance process started
+    last_restart: LastRestart | None  # the last restart's downtime report
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Figures:
+    health: Health
+    db_bytes: int
+    wal_bytes: int
+    free_disk_bytes: int | None  # on the data directory's file system (None: PostgreSQL's)
+    last_backup_ms: int | None
+    last_check_ms: int | None  # the last database check (quick_check at boot) that passed
+    delivered_per_minute: float  # runs succeeded, over the last WINDOW_MS
+    failed_per_minute: float  # runs failed, over the last WINDOW_MS
+    lateness_p50_ms: int | None  # first attempt's start − due_at; None: no run finished
+    lateness_p99_ms: int | None
+    clock_jumps_24h: int
+
+
+def operator_figures(conn: Connection, *, db_path: Path | None, now: int) -> Figures:
+    """The operator's figures. ``db_path`` None: the store is PostgreSQL, whose size is
+    its pages (``health``), and whose WAL, disk and backups are PostgreSQL's to report."""
+    delivered, failed = _finished_counts(conn, since=now - WINDOW_MS)
+    lateness = _lateness(conn, since=now - WINDOW_MS)
+    backup = None if db_path is None else last_backup(db_path.parent)
+    minutes = WINDOW_MS / 60_000
+    state = health(conn, now=now)
+    return Figures(
+        health=state,
+        db_bytes=state.page_size * state.page_count if db_path is None else _size(db_path),
+        wal_bytes=0 if db_path is None else _size(db_path.with_name(db_path.name + "-wal")),
+        free_disk_bytes=None if db_path is None else shutil.disk_usage(db_path.parent).free,
+        last_backup_ms=None if backup is None else backup.at_ms,
+        last_check_ms=last_check(conn),
+        delivered_per_minute=round(delivered / minutes, 2),
+        failed_per_minute=round(failed / minutes, 2),
+        lateness_p50_ms=percentile(lateness, 50),
+        lateness_p99_ms=percentile(lateness, 99),
+        clock_jumps_24h=_clock_jumps(conn, since=now - JUMP_WINDOW_MS),
+    )
+
+
+def health(conn: Connection, *, now: int) -> Health:
+    def one(sql: str, *args: object) -> int:
+        row = conn.execute(sql, args).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    oldest_due = one(
+        "SELECT min(due_at) FROM job_runs WHERE state IN ('pending', 'retry_wait') AND due_at <= ?",
+        now,
+    )
+    next_fire = earliest_cursor(conn)
+    started = conn.execute("SELECT max(started_at) FROM incarnations").fetchone()
+    return Health(
+        schema_version=one("PRAGMA user_version"),
+        tenants=one("SELECT count(*) FROM tenants"),
+        active_schedules=one(f"SELECT count(*) FROM schedules WHERE {PLAN_SQL}"),
+        runs_pending=one("SELECT count(*) FROM job_runs WHERE state IN ('pending', 'retry_wait')"),
+        runs_due=one(
+            "SELECT count(*) FROM job_runs WHERE state IN ('pending', 'retry_wait')"
+            " AND due_at <= ?",
+            now,
+        ),
+        runs_retrying=one(  # one seek of job_runs_tenant_state_time per tenant
+            "SELECT count(*) FROM job_runs WHERE tenant_id IN (SELECT id FROM tenants)"
+            " AND state = 'retry_wait'"
+        ),
+        runs_breaker_waiting=one(  # the same seeks, then the few retrying rows
+            "SELECT count(*) FROM job_runs WHERE tenant_id IN (SELECT id FROM tenants)"
+            " AND state = 'retry_wait' AND failure_reason = 'breaker_open'"
+        ),
+        runs_running=one("SELECT count(*) FROM job_runs WHERE state = 'running'"),
+        oldest_due_age_ms=max(0, now - oldest_due) if oldest_due else 0,
+        planner_lag_ms=max(0, now - next_fire) if next_fire else 0,
+        page_size=one("PRAGMA page_size"),
+        page_count=one("PRAGMA page_count"),
+        freelist_count=one("PRAGMA freelist_count"),
+        last_start_ms=None if started is None or started[0] is None else int(started[0]),
+        last_restart=last_restart(conn),
+    )
+
+
+def active_targets(conn: Connection, *, limit: int = 10_000) -> list[tuple[str, int]]:
+    """(target URL, active schedules using it): live, unpaused, with a next occurrence
+    (a suspended tenant's included: it may be resumed), most used first."""
+    rows = conn.execute(
+        f"SELECT target_url, count(*) FROM schedules WHERE {PLANNABLE_SQL}"
+        " GROUP BY target_url ORDER BY count(*) DESC LIMIT ?",
+        (limit,),
+    )
+    return [(str(url), int(count)) for url, count in rows]
+
+
+def percentile(values: list[int], p: int) -> int | None:
+    """The nearest-rank ``p``th percentile of ``values`` (sorted), or None when empty."""
+    if not values:
+        return None
+    rank = max(1, -(-p * len(values) // 100))  # ceil(p/100 · n)
+    return values[rank - 1]
+
+
+def _finished_counts(conn: Connection, *, since: int) -> tuple[int, int]:
+    """Runs succeeded and failed since ``since``: index entries only (one range of
+    ``job_runs_tenant_finished`` per tenant and state)."""
+    sql = (
+        f"SELECT count(*) FROM job_runs {BY_TENANT_FINISHED} WHERE {FINISHED_STATES_SQL}"
+        f" AND tenant_id IN (SELECT id FROM tenants) AND state = ? AND {ENDED_SQL} >= ?"
+    )
+    counted = []
+    for state in ("succeeded", "failed"):
+        row = conn.execute(sql, (state, since)).fetchone()
+        counted.append(0 if row is None else int(row[0]))
+    return counted[0], counted[1]
+
+
+def _lateness(conn: Connection, *, since: int) -> list[int]:
+    """The lateness of the newest runs finished (succeeded or failed) at their first
+    attempt, sorted (:mod:`appliance.store.figures.basis`)."""
+    rows = conn.execute(
+        f"SELECT {LATENESS_SQL} FROM job_runs r JOIN {FIRST_ATTEMPT_JOIN}"
+        " WHERE r.state IN ('cancelled', 'failed', 'missed', 'succeeded')"  # the index's
+        " AND r.state IN ('succeeded', 'failed') AND r.attempt = 1"
+        " AND COALESCE(r.finished_at, r.updated_at) >= ?"
+        " ORDER BY COALESCE(r.finished_at, r.updated_at) DESC LIMIT ?",
+        (since, LATENESS_SAMPLE),
+    )
+    return sorted(max(0, int(str(late))) for (late,) in rows)
+
+
+def _clock_jumps(conn: Connection, *, since: int) -> int:
+    total = 0
+    for occurred_at, data in conn.execute(
+        "SELECT occurred_at, data FROM events WHERE tenant_id = ? AND type = ? ORDER BY seq DESC",
+        (SYSTEM_TENANT, "clock.jump_detected"),
+    ):
+        if int(str(occurred_at)) < since:
+            break
+        total += occurrences(event_fields(data))
+    return total
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0

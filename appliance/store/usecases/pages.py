@@ -1,0 +1,125 @@
+"""What one page shows when it spans several subjects, read in one snapshot: a schedule's
+runs (``GET /v1/schedules/{id}/runs``), and the web UI's dashboard, schedule list,
+schedule page and run page (docs/ui.md, "Pages").
+
+Rules this module guards:
+
+- Each function is one read the caller runs in one read transaction: what a page shows
+  is one consistent state (a schedule's runs are the runs of the schedule shown, a run's
+  attempts are the run's as shown).
+- Every read is scoped by tenant: another tenant's schedule or run is NotFound, exactly
+  like a missing one.
+- Records are read through their subjects' own functions (``get_schedule``,
+  ``list_runs``, …), so a page shows the same values the API renders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from appliance.core.schedules import Schedule
+from appliance.store import overview, pauses
+from appliance.store import runs as run_store
+from appliance.store.figures.tenants import Counts, counts
+from appliance.store.infra.connection import Connection
+from appliance.store.runs import AttemptRecord, RunRecord
+from appliance.store.schedules import get_schedule, require_schedule
+
+
+def schedule_runs(
+    conn: Connection,
+    *,
+    tenant_id: str,
+    schedule_id: str,
+    limit: int,
+    before_scheduled_for: int | None = None,
+) -> list[RunRecord]:
+    """A page of the runs of the tenant's live schedule, newest occurrence first
+    (:func:`appliance.store.runs.list_runs`); NotFound when the schedule is missing,
+    deleted or another tenant's — never an empty page for it."""
+    require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+    return run_store.list_runs(
+        conn,
+        tenant_id=tenant_id,
+        schedule_id=schedule_id,
+        limit=limit,
+        before_scheduled_for=before_scheduled_for,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunPage:
+    run: RunRecord
+    attempts: list[AttemptRecord]
+    zone: str  # the schedule's time zone; UTC once the schedule is deleted
+
+
+def run_page(conn: Connection, *, tenant_id: str, run_id: str) -> RunPage:
+    """The tenant's run, its attempts and the time zone its instants are shown in;
+    NotFound for a missing run or another tenant's. A run outlives its deleted schedule:
+    its page then shows UTC."""
+    run, attempts = run_store.run_with_attempts(conn, tenant_id=tenant_id, run_id=run_id)
+    schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=run.schedule_id)
+    zone = "UTC" if schedule is None else schedule.spec.timezone
+    return RunPage(run=run, attempts=attempts, zone=zone)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulePage:
+    schedule: Schedule
+    runs: list[RunRecord]  # newest occurrence first
+    paused_note: str | None  # the note of the pause in force; None when not paused
+
+
+def schedule_page(conn: Connection, *, tenant_id: str, schedule_id: str, runs: int) -> SchedulePage:
+    """The tenant's live schedule (NotFound otherwise), its newest ``runs`` runs and,
+    while it stays paused, the note of its pause."""
+    schedule = require_schedule(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+    listed = run_store.list_runs(conn, tenant_id=tenant_id, schedule_id=schedule_id, limit=runs)
+    note = (
+        pauses.pause_note(conn, tenant_id=tenant_id, schedule_id=schedule_id)
+        if schedule.spec.paused
+        else None
+    )
+    return SchedulePage(schedule=schedule, runs=listed, paused_note=note)
+
+
+def schedule_list(
+    conn: Connection,
+    *,
+    tenant_id: str,
+    status: overview.Status,
+    name_contains: str,
+    limit: int,
+    after_id: str | None = None,
+) -> list[tuple[Schedule, RunRecord | None]]:
+    """A page of the tenant's live schedules by id (:func:`appliance.store.overview.
+    find_schedules`), each with its last outcome (None: no run finished yet)."""
+    found = overview.find_schedules(
+        conn,
+        tenant_id=tenant_id,
+        status=status,
+        name_contains=name_contains,
+        limit=limit,
+        after_id=after_id,
+    )
+    return [(s, overview.last_outcome(conn, schedule_id=s.id)) for s in found]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dashboard:
+    counts: Counts
+    soonest: list[Schedule]  # the live, unpaused schedules that fire soonest, soonest first
+    attention: list[RunRecord]  # failed or missed in the last 24 h, newest first
+
+
+def dashboard(
+    conn: Connection, *, tenant_id: str, now: int, soonest: int, attention: int
+) -> Dashboard:
+    """The tenant's counts, its ``soonest`` schedules due next and its ``attention``
+    newest runs that failed or were missed."""
+    return Dashboard(
+        counts=counts(conn, tenant_id=tenant_id, now=now),
+        soonest=overview.next_due(conn, tenant_id=tenant_id, limit=soonest),
+        attention=overview.attention(conn, tenant_id=tenant_id, now=now, limit=attention),
+    )
