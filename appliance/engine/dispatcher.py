@@ -5,8 +5,10 @@ Rules (ADR 0033 "Claim" and "Leases, heartbeats, fencing"; ADR 0032 "Outcomes"):
 - At most ``concurrency`` deliveries in flight. A delivery holds its slot while its
   request is out; the slot is free again as soon as the answer (or failure) is in, and the
   outcome is recorded beside the next claim: the claim loop is woken before the outcome is
-  handed to the group commit, so the claim rides in the same transaction, after the
-  outcomes (:class:`appliance.store.infra.database.Database` runs batched writes first), and
+  handed to the store (``write_batched``), and the claim is written with
+  ``write_after_batched``, which promises it sees every batched write queued before it
+  (:meth:`appliance.store.infra.database.Database.write_after_batched`: on SQLite the
+  claim rides in the outcomes' group commit, after them; docs/adr/0033, "Claim"), so it
   counts their runs as finished. Until its outcome is committed the run still holds its
   lease (the reaper spares it, drain waits for it). Claims take only free slots, in one
   statement (:func:`appliance.store.claims.claim_runs`), and only once at least
@@ -194,7 +196,7 @@ class Dispatcher:
             return trio.current_time() + self._config.max_sleep_s  # a nudge frees us
         assert self._nursery is not None, "run_once runs inside run()"
         now, claimed_at = self._clock.now_ms(), trio.current_time()
-        batch = await self._db.write(
+        batch = await self._db.write_after_batched(  # sees the outcomes queued before it
             claim_runs,
             owner=self._owner,
             now=now,

@@ -24,7 +24,7 @@ DAILY_AT_T0 = "0 3 * * *"  # T0 is 03:00 UTC: one occurrence at the start of the
 
 async def test_a_crashing_service_stops_the_engine_and_its_error_reaches_the_caller(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
 ) -> None:
@@ -44,7 +44,7 @@ async def test_a_crashing_service_stops_the_engine_and_its_error_reaches_the_cal
         pytest.RaisesExc(RuntimeError, match="a bug in the heartbeat"), flatten_subgroups=True
     )
     with crashed:
-        async with running_engine(inline_db, wall, endpoint, renew_leases=broken_renewal):
+        async with running_engine(engine_db, wall, endpoint, renew_leases=broken_renewal):
             await trio.sleep_forever()  # only the crash can end this
     assert len(endpoint.requests) == 1
     assert trio.current_time() == pytest.approx(10.0)  # at the first heartbeat, not later
@@ -52,7 +52,7 @@ async def test_a_crashing_service_stops_the_engine_and_its_error_reaches_the_cal
 
 async def test_a_nudge_wakes_the_planner_and_then_the_dispatcher_at_once(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
 ) -> None:
@@ -64,7 +64,7 @@ async def test_a_nudge_wakes_the_planner_and_then_the_dispatcher_at_once(
         delivered.set()
         return reply(200)
 
-    async with running_engine(inline_db, wall, Endpoint(respond=record)) as engine:
+    async with running_engine(engine_db, wall, Endpoint(respond=record)) as engine:
         await trio.sleep(5)  # nothing to plan: both services asleep for their maximum
         make_schedule(cron=DAILY_AT_T0)  # its occurrence at T0 is already due
         engine.nudge()

@@ -34,7 +34,7 @@ def down_until(seconds: float) -> Callable[[Received, int], object]:
 
 async def test_an_origin_that_keeps_failing_is_left_alone_between_probes(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -43,9 +43,9 @@ async def test_an_origin_that_keeps_failing_is_left_alone_between_probes(
     endpoint = Endpoint(respond=down_until(25))  # type: ignore[arg-type]
     dispatch = DispatchConfig(user_agent="Steeple/test", breaker=BREAKER)
     waiting_reasons: set[str | None] = set()
-    async with running_engine(inline_db, wall, endpoint, dispatch=dispatch):
+    async with running_engine(engine_db, wall, endpoint, dispatch=dispatch):
         await trio.sleep(20)
-        runs = inline_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=100)
+        runs = engine_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=100)
         # Runs never sent that came due while it was open wait for it; the runs whose
         # 503s opened it wait for their own retry (its jittered delay may end later).
         waiting_reasons = {
@@ -61,14 +61,14 @@ async def test_an_origin_that_keeps_failing_is_left_alone_between_probes(
     assert after[0] == 32 and len(after) > 5  # closed: the backlog and new runs flow
     assert waiting_reasons == {"breaker_open"}
     # Closing released every run that waited: none is left waiting for the breaker.
-    runs = inline_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=1000)
+    runs = engine_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=1000)
     assert [r.id for r in runs if r.failure_reason == "breaker_open"] == []
     assert all(r.state == "succeeded" for r in runs if 12 < (r.scheduled_for - T0) / 1000 < 32)
     # Waiting cost no attempt: every attempt row is a request the endpoint received.
-    runs = inline_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=1000)
-    attempts = sum(len(inline_db.read_now(list_attempts, run_id=r.id)) for r in runs)
+    runs = engine_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=1000)
+    attempts = sum(len(engine_db.read_now(list_attempts, run_id=r.id)) for r in runs)
     assert attempts == len(endpoint.requests)
-    events = inline_db.read_now(list_events, tenant_id=tenant, limit=1000)
+    events = engine_db.read_now(list_events, tenant_id=tenant, limit=1000)
     changes = [
         (e.type, e.data) for e in events
         if e.type in (EventType.BREAKER_OPENED, EventType.BREAKER_CLOSED)
@@ -80,7 +80,7 @@ async def test_an_origin_that_keeps_failing_is_left_alone_between_probes(
 
 async def test_answers_that_are_not_failures_keep_it_closed(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -92,7 +92,7 @@ async def test_answers_that_are_not_failures_keep_it_closed(
 
     endpoint = Endpoint(respond=not_found)
     dispatch = DispatchConfig(user_agent="Steeple/test", breaker=BREAKER)
-    async with running_engine(inline_db, wall, endpoint, dispatch=dispatch):
+    async with running_engine(engine_db, wall, endpoint, dispatch=dispatch):
         await trio.sleep(9.5)  # occurrences 0-9: the one due at 10 s never races the stop
     # A 404 is an answer: never opened, each occurrence's first attempt on time.
     firsts = [
@@ -100,5 +100,5 @@ async def test_answers_that_are_not_failures_keep_it_closed(
         if r.headers["X-Attempt"] == "1"
     ]  # fmt: skip
     assert firsts == list(range(10))
-    events = inline_db.read_now(list_events, tenant_id=tenant, limit=1000)
+    events = engine_db.read_now(list_events, tenant_id=tenant, limit=1000)
     assert EventType.BREAKER_OPENED not in {e.type for e in events}

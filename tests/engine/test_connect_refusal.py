@@ -30,7 +30,7 @@ ADDRESS = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b|::1\b|loopback")
 
 async def test_a_name_rebound_to_loopback_is_refused_without_naming_the_address(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -42,17 +42,17 @@ async def test_a_name_rebound_to_loopback_is_refused_without_naming_the_address(
         with caplog.at_level(logging.WARNING):
             async with (
                 DeliveryClient(OPEN, resolve=rebound) as client,
-                running_engine(inline_db, wall, client),
+                running_engine(engine_db, wall, client),
             ):
                 await trio.sleep(10)
         assert rx.requests == []
 
-    (run,) = inline_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=5)
-    attempts = inline_db.read_now(list_attempts, run_id=run.id)
+    (run,) = engine_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=5)
+    attempts = engine_db.read_now(list_attempts, run_id=run.id)
     assert run.state is RunState.FAILED and run.failure_reason == "destination_blocked"
     assert [a.error for a in attempts] == [refusal("hooks.rebind.example")]
     seen_by_tenant = json.dumps(
-        [render_run_with_attempts(run, attempts)] + [wire for wire, _ in stored_events(inline_db)]
+        [render_run_with_attempts(run, attempts)] + [wire for wire, _ in stored_events(engine_db)]
     )
     assert "hooks.rebind.example" in seen_by_tenant
     assert ADDRESS.search(seen_by_tenant) is None, seen_by_tenant

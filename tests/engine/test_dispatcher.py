@@ -41,14 +41,14 @@ def event_types(db: Database, tenant: str) -> list[EventType]:
 
 async def test_delivery_is_signed_and_carries_the_contract_headers(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
 ) -> None:
     sid = make_schedule(cron=DAILY_AT_T0)
     endpoint = Endpoint()
-    async with running_engine(inline_db, wall, endpoint):
+    async with running_engine(engine_db, wall, endpoint):
         await trio.sleep(10)
     (request,) = endpoint.requests
     text = format_scheduled_for(T0)
@@ -58,21 +58,21 @@ async def test_delivery_is_signed_and_carries_the_contract_headers(
     assert request.headers["X-Attempt"] == "1" and request.headers["X-Schedule-Id"] == sid
     assert request.headers["X-Team"] == "billing" and request.content == b'{"n":1}'
     assert request.headers["User-Agent"] == "Steeple/test"
-    secrets = inline_db.read_now(active_secrets, tenant_id=tenant, now=T0)
+    secrets = engine_db.read_now(active_secrets, tenant_id=tenant, now=T0)
     timestamp = int(request.headers["X-Signature-Timestamp"])
     assert timestamp == T0 // 1000
     verify(
         secrets, key, timestamp, request.content, request.headers["X-Signature"], now_s=timestamp
     )
-    run = only_run(inline_db, tenant, sid)
+    run = only_run(engine_db, tenant, sid)
     assert run.state is RunState.SUCCEEDED and run.last_status == 200
-    (attempt,) = inline_db.read_now(list_attempts, run_id=run.id)
+    (attempt,) = engine_db.read_now(list_attempts, run_id=run.id)
     assert attempt.outcome is AttemptOutcome.OK and attempt.response_excerpt == "ok"
 
 
 async def test_retry_then_success_keeps_the_key_and_instant(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -83,25 +83,25 @@ async def test_retry_then_success_keeps_the_key_and_instant(
         return reply(503, b"busy") if n == 1 else reply(200)
 
     endpoint = Endpoint(respond=flaky)
-    async with running_engine(inline_db, wall, endpoint):
+    async with running_engine(engine_db, wall, endpoint):
         await trio.sleep(60)
     assert endpoint.header("X-Attempt") == ["1", "2"]
     assert len(set(endpoint.header("X-Idempotency-Key"))) == 1
     assert set(endpoint.header("X-Scheduled-For")) == {format_scheduled_for(T0)}
     gap = endpoint.arrived[1] - endpoint.arrived[0]
     assert 4.0 <= gap <= 6.0  # 5 s × U[0.8, 1.2]
-    run = only_run(inline_db, tenant, sid)
+    run = only_run(engine_db, tenant, sid)
     assert run.state is RunState.SUCCEEDED and run.attempt == 2
-    outcomes = [a.outcome for a in inline_db.read_now(list_attempts, run_id=run.id)]
+    outcomes = [a.outcome for a in engine_db.read_now(list_attempts, run_id=run.id)]
     assert outcomes == [AttemptOutcome.RETRYABLE, AttemptOutcome.OK]
-    events = inline_db.read_now(list_events, tenant_id=tenant)
+    events = engine_db.read_now(list_events, tenant_id=tenant)
     assert [e.type for e in events] == [EventType.RUN_RETRYING, EventType.RUN_SUCCEEDED]
     assert events[0].data["status"] == 503 and events[0].data["next_attempt_at"] is not None
 
 
 async def test_gone_fails_the_run_and_pauses_the_schedule(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -112,16 +112,16 @@ async def test_gone_fails_the_run_and_pauses_the_schedule(
         return reply(410)
 
     endpoint = Endpoint(respond=gone)
-    async with running_engine(inline_db, wall, endpoint):
+    async with running_engine(engine_db, wall, endpoint):
         await trio.sleep(600)  # ten more occurrences would have fired
     assert len(endpoint.requests) == 1
-    run = only_run(inline_db, tenant, sid)
+    run = only_run(engine_db, tenant, sid)
     assert run.state is RunState.FAILED and run.failure_reason == "gone"
-    paused = inline_db.read_now(
+    paused = engine_db.read_now(
         lambda c: c.execute("SELECT paused FROM schedules WHERE id = ?", (sid,)).fetchone()[0]
     )
     assert paused == 1
-    assert event_types(inline_db, tenant) == [
+    assert event_types(engine_db, tenant) == [
         EventType.RUN_FAILED,
         EventType.SCHEDULE_PAUSED_BY_RECEIVER,
     ]
@@ -129,7 +129,7 @@ async def test_gone_fails_the_run_and_pauses_the_schedule(
 
 async def test_blocked_destination_fails_without_retry(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -140,18 +140,18 @@ async def test_blocked_destination_fails_without_retry(
         raise DeliveryFailed(TransportFailure.BLOCKED, "10.0.0.7 is a private address")
 
     endpoint = Endpoint(respond=blocked)
-    async with running_engine(inline_db, wall, endpoint):
+    async with running_engine(engine_db, wall, endpoint):
         await trio.sleep(3600)
     assert len(endpoint.requests) == 1
-    run = only_run(inline_db, tenant, sid)
+    run = only_run(engine_db, tenant, sid)
     assert run.state is RunState.FAILED and run.failure_reason == "destination_blocked"
     assert run.last_error is not None and "10.0.0.7" in run.last_error
-    assert event_types(inline_db, tenant) == [EventType.RUN_FAILED]
+    assert event_types(engine_db, tenant) == [EventType.RUN_FAILED]
 
 
 async def test_retries_stop_when_attempts_are_exhausted(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -162,17 +162,17 @@ async def test_retries_stop_when_attempts_are_exhausted(
         return reply(500)
 
     endpoint = Endpoint(respond=broken)
-    async with running_engine(inline_db, wall, endpoint):
+    async with running_engine(engine_db, wall, endpoint):
         await trio.sleep(3 * 3600)
     assert endpoint.header("X-Attempt") == ["1", "2", "3"]
-    run = only_run(inline_db, tenant, sid)
+    run = only_run(engine_db, tenant, sid)
     assert run.state is RunState.FAILED and run.failure_reason == "exhausted"
-    assert event_types(inline_db, tenant)[-1] is EventType.RUN_FAILED
+    assert event_types(engine_db, tenant)[-1] is EventType.RUN_FAILED
 
 
 async def test_concurrency_is_bounded(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -191,7 +191,7 @@ async def test_concurrency_is_bounded(
 
     endpoint = Endpoint(respond=slow)
     config = DispatchConfig(concurrency=3, user_agent="Steeple/test")
-    async with running_engine(inline_db, wall, endpoint, dispatch=config):
+    async with running_engine(engine_db, wall, endpoint, dispatch=config):
         await trio.sleep(60)
     assert peak == 3 and len(endpoint.requests) == 10
     # Freed slots are refilled at once (a nudge), not on a poll: 4 waves of 5 s.
@@ -200,7 +200,7 @@ async def test_concurrency_is_bounded(
 
 async def test_claims_wait_for_a_batch_of_free_slots(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -218,10 +218,10 @@ async def test_claims_wait_for_a_batch_of_free_slots(
 
     endpoint = Endpoint(respond=staggered)
     config = DispatchConfig(concurrency=8, claim_batch=3, user_agent="Steeple/test")
-    async with running_engine(inline_db, wall, endpoint, dispatch=config):
+    async with running_engine(engine_db, wall, endpoint, dispatch=config):
         await trio.sleep(600)
     assert len(endpoint.requests) == 20
-    sizes = inline_db.read_now(
+    sizes = engine_db.read_now(
         lambda c: [
             n
             for (n,) in c.execute(
@@ -243,7 +243,7 @@ def test_claim_batch_must_fit_the_concurrency() -> None:
 
 async def test_heartbeats_keep_a_long_delivery_alive(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -255,18 +255,18 @@ async def test_heartbeats_keep_a_long_delivery_alive(
         return reply(200)
 
     endpoint = Endpoint(respond=slow)
-    async with running_engine(inline_db, wall, endpoint):
+    async with running_engine(engine_db, wall, endpoint):
         await trio.sleep(200)
     assert len(endpoint.requests) == 1  # the reaper never took it away
-    run = only_run(inline_db, tenant, sid)
+    run = only_run(engine_db, tenant, sid)
     assert run.state is RunState.SUCCEEDED and run.attempt == 1
-    (attempt,) = inline_db.read_now(list_attempts, run_id=run.id)
+    (attempt,) = engine_db.read_now(list_attempts, run_id=run.id)
     assert attempt.outcome is AttemptOutcome.OK and attempt.latency_ms == 100_000
 
 
 async def test_failing_renewals_cancel_a_delivery_before_its_lease_lapses(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -287,21 +287,21 @@ async def test_failing_renewals_cancel_a_delivery_before_its_lease_lapses(
         raise StoreError("the disk is full")
 
     endpoint = Endpoint(respond=slow)
-    async with running_engine(inline_db, wall, endpoint, renew_leases=failing_renewal) as engine:
+    async with running_engine(engine_db, wall, endpoint, renew_leases=failing_renewal) as engine:
         await trio.sleep(29)
         assert engine.dispatcher.in_flight == 0  # given up before the 30 s lease
     started = endpoint.arrived[0]
     assert len(endpoint.requests) == 1 and endpoint.header("X-Schedule-Id") == [sid]
     assert cancelled_at[0] - started <= 28.0  # lease 30 s − margin 2 s
-    run = only_run(inline_db, tenant, sid)
+    run = only_run(engine_db, tenant, sid)
     assert run.state is RunState.RETRY_WAIT
-    (attempt,) = inline_db.read_now(list_attempts, run_id=run.id)
+    (attempt,) = engine_db.read_now(list_attempts, run_id=run.id)
     # Given up by its own executor, not timed out by the receiver: abandoned, taken back
     # then, and due again at once (a receiver's timeout would wait at least a minute).
     assert attempt.outcome is AttemptOutcome.ABANDONED
     assert attempt.error is not None and "lease" in attempt.error
     assert attempt.reclaimed_at == attempt.finished_at == run.due_at
-    (event,) = inline_db.read_now(
+    (event,) = engine_db.read_now(
         list_events, tenant_id=tenant, types=frozenset({EventType.RUN_RETRYING})
     )
     assert event.data["reason"] == "abandoned"
@@ -310,7 +310,7 @@ async def test_failing_renewals_cancel_a_delivery_before_its_lease_lapses(
 
 async def test_a_lease_taken_back_stops_its_delivery_at_the_next_heartbeat(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -335,21 +335,21 @@ async def test_a_lease_taken_back_stops_its_delivery_at_the_next_heartbeat(
         )
 
     endpoint = Endpoint(respond=slow)
-    async with running_engine(inline_db, wall, endpoint) as engine:
+    async with running_engine(engine_db, wall, endpoint) as engine:
         await trio.sleep(1)
         assert engine.dispatcher.in_flight == 1
         taken_at = trio.current_time()
-        await inline_db.write(take_back)
+        await engine_db.write(take_back)
         await trio.sleep(11)  # one heartbeat (every 10 s) later
         assert engine.dispatcher.in_flight == 0
     assert cancelled_at and cancelled_at[0] - taken_at <= 10.0
-    (attempt,) = inline_db.read_now(list_attempts, run_id=only_run(inline_db, tenant, sid).id)
+    (attempt,) = engine_db.read_now(list_attempts, run_id=only_run(engine_db, tenant, sid).id)
     assert attempt.outcome is AttemptOutcome.STALE  # its completion was fenced off
 
 
 async def test_nothing_new_is_claimed_while_renewals_fail(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
 ) -> None:
@@ -369,7 +369,7 @@ async def test_nothing_new_is_claimed_while_renewals_fail(
         raise StoreError("the disk is full")
 
     endpoint = Endpoint(respond=record)
-    async with running_engine(inline_db, wall, endpoint, renew_leases=failing_renewal):
+    async with running_engine(engine_db, wall, endpoint, renew_leases=failing_renewal):
         await trio.sleep(40)
     start = arrivals[long][0]
     # The heartbeat at +10 s fails: the every-second schedule, due from +15 s, gets nothing
@@ -382,27 +382,27 @@ async def test_nothing_new_is_claimed_while_renewals_fail(
 
 async def test_replay_redelivers_with_the_same_key(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
 ) -> None:
     sid = make_schedule(cron=DAILY_AT_T0)
     endpoint = Endpoint()
-    async with running_engine(inline_db, wall, endpoint):
+    async with running_engine(engine_db, wall, endpoint):
         await trio.sleep(10)
-        run = only_run(inline_db, tenant, sid)
-        await inline_db.write(replay_run, tenant_id=tenant, run_id=run.id, now=wall.now_ms())
+        run = only_run(engine_db, tenant, sid)
+        await engine_db.write(replay_run, tenant_id=tenant, run_id=run.id, now=wall.now_ms())
         await trio.sleep(70)  # the dispatcher's longest sleep without a nudge is 60 s
     assert endpoint.header("X-Attempt") == ["1", "2"]
     assert len(set(endpoint.header("X-Idempotency-Key"))) == 1
     assert set(endpoint.header("X-Scheduled-For")) == {format_scheduled_for(T0)}
-    assert only_run(inline_db, tenant, sid).state is RunState.SUCCEEDED
+    assert only_run(engine_db, tenant, sid).state is RunState.SUCCEEDED
 
 
 async def test_a_replay_gets_a_fresh_attempt_budget_and_retry_window(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -415,17 +415,17 @@ async def test_a_replay_gets_a_fresh_attempt_budget_and_retry_window(
         return reply(500)
 
     endpoint = Endpoint(respond=broken)
-    async with running_engine(inline_db, wall, endpoint):
+    async with running_engine(engine_db, wall, endpoint):
         await trio.sleep(3600)
-        run = only_run(inline_db, tenant, sid)
+        run = only_run(engine_db, tenant, sid)
         assert run.state is RunState.FAILED and run.attempt == 2
-        await inline_db.write(handle_pause, schedule_id=sid)
+        await engine_db.write(handle_pause, schedule_id=sid)
         wall.jump(8 * 86_400_000)
-        await inline_db.write(replay_run, tenant_id=tenant, run_id=run.id, now=wall.now_ms())
+        await engine_db.write(replay_run, tenant_id=tenant, run_id=run.id, now=wall.now_ms())
         await trio.sleep(3600)
     assert endpoint.header("X-Attempt") == ["1", "2", "3", "4"]
     assert len(set(endpoint.header("X-Idempotency-Key"))) == 1
-    replayed = only_run(inline_db, tenant, sid)
+    replayed = only_run(engine_db, tenant, sid)
     assert replayed.state is RunState.FAILED and replayed.failure_reason == "exhausted"
 
 
@@ -436,7 +436,7 @@ def handle_pause(conn: apsw.Connection, *, schedule_id: str) -> None:
 
 async def test_drain_stops_claiming_and_waits_for_deliveries_in_flight(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -450,11 +450,11 @@ async def test_drain_stops_claiming_and_waits_for_deliveries_in_flight(
         return reply(200)
 
     endpoint = Endpoint(respond=respond)
-    async with running_engine(inline_db, wall, endpoint) as engine:
+    async with running_engine(engine_db, wall, endpoint) as engine:
         await trio.sleep(1)
         await engine.dispatcher.drain()
         drained_at, delivered = trio.current_time(), len(endpoint.requests)
         await trio.sleep(30)
         assert len(endpoint.requests) == delivered  # nothing claimed after the drain
     assert drained_at >= endpoint.arrived[0] + 20  # it waited for the slow delivery
-    assert only_run(inline_db, tenant, slow_id).state is RunState.SUCCEEDED
+    assert only_run(engine_db, tenant, slow_id).state is RunState.SUCCEEDED

@@ -1,8 +1,8 @@
 """Under load the dispatcher's completions reach the store in batches: deliveries that
 finish together are recorded by one call of
-:func:`appliance.store.completions.complete_runs`, in one group commit. Real time and a
-threaded database, as the appliance runs (the inline database of the other engine tests
-writes each completion alone)."""
+:func:`appliance.store.completions.complete_runs`, in one group commit. The first test
+runs in real time on the threaded database, as the appliance runs (the inline database
+writes each completion alone); the others on both (tests/engine/conftest.py)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ DAILY_AT_T0 = "0 3 * * *"  # T0 is 03:00 UTC: one occurrence at the start of the
 RUNS = 12
 
 
+@pytest.mark.parametrize("engine_db", ["threaded"], indirect=True)  # batches need threads
 async def test_deliveries_that_finish_together_are_recorded_in_one_batch(
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -50,25 +51,21 @@ async def test_deliveries_that_finish_together_are_recorded_in_one_batch(
         return complete_runs(conn, done)
 
     monkeypatch.setattr(dispatcher, "complete_runs", counted)
-    db = Database.open(inline_db.path)  # the same file, threaded like production
-    try:
-        async with running_engine(db, wall, Endpoint(respond)):
-            with trio.fail_after(20):
-                while sum(batches) < RUNS:
-                    await db.wait_for_commit()
-    finally:
-        db.close()
+    async with running_engine(engine_db, wall, Endpoint(respond)):
+        with trio.fail_after(20):
+            while sum(batches) < RUNS:
+                await engine_db.wait_for_commit()
     # Together, not one call each (trio may wake them over two scheduling rounds: the
     # first call can take those already queued while the rest queue for the next).
     assert sum(batches) == RUNS and len(batches) <= RUNS // 2, batches
     for sid in schedules:
-        (run,) = inline_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=5)
+        (run,) = engine_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=5)
         assert run.state is RunState.SUCCEEDED
 
 
 async def test_a_slot_is_free_once_the_answer_is_in_while_its_outcome_is_recorded(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -81,7 +78,7 @@ async def test_a_slot_is_free_once_the_answer_is_in_while_its_outcome_is_recorde
     schedules = [make_schedule(cron=DAILY_AT_T0) for _ in range(2)]
     commit = trio.Event()
     both_sent = trio.Event()
-    write_batched = inline_db.write_batched
+    write_batched = engine_db.write_batched
 
     async def slow_commit(fn: Callable[..., Sequence[bool]], item: Finished) -> bool:
         await commit.wait()
@@ -92,13 +89,13 @@ async def test_a_slot_is_free_once_the_answer_is_in_while_its_outcome_is_recorde
             both_sent.set()
         return reply(200, b"ok")
 
-    monkeypatch.setattr(inline_db, "write_batched", slow_commit)
+    monkeypatch.setattr(engine_db, "write_batched", slow_commit)
     one_slot = DispatchConfig(concurrency=1, user_agent="Steeple/test")
     drained = False
-    async with running_engine(inline_db, wall, Endpoint(respond), dispatch=one_slot) as engine:
+    async with running_engine(engine_db, wall, Endpoint(respond), dispatch=one_slot) as engine:
         with trio.fail_after(60):
             await both_sent.wait()
-        states = {sid: _run(inline_db, tenant, sid).state for sid in schedules}
+        states = {sid: _run(engine_db, tenant, sid).state for sid in schedules}
         assert set(states.values()) == {RunState.RUNNING}
         assert len(engine.dispatcher.held_leases()) == 2
         assert engine.dispatcher.in_flight == 2
@@ -115,7 +112,7 @@ async def test_a_slot_is_free_once_the_answer_is_in_while_its_outcome_is_recorde
             commit.set()
         assert drained and engine.dispatcher.in_flight == 0
     for sid in schedules:
-        assert _run(inline_db, tenant, sid).state is RunState.SUCCEEDED
+        assert _run(engine_db, tenant, sid).state is RunState.SUCCEEDED
 
 
 def _run(db: Database, tenant: str, schedule_id: str) -> RunRecord:

@@ -46,7 +46,7 @@ async def deliver_once(db: Database, wall: TrioWallClock, for_s: float) -> None:
 
 async def test_a_receiver_may_take_the_schedules_whole_timeout(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -55,8 +55,8 @@ async def test_a_receiver_may_take_the_schedules_whole_timeout(
     once failed this with "no response data for 15 s".)"""
     async with keep_alive_server(answer_after(20)) as server:
         sid = make_schedule(cron=DAILY_AT_T0, timeout_seconds=60, target_url=server.url())
-        await deliver_once(inline_db, wall, for_s=30)
-    state, attempt = only_attempt(inline_db, tenant, sid)
+        await deliver_once(engine_db, wall, for_s=30)
+    state, attempt = only_attempt(engine_db, tenant, sid)
     assert (state, attempt.outcome, attempt.http_status) == (RunState.SUCCEEDED,
                                                              AttemptOutcome.OK, 200)  # fmt: skip
     assert (attempt.latency_ms, attempt.response_excerpt) == (20_000, "done")
@@ -65,15 +65,15 @@ async def test_a_receiver_may_take_the_schedules_whole_timeout(
 
 async def test_the_schedules_timeout_is_the_one_that_cuts_a_slow_receiver_off(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
 ) -> None:
     async with keep_alive_server(answer_after(20)) as server:
         sid = make_schedule(cron=DAILY_AT_T0, timeout_seconds=8, target_url=server.url())
-        await deliver_once(inline_db, wall, for_s=30)
-    state, attempt = only_attempt(inline_db, tenant, sid)
+        await deliver_once(engine_db, wall, for_s=30)
+    state, attempt = only_attempt(engine_db, tenant, sid)
     assert (state, attempt.outcome) == (RunState.RETRY_WAIT, AttemptOutcome.RETRYABLE)
     assert attempt.error == "no response within the 8 s deadline"
     assert attempt.latency_ms == 8_000

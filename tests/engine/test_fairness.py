@@ -75,15 +75,15 @@ def tenant_with_schedules(db: Database, name: str, urls: list[str]) -> str:
 
 
 async def test_a_tenant_with_slow_receivers_cannot_starve_another(
-    autojump_clock: MockClock, inline_db: Database, wall: TrioWallClock
+    autojump_clock: MockClock, engine_db: Database, wall: TrioWallClock
 ) -> None:
     attacker_urls = [f"https://{SLOW_HOSTS[n % 5]}/hook/{n}" for n in range(40)]
-    tenant_with_schedules(inline_db, "attacker", attacker_urls)
-    tenant_with_schedules(inline_db, "victim", ["https://victim.example/hook"])
+    tenant_with_schedules(engine_db, "attacker", attacker_urls)
+    tenant_with_schedules(engine_db, "victim", ["https://victim.example/hook"])
     receivers = Receivers(wall)
     config = DispatchConfig(concurrency=CONCURRENCY, tenant_cap=TENANT_CAP, user_agent="t")
     async with running_engine(
-        inline_db, wall, Endpoint(respond=receivers.respond), dispatch=config
+        engine_db, wall, Endpoint(respond=receivers.respond), dispatch=config
     ):
         await trio.sleep(ATTACK_S)
 
@@ -97,7 +97,7 @@ async def test_a_tenant_with_slow_receivers_cannot_starve_another(
 
 async def test_a_tenant_held_by_its_cap_is_claimed_in_batches_not_one_by_one(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
 ) -> None:
@@ -110,7 +110,7 @@ async def test_a_tenant_held_by_its_cap_is_claimed_in_batches_not_one_by_one(
         return reply(200)
 
     endpoint = Endpoint(respond=staggered)
-    async with running_engine(inline_db, wall, endpoint, dispatch=config):
+    async with running_engine(engine_db, wall, endpoint, dispatch=config):
         await trio.sleep(30)
     assert len(endpoint.requests) == 40
 
@@ -118,7 +118,7 @@ async def test_a_tenant_held_by_its_cap_is_claimed_in_batches_not_one_by_one(
         query = "SELECT COUNT(*) FROM attempts GROUP BY started_at ORDER BY started_at"
         return [count for (count,) in conn.execute(query)]
 
-    sizes = inline_db.read_now(claims)
+    sizes = engine_db.read_now(claims)
     # The first claim fills the cap; then a claim runs once a batch's worth of the
     # tenant's slots is free, never once per finished delivery.
     assert sizes[0] == 8 and sum(sizes) == 40

@@ -39,12 +39,12 @@ class Elections:
 
 
 async def test_one_leads_and_a_resignation_hands_over_at_the_next_renewal(
-    autojump_clock: MockClock, inline_db: Database
+    autojump_clock: MockClock, engine_db: Database
 ) -> None:
     clock, elections = TrioWallClock(T0), Elections()
     a, b = (
-        elections.replica(inline_db, clock, "inc_a"),
-        elections.replica(inline_db, clock, "inc_b"),
+        elections.replica(engine_db, clock, "inc_a"),
+        elections.replica(engine_db, clock, "inc_b"),
     )
     async with trio.open_nursery() as nursery:
         scope_a = trio.CancelScope()
@@ -67,12 +67,12 @@ async def test_one_leads_and_a_resignation_hands_over_at_the_next_renewal(
 
 
 async def test_a_silent_leader_is_replaced_once_its_term_lapses(
-    autojump_clock: MockClock, inline_db: Database
+    autojump_clock: MockClock, engine_db: Database
 ) -> None:
     clock, elections = TrioWallClock(T0), Elections()
     a, b = (
-        elections.replica(inline_db, clock, "inc_a"),
-        elections.replica(inline_db, clock, "inc_b"),
+        elections.replica(engine_db, clock, "inc_a"),
+        elections.replica(engine_db, clock, "inc_b"),
     )
     await a.renew()  # inc_a leads, then goes silent (killed: no resignation)
     async with trio.open_nursery() as nursery:
@@ -90,14 +90,14 @@ async def test_a_silent_leader_is_replaced_once_its_term_lapses(
 
 
 async def test_a_replica_that_does_not_lead_plans_nothing(
-    autojump_clock: MockClock, inline_db: Database, make_schedule: Callable[..., str]
+    autojump_clock: MockClock, engine_db: Database, make_schedule: Callable[..., str]
 ) -> None:
     make_schedule(cron="* * * * * *", next_fire_at=T0)
     clock = TrioWallClock(T0 + 5_000)
     leading = False
 
     planner = Planner(
-        db=inline_db,
+        db=engine_db,
         clock=clock,
         wakeup=Wakeup(),
         on_planned=lambda: None,
@@ -107,7 +107,7 @@ async def test_a_replica_that_does_not_lead_plans_nothing(
 
     def count() -> int:
         return int(
-            inline_db.read_now(lambda c: c.execute("SELECT COUNT(*) FROM job_runs").fetchone()[0])
+            engine_db.read_now(lambda c: c.execute("SELECT COUNT(*) FROM job_runs").fetchone()[0])
         )
 
     await planner.run_once()

@@ -39,12 +39,12 @@ def notifications(endpoint: Endpoint) -> list[Received]:
 
 async def test_a_failed_run_is_notified_once_signed_and_retried_with_the_same_key(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
 ) -> None:
-    inline_db.write_now(set_target, tenant_id=tenant, url=FAILURES, now=T0)
+    engine_db.write_now(set_target, tenant_id=tenant, url=FAILURES, now=T0)
     make_schedule(cron=DAILY_AT_T0, max_attempts=1)
     answers = iter([500, 200])
 
@@ -52,11 +52,11 @@ async def test_a_failed_run_is_notified_once_signed_and_retried_with_the_same_ke
         return reply(next(answers) if request.url == FAILURES else 503)
 
     endpoint = Endpoint(respond)
-    async with running_engine(inline_db, wall, endpoint):
+    async with running_engine(engine_db, wall, endpoint):
         await trio.sleep(3600)
     (failed,) = [
         e
-        for e in inline_db.read_now(list_events, tenant_id=tenant)
+        for e in engine_db.read_now(list_events, tenant_id=tenant)
         if e.type is EventType.RUN_FAILED
     ]
     first, second = notifications(endpoint)
@@ -66,7 +66,7 @@ async def test_a_failed_run_is_notified_once_signed_and_retried_with_the_same_ke
     assert [r.headers["X-Attempt"] for r in (first, second)] == ["1", "2"]
     assert first.headers["X-Event-Type"] == "schedule.run.failed"
     assert json.loads(second.content) == render_event(failed)
-    secrets = inline_db.read_now(active_secrets, tenant_id=tenant, now=T0)
+    secrets = engine_db.read_now(active_secrets, tenant_id=tenant, now=T0)
     for request in (first, second):
         timestamp = int(request.headers["webhook-timestamp"])
         verify(
@@ -81,33 +81,33 @@ async def test_a_failed_run_is_notified_once_signed_and_retried_with_the_same_ke
         int(second.headers["X-Signature-Timestamp"]) - int(first.headers["X-Signature-Timestamp"])
     ) * 1000
     assert 4_000 - 1_000 <= waited_ms <= 6_000 + 1_000  # the first retry delay: 5 s ± 20 %
-    (row,) = inline_db.read_now(list_notifications, tenant_id=tenant)
+    (row,) = engine_db.read_now(list_notifications, tenant_id=tenant)
     assert (row.state, row.attempts, row.last_status) == ("delivered", 2, 200)
 
 
 async def test_a_tenant_without_a_url_is_not_notified(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
 ) -> None:
     make_schedule(cron=DAILY_AT_T0, max_attempts=1)
     endpoint = Endpoint(lambda request, n: _status(503))
-    async with running_engine(inline_db, wall, endpoint):
+    async with running_engine(engine_db, wall, endpoint):
         await trio.sleep(600)
     assert [r.url for r in endpoint.requests] == [HOOK]
-    assert inline_db.read_now(list_notifications, tenant_id=tenant) == []
+    assert engine_db.read_now(list_notifications, tenant_id=tenant) == []
 
 
 async def test_a_notification_cut_short_by_a_crash_is_delivered_again_with_the_same_key(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
 ) -> None:
-    inline_db.write_now(set_target, tenant_id=tenant, url=FAILURES, now=T0)
+    engine_db.write_now(set_target, tenant_id=tenant, url=FAILURES, now=T0)
     make_schedule(cron=DAILY_AT_T0, max_attempts=1)
     arrived = trio.Event()
 
@@ -119,17 +119,17 @@ async def test_a_notification_cut_short_by_a_crash_is_delivered_again_with_the_s
         raise AssertionError("unreachable")
 
     first = Endpoint(hang)
-    async with running_engine(inline_db, wall, first):
+    async with running_engine(engine_db, wall, first):
         await arrived.wait()
     crashed_at = trio.current_time()
     second = Endpoint()
-    async with running_engine(inline_db, wall, second):
+    async with running_engine(engine_db, wall, second):
         await trio.sleep(600)
     (lost,) = notifications(first)
     (again,) = notifications(second)
     assert again.headers["X-Idempotency-Key"] == lost.headers["X-Idempotency-Key"]
     assert second.arrived[0] - crashed_at >= NotifierConfig().lease_ms / 1000 - 1
-    (row,) = inline_db.read_now(list_notifications, tenant_id=tenant)
+    (row,) = engine_db.read_now(list_notifications, tenant_id=tenant)
     assert (row.state, row.attempts) == ("delivered", 2)
 
 
@@ -139,15 +139,15 @@ async def _status(status: int) -> Answer:
 
 async def test_a_burst_of_commits_wakes_the_notifier_at_most_every_commit_wake_s(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A delivery burst commits ≈ 100 times a second; the notifier reads the outbox at
     most every ``commit_wake_s`` then, not once per commit — and the last commit of the
     burst, which queued a notification, still wakes it."""
-    tenant = inline_db.write_now(create_tenant, name="acme", now=T0).tenant_id
-    inline_db.write_now(set_target, tenant_id=tenant, url=FAILURES, now=T0)
+    tenant = engine_db.write_now(create_tenant, name="acme", now=T0).tenant_id
+    engine_db.write_now(set_target, tenant_id=tenant, url=FAILURES, now=T0)
     reads: list[float] = []
 
     def counted(conn: apsw.Connection) -> int | None:
@@ -157,15 +157,15 @@ async def test_a_burst_of_commits_wakes_the_notifier_at_most_every_commit_wake_s
     monkeypatch.setattr(notifier, "next_notification_due", counted)
     endpoint = Endpoint()
     config = NotifierConfig()
-    notify = Notifier(db=inline_db, clock=wall, client=endpoint, config=config)
+    notify = Notifier(db=engine_db, clock=wall, client=endpoint, config=config)
     async with trio.open_nursery() as nursery:
         await nursery.start(notify.run)
         start = trio.current_time()
         for _ in range(200):  # one second of commits, none queuing anything
-            await inline_db.write(lambda conn: None)
+            await engine_db.write(lambda conn: None)
             await trio.sleep(0.005)
         failed = {"scheduled_for": "2026-01-01T03:00:00Z", "attempt": 1, "reason": "exhausted"}
-        await inline_db.write(
+        await engine_db.write(
             append_event, tenant_id=tenant, type=EventType.RUN_FAILED, now=wall.now_ms(),
             data=failed,
         )  # fmt: skip

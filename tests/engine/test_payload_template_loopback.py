@@ -23,18 +23,18 @@ TEMPLATE = {
 
 
 async def test_every_attempt_of_a_run_sends_the_same_rendered_bytes(
-    autojump_clock: MockClock, inline_db: Database, wall: TrioWallClock, tenant: str
+    autojump_clock: MockClock, engine_db: Database, wall: TrioWallClock, tenant: str
 ) -> None:
     error = response(b"boom", status="500 Internal Server Error")
     sid, server = await deliver(
-        inline_db,
+        engine_db,
         wall,
         answers(error, response()),
         sid_of=lambda url: create(
-            inline_db, tenant, url, {"backoff": [1]}, payload_template=TEMPLATE
+            engine_db, tenant, url, {"backoff": [1]}, payload_template=TEMPLATE
         ),
     )
-    run, attempts = the_run(inline_db, tenant, sid)
+    run, attempts = the_run(engine_db, tenant, sid)
     assert run.state is RunState.SUCCEEDED
     assert [a.http_status for a in attempts] == [500, 200]
     first, second = server.bodies

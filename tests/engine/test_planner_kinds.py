@@ -78,30 +78,30 @@ def announced_misses(db: Database, tenant_id: str, schedule_id: str) -> int:
     return sum(int(e.data.get("count", 1)) for e in events if e.schedule_id == schedule_id)
 
 
-def test_a_one_off_missed_during_downtime_follows_the_catchup_policy(inline_db: Database) -> None:
-    tenant = inline_db.write_now(create_tenant, name="t", now=T0).tenant_id
+def test_a_one_off_missed_during_downtime_follows_the_catchup_policy(engine_db: Database) -> None:
+    tenant = engine_db.write_now(create_tenant, name="t", now=T0).tenant_id
     at = T0 + HOUR
     ids = {
-        policy: inline_db.write_now(
+        policy: engine_db.write_now(
             create_schedule, tenant_id=tenant, spec=spec(at=at, catchup_policy=policy), now=T0
         ).id
         for policy in CatchupPolicy
     }
-    late = inline_db.write_now(
+    late = engine_db.write_now(
         create_schedule,
         tenant_id=tenant,
         spec=spec(at=at, catchup_window_seconds=600),
         now=T0,
     ).id
-    plan_until_done(inline_db, at + 30 * 60 * SECOND, OccurrenceCache())  # down 30 min
-    assert rows(inline_db, ids[CatchupPolicy.ALL]) == [(at, "pending")]
-    assert rows(inline_db, ids[CatchupPolicy.LATEST]) == [(at, "pending")]  # the newest
-    assert rows(inline_db, ids[CatchupPolicy.SKIP]) == [(at, "missed")]
-    assert rows(inline_db, late) == [(at, "missed")]  # outside its 10 min window
-    assert announced_misses(inline_db, tenant, ids[CatchupPolicy.SKIP]) == 1
-    assert announced_misses(inline_db, tenant, late) == 1
+    plan_until_done(engine_db, at + 30 * 60 * SECOND, OccurrenceCache())  # down 30 min
+    assert rows(engine_db, ids[CatchupPolicy.ALL]) == [(at, "pending")]
+    assert rows(engine_db, ids[CatchupPolicy.LATEST]) == [(at, "pending")]  # the newest
+    assert rows(engine_db, ids[CatchupPolicy.SKIP]) == [(at, "missed")]
+    assert rows(engine_db, late) == [(at, "missed")]  # outside its 10 min window
+    assert announced_misses(engine_db, tenant, ids[CatchupPolicy.SKIP]) == 1
+    assert announced_misses(engine_db, tenant, late) == 1
     for sid in [*ids.values(), late]:
-        schedule = inline_db.read_now(get_schedule, tenant_id=tenant, schedule_id=sid)
+        schedule = engine_db.read_now(get_schedule, tenant_id=tenant, schedule_id=sid)
         assert schedule is not None and schedule.next_fire_at is None  # completed
 
 

@@ -16,12 +16,12 @@ MINUTE = 60_000
 
 
 def test_a_pass_fills_the_cache_it_is_given_even_an_empty_one(
-    inline_db: Database, make_schedule: Callable[..., str]
+    engine_db: Database, make_schedule: Callable[..., str]
 ) -> None:
     for _ in range(3):
         make_schedule(cron="*/10 * * * * *", next_fire_at=T0)
     cache = OccurrenceCache()
-    result = inline_db.write_now(
+    result = engine_db.write_now(
         plan_once, now=T0 + MINUTE, config=PlannerConfig(), occurrences=cache
     )
     assert result.materialised == 3 * 7  # T0 .. T0 + 60 s, every 10 s, three schedules

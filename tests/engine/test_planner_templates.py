@@ -37,8 +37,8 @@ def bodies(db: Database, schedule_id: str) -> list[tuple[str, dict[str, str]]]:
     return db.read_now(query)
 
 
-def test_each_run_is_rendered_with_the_occurrence_before_it(inline_db: Database) -> None:
-    tenant = inline_db.write_now(create_tenant, name="t", now=T0).tenant_id
+def test_each_run_is_rendered_with_the_occurrence_before_it(engine_db: Database) -> None:
+    tenant = engine_db.write_now(create_tenant, name="t", now=T0).tenant_id
     templated = spec(
         every_seconds=60,
         start_at=T0 + MINUTE,
@@ -46,20 +46,20 @@ def test_each_run_is_rendered_with_the_occurrence_before_it(inline_db: Database)
         body=TEMPLATE,
         templated=True,
     )
-    sid = inline_db.write_now(create_schedule, tenant_id=tenant, spec=templated, now=T0).id
+    sid = engine_db.write_now(create_schedule, tenant_id=tenant, spec=templated, now=T0).id
     cache = OccurrenceCache()
-    plan_until_done(inline_db, T0 + 3 * MINUTE, cache)  # three runs in one pass
-    plan_until_done(inline_db, T0 + 5 * MINUTE, OccurrenceCache())  # two more, as if restarted
-    found = bodies(inline_db, sid)
+    plan_until_done(engine_db, T0 + 3 * MINUTE, cache)  # three runs in one pass
+    plan_until_done(engine_db, T0 + 5 * MINUTE, OccurrenceCache())  # two more, as if restarted
+    found = bodies(engine_db, sid)
     instants = [format_scheduled_for(T0 + n * MINUTE) for n in range(1, 6)]
     assert [body["to"] for _, body in found] == instants
     assert [body["from"] for _, body in found] == [None, *instants[:-1]]
     assert [body["run"] for _, body in found] == [run_id for run_id, _ in found]
 
-    run, _ = inline_db.write_now(
+    run, _ = engine_db.write_now(
         trigger_schedule, tenant_id=tenant, schedule_id=sid, now=T0 + 5 * MINUTE + 30_500
     )
-    manual = dict(bodies(inline_db, sid))[run.id]
+    manual = dict(bodies(engine_db, sid))[run.id]
     assert manual == {
         "from": instants[-1],
         "to": format_scheduled_for(T0 + 5 * MINUTE + 30_000),
@@ -67,12 +67,12 @@ def test_each_run_is_rendered_with_the_occurrence_before_it(inline_db: Database)
     }
 
 
-def test_a_backfill_renders_each_run_with_the_occurrence_before_it(inline_db: Database) -> None:
-    tenant = inline_db.write_now(create_tenant, name="t", now=T0).tenant_id
+def test_a_backfill_renders_each_run_with_the_occurrence_before_it(engine_db: Database) -> None:
+    tenant = engine_db.write_now(create_tenant, name="t", now=T0).tenant_id
     templated = spec(every_seconds=60, start_at=T0 - 10 * MINUTE, body=TEMPLATE, templated=True)
-    sid = inline_db.write_now(create_schedule, tenant_id=tenant, spec=templated, now=T0).id
+    sid = engine_db.write_now(create_schedule, tenant_id=tenant, spec=templated, now=T0).id
     for start, end in ((T0 - 7 * MINUTE, T0 - 5 * MINUTE), (T0 - 10 * MINUTE, T0 - 5 * MINUTE)):
-        inline_db.write_now(
+        engine_db.write_now(
             backfill,
             tenant_id=tenant,
             schedule_id=sid,
@@ -83,7 +83,7 @@ def test_a_backfill_renders_each_run_with_the_occurrence_before_it(inline_db: Da
             now=T0,
             rate_per_second=10,
         )
-    found = [body for _, body in bodies(inline_db, sid)]
+    found = [body for _, body in bodies(engine_db, sid)]
     instants = [format_scheduled_for(T0 - n * MINUTE) for n in range(10, 4, -1)]
     assert [body["to"] for body in found] == instants
     assert [body["from"] for body in found] == [None, *instants[:-1]]

@@ -37,34 +37,34 @@ def outcomes(db: Database, run_id: str) -> list[AttemptOutcome | None]:
 
 
 def test_reap_once_returns_lapsed_leases_due_now(
-    inline_db: Database, make_schedule: Callable[..., str], tenant: str
+    engine_db: Database, make_schedule: Callable[..., str], tenant: str
 ) -> None:
     sid = make_schedule(cron=DAILY_AT_T0)
-    inline_db.write_now(plan_once, now=T0, config=PlannerConfig())
-    inline_db.write_now(claim_runs, owner="inc_dead", now=T0, lease_ms=LEASE, limit=5)
+    engine_db.write_now(plan_once, now=T0, config=PlannerConfig())
+    engine_db.write_now(claim_runs, owner="inc_dead", now=T0, lease_ms=LEASE, limit=5)
     config = ReaperConfig()
-    early = inline_db.write_now(reap_once, now=T0 + LEASE, config=config)
+    early = engine_db.write_now(reap_once, now=T0 + LEASE, config=config)
     assert (early.reclaimed, early.next_expiry) == (0, T0 + LEASE)  # not before it lapses
-    late = inline_db.write_now(reap_once, now=T0 + LEASE + 1, config=config)
+    late = engine_db.write_now(reap_once, now=T0 + LEASE + 1, config=config)
     assert (late.reclaimed, late.next_expiry, late.more) == (1, None, False)
-    run = only_run(inline_db, tenant, sid)
+    run = only_run(engine_db, tenant, sid)
     assert run.state is RunState.RETRY_WAIT and run.due_at == T0 + LEASE + 1
-    assert outcomes(inline_db, run.id) == [AttemptOutcome.ABANDONED]
+    assert outcomes(engine_db, run.id) == [AttemptOutcome.ABANDONED]
 
 
 async def test_the_reaper_wakes_when_the_lease_lapses(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
 ) -> None:
     sid = make_schedule(cron=DAILY_AT_T0)
-    await inline_db.write(plan_once, now=wall.now_ms(), config=PlannerConfig())
-    await inline_db.write(claim_runs, owner="inc_dead", now=wall.now_ms(), lease_ms=LEASE, limit=5)
+    await engine_db.write(plan_once, now=wall.now_ms(), config=PlannerConfig())
+    await engine_db.write(claim_runs, owner="inc_dead", now=wall.now_ms(), lease_ms=LEASE, limit=5)
     reclaimed: list[float] = []
     reaper = Reaper(
-        db=inline_db,
+        db=engine_db,
         clock=wall,
         on_reclaimed=lambda: reclaimed.append(trio.current_time()),
         wakeup=Wakeup(),
@@ -76,67 +76,67 @@ async def test_the_reaper_wakes_when_the_lease_lapses(
         nursery.cancel_scope.cancel()
     assert len(reclaimed) == 1
     assert reclaimed[0] - start <= LEASE / 1000 + 0.01  # slept until the lapse, no poll
-    assert only_run(inline_db, tenant, sid).state is RunState.RETRY_WAIT
+    assert only_run(engine_db, tenant, sid).state is RunState.RETRY_WAIT
 
 
 async def test_a_reclaimed_run_is_redelivered_with_the_same_key(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
 ) -> None:
     sid = make_schedule(cron=DAILY_AT_T0)
-    await inline_db.write(plan_once, now=wall.now_ms(), config=PlannerConfig())
+    await engine_db.write(plan_once, now=wall.now_ms(), config=PlannerConfig())
     (dead,) = (
-        await inline_db.write(
+        await engine_db.write(
             claim_runs, owner="inc_dead", now=wall.now_ms(), lease_ms=LEASE, limit=5
         )
     ).runs
     endpoint = Endpoint()
     start = trio.current_time()
-    async with running_engine(inline_db, wall, endpoint):
+    async with running_engine(engine_db, wall, endpoint):
         await trio.sleep(60)
     assert endpoint.header("X-Attempt") == ["2"]
     assert endpoint.header("X-Idempotency-Key") == [dead.idempotency_key]
     assert endpoint.header("X-Scheduled-For") == [format_scheduled_for(T0)]
     assert endpoint.arrived[0] - start <= LEASE / 1000 + 0.01
-    run = only_run(inline_db, tenant, sid)
+    run = only_run(engine_db, tenant, sid)
     assert run.state is RunState.SUCCEEDED
-    assert outcomes(inline_db, run.id) == [AttemptOutcome.ABANDONED, AttemptOutcome.OK]
+    assert outcomes(engine_db, run.id) == [AttemptOutcome.ABANDONED, AttemptOutcome.OK]
 
 
 async def test_boot_reclaim_redelivers_at_once(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
 ) -> None:
     sid = make_schedule(cron=DAILY_AT_T0)
-    old = await inline_db.write(register_incarnation, pid=1, now=wall.now_ms())
-    await inline_db.write(plan_once, now=wall.now_ms(), config=PlannerConfig())
-    await inline_db.write(claim_runs, owner=old, now=wall.now_ms(), lease_ms=LEASE, limit=5)
+    old = await engine_db.write(register_incarnation, pid=1, now=wall.now_ms())
+    await engine_db.write(plan_once, now=wall.now_ms(), config=PlannerConfig())
+    await engine_db.write(claim_runs, owner=old, now=wall.now_ms(), lease_ms=LEASE, limit=5)
     await trio.sleep(5)  # the old process dies mid-delivery; the new one boots 5 s later
 
-    new = await inline_db.write(register_incarnation, pid=2, now=wall.now_ms())
-    assert await inline_db.write(reclaim_previous, incarnation_id=new, now=wall.now_ms()) == 1
-    run = only_run(inline_db, tenant, sid)
+    new = await engine_db.write(register_incarnation, pid=2, now=wall.now_ms())
+    assert await engine_db.write(reclaim_previous, incarnation_id=new, now=wall.now_ms()) == 1
+    run = only_run(engine_db, tenant, sid)
     assert run.state is RunState.RETRY_WAIT and run.due_at == wall.now_ms()
-    assert outcomes(inline_db, run.id) == [AttemptOutcome.ABANDONED]
+    assert outcomes(engine_db, run.id) == [AttemptOutcome.ABANDONED]
 
     endpoint = Endpoint()
     start = trio.current_time()
-    async with running_engine(inline_db, wall, endpoint, incarnation_id=new):
+    async with running_engine(engine_db, wall, endpoint, incarnation_id=new):
         await trio.sleep(10)
     assert endpoint.header("X-Attempt") == ["2"]
     assert endpoint.arrived[0] - start < 0.01  # no waiting for the old lease to lapse
-    assert only_run(inline_db, tenant, sid).state is RunState.SUCCEEDED
+    assert only_run(engine_db, tenant, sid).state is RunState.SUCCEEDED
 
 
 async def test_after_a_forward_clock_step_the_reaper_leaves_a_live_delivery_to_its_heartbeat(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -162,15 +162,15 @@ async def test_after_a_forward_clock_step_the_reaper_leaves_a_live_delivery_to_i
             in_flight.remove(n)
 
     endpoint = Endpoint(respond=respond)
-    async with running_engine(inline_db, wall, endpoint) as engine:
+    async with running_engine(engine_db, wall, endpoint) as engine:
         await trio.sleep(5)
         assert engine.dispatcher.in_flight == 1 and engine.reaper is not None
         wall.jump(40_000)  # past the 30 s lease, 5 s before the next heartbeat
         await engine.reaper.run_once()  # the reaper wakes first (any reason will do)
         await trio.sleep(60)
     assert overlaps == []
-    run = only_run(inline_db, tenant, sid)
+    run = only_run(engine_db, tenant, sid)
     assert run.state is RunState.SUCCEEDED
-    assert outcomes(inline_db, run.id) == [AttemptOutcome.ABANDONED, AttemptOutcome.OK]
+    assert outcomes(engine_db, run.id) == [AttemptOutcome.ABANDONED, AttemptOutcome.OK]
     heartbeat_s = DispatchConfig().heartbeat_ms / 1000
     assert endpoint.arrived[1] - endpoint.arrived[0] <= heartbeat_s + 0.01  # then at once

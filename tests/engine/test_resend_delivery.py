@@ -30,7 +30,7 @@ def headers_of(raw: bytes) -> dict[str, str]:
 
 async def test_the_receiver_gets_the_copy_marked_and_under_a_new_key(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     wall: TrioWallClock,
     make_schedule: Callable[..., str],
     tenant: str,
@@ -38,13 +38,13 @@ async def test_the_receiver_gets_the_copy_marked_and_under_a_new_key(
     async with keep_alive_server() as server:
         sid = make_schedule(cron=DAILY_AT_T0, target_url=server.url())
         async with DeliveryClient(LOOPBACK_ALLOWED) as client:
-            async with running_engine(inline_db, wall, client) as engine:
+            async with running_engine(engine_db, wall, client) as engine:
                 await trio.sleep(5)
-                (original,) = inline_db.read_now(
+                (original,) = engine_db.read_now(
                     list_runs, tenant_id=tenant, schedule_id=sid, limit=5
                 )
                 assert len(server.raw) == 1
-                copy, created = inline_db.write_now(
+                copy, created = engine_db.write_now(
                     resend_copy, tenant_id=tenant, run_id=original.id, now=wall.now_ms()
                 )
                 assert created
@@ -59,13 +59,13 @@ async def test_the_receiver_gets_the_copy_marked_and_under_a_new_key(
     assert second["x-run-id"] == copy.id
     assert second["x-idempotency-key"] == idempotency_key(sid, second["x-scheduled-for"])
     assert server.bodies[1] == server.bodies[0]
-    secrets = inline_db.read_now(active_secrets_of, tenant_ids={tenant}, now=wall.now_ms())
+    secrets = engine_db.read_now(active_secrets_of, tenant_ids={tenant}, now=wall.now_ms())
     stamp = int(second["x-signature-timestamp"])
     verify(
         secrets[tenant], copy.idempotency_key, stamp, server.bodies[1], second["x-signature"],
         now_s=stamp,
     )  # fmt: skip
-    (attempt,) = inline_db.read_now(list_attempts, run_id=copy.id)
+    (attempt,) = engine_db.read_now(list_attempts, run_id=copy.id)
     assert (attempt.http_status, attempt.signed_at) == (200, stamp)
-    runs = inline_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=5)
+    runs = engine_db.read_now(list_runs, tenant_id=tenant, schedule_id=sid, limit=5)
     assert {r.id: r.resend_of for r in runs} == {original.id: None, copy.id: original.id}

@@ -111,14 +111,14 @@ async def restart(
 
 async def test_a_crash_reports_downtime_late_and_missed_per_policy(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     make_schedule: Callable[..., str],
     tenant: str,
 ) -> None:
     four_schedules(make_schedule)
-    run_then_die(inline_db, clean=False)
+    run_then_die(engine_db, clean=False)
     endpoint = Endpoint()
-    report, previous = await restart(inline_db, endpoint)
+    report, previous = await restart(engine_db, endpoint)
 
     assert (report.down_since, report.downtime_ms) == (FINISHED, BOOT - FINISHED)
     assert previous.ended_at is None and not report.clean_shutdown
@@ -135,7 +135,7 @@ async def test_a_crash_reports_downtime_late_and_missed_per_policy(
     assert delivered.count(format_scheduled_for(T0 + MINUTE)) == 3
 
     # One event, in the system's feed and so in every tenant's, equal to the report.
-    (event,) = inline_db.read_now(
+    (event,) = engine_db.read_now(
         list_events,
         tenant_id=tenant,
         limit=100,
@@ -143,19 +143,19 @@ async def test_a_crash_reports_downtime_late_and_missed_per_policy(
     )
     assert event.tenant_id == SYSTEM_TENANT and event.data == report.event_data()
     assert event.data["late"] == 17 and event.data["missed"] == 19
-    shown = inline_db.read_now(last_restart)
+    shown = engine_db.read_now(last_restart)
     assert shown is not None and shown.data == event.data
 
 
 async def test_a_clean_stop_reports_from_its_end_and_nothing_reclaimed(
     autojump_clock: MockClock,
-    inline_db: Database,
+    engine_db: Database,
     make_schedule: Callable[..., str],
     tenant: str,
 ) -> None:
     four_schedules(make_schedule)
-    run_then_die(inline_db, clean=True)
-    report, previous = await restart(inline_db, Endpoint())
+    run_then_die(engine_db, clean=True)
+    report, previous = await restart(engine_db, Endpoint())
     assert previous.ended_at == SEEN and report.clean_shutdown
     assert report.reclaimed == 0 and report.downtime_ms == BOOT - SEEN
     # T0+1m (planned, not attempted) was due before the stop: overdue then, not the
@@ -166,12 +166,12 @@ async def test_a_clean_stop_reports_from_its_end_and_nothing_reclaimed(
 
 
 async def test_the_running_appliance_marks_itself_seen(
-    autojump_clock: MockClock, inline_db: Database
+    autojump_clock: MockClock, engine_db: Database
 ) -> None:
     wall = TrioWallClock(T0)
-    current = await inline_db.write(register_incarnation, pid=1, now=T0)
+    current = await engine_db.write(register_incarnation, pid=1, now=T0)
     engine = build_engine(
-        db=inline_db,
+        db=engine_db,
         clock=wall,
         client=Endpoint(),
         incarnation_id=current,
@@ -184,8 +184,8 @@ async def test_the_running_appliance_marks_itself_seen(
         await nursery.start(engine.run)
         await trio.sleep(12)
         nursery.cancel_scope.cancel()
-    later = await inline_db.write(register_incarnation, pid=2, now=T0 + 60_000)
-    previous = await inline_db.read(previous_incarnation, incarnation_id=later)
+    later = await engine_db.write(register_incarnation, pid=2, now=T0 + 60_000)
+    previous = await engine_db.read(previous_incarnation, incarnation_id=later)
     assert previous is not None and previous.id == current
     assert previous.last_seen_at == T0 + 10_000 and previous.stopped_at == T0 + 10_000
 

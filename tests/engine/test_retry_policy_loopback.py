@@ -58,16 +58,16 @@ def the_run(db: Database, tenant: str, sid: str) -> tuple[RunRecord, list[Attemp
 
 
 async def test_backoff_1_1_and_three_attempts_fail_after_exactly_three(
-    autojump_clock: MockClock, inline_db: Database, wall: TrioWallClock, tenant: str
+    autojump_clock: MockClock, engine_db: Database, wall: TrioWallClock, tenant: str
 ) -> None:
     error = response(b"boom", status="500 Internal Server Error")
     sid, server = await deliver(
-        inline_db,
+        engine_db,
         wall,
         answers(error),
-        sid_of=lambda url: create(inline_db, tenant, url, {"max_attempts": 3, "backoff": [1, 1]}),
+        sid_of=lambda url: create(engine_db, tenant, url, {"max_attempts": 3, "backoff": [1, 1]}),
     )
-    run, attempts = the_run(inline_db, tenant, sid)
+    run, attempts = the_run(engine_db, tenant, sid)
     assert (run.state, run.failure_reason) == (RunState.FAILED, "exhausted")
     assert [a.http_status for a in attempts] == [500, 500, 500]
     assert len(server.raw) == 3
@@ -76,32 +76,32 @@ async def test_backoff_1_1_and_three_attempts_fail_after_exactly_three(
 
 
 async def test_503_retry_after_is_honoured(
-    autojump_clock: MockClock, inline_db: Database, wall: TrioWallClock, tenant: str
+    autojump_clock: MockClock, engine_db: Database, wall: TrioWallClock, tenant: str
 ) -> None:
     busy = response(b"later", "Retry-After: 120", status="503 Service Unavailable")
     sid, _server = await deliver(
-        inline_db,
+        engine_db,
         wall,
         answers(busy, response()),
-        sid_of=lambda url: create(inline_db, tenant, url, {"backoff": [1]}),
+        sid_of=lambda url: create(engine_db, tenant, url, {"backoff": [1]}),
     )
-    run, attempts = the_run(inline_db, tenant, sid)
+    run, attempts = the_run(engine_db, tenant, sid)
     assert run.state is RunState.SUCCEEDED
     assert [a.http_status for a in attempts] == [503, 200]
     assert attempts[1].started_at - attempts[0].started_at >= 120_000  # not the 1 s backoff
 
 
 async def test_a_status_the_policy_does_not_retry_fails_the_run_at_once(
-    autojump_clock: MockClock, inline_db: Database, wall: TrioWallClock, tenant: str
+    autojump_clock: MockClock, engine_db: Database, wall: TrioWallClock, tenant: str
 ) -> None:
     invalid = response(b"no", status="422 Unprocessable Content")
     sid, server = await deliver(
-        inline_db,
+        engine_db,
         wall,
         answers(invalid),
-        sid_of=lambda url: create(inline_db, tenant, url, {"non_retryable_status": [422]}),
+        sid_of=lambda url: create(engine_db, tenant, url, {"non_retryable_status": [422]}),
     )
-    run, attempts = the_run(inline_db, tenant, sid)
+    run, attempts = the_run(engine_db, tenant, sid)
     assert (run.state, run.failure_reason) == (RunState.FAILED, "non_retryable_status")
     assert [(a.http_status, a.outcome) for a in attempts] == [(422, AttemptOutcome.PERMANENT)]
     assert len(server.raw) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -228,36 +228,6 @@ async def test_checkpoints_wait_their_turn_behind_writes(db: Database) -> None:
             if n % 10 == 0:
                 nursery.start_soon(partial(db.checkpoint_wal, now_ms=n))
     assert await db.read(_count_tenants) == 100
-
-
-def _add_tenants(conn: apsw.Connection, ns: Sequence[int]) -> list[int]:
-    return [_add_tenant(conn, n) for n in ns]
-
-
-async def test_a_group_runs_its_batches_before_its_single_writes(db: Database) -> None:
-    """A single write queued before a batched one in the same group sees it: the
-    dispatcher's claim counts the runs its group's completions finish."""
-    started, release = trio.Event(), threading.Event()
-    seen: list[int] = []
-
-    def holding(conn: apsw.Connection) -> None:  # keeps the writer while the others queue
-        trio.from_thread.run_sync(started.set)
-        release.wait(10)
-
-    async def count() -> None:
-        seen.append(await db.write(_count_tenants))
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(db.write, holding)
-        await started.wait()
-        nursery.start_soon(count)
-        await trio.testing.wait_all_tasks_blocked()
-        for n in range(3):
-            nursery.start_soon(db.write_batched, _add_tenants, n)
-        await trio.testing.wait_all_tasks_blocked()
-        release.set()
-    assert db.group_commits == 2  # the holder's, then one for the count and the batch
-    assert seen == [3]
 
 
 async def test_the_writes_of_a_group_wake_together_not_through_the_limiter(

@@ -48,6 +48,13 @@ class Store(Protocol):
         self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
     ) -> T: ...
 
+    async def write_after_batched(
+        self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """:meth:`write`, after every :meth:`write_batched` write of this process queued
+        before it: it sees what they wrote (docs/adr/0033-claim-queue-scheduling.md)."""
+        ...
+
     async def write_batched(
         self, fn: Callable[[Any, Sequence[Item]], Sequence[T]], item: Item
     ) -> T:

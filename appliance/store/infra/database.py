@@ -11,7 +11,10 @@ Rules this module guards (ADR 0033, docs/architecture.md "Storage"):
   finds the writer free commits what is queued; the others wait for the writer to be free
   again, and the writes of a group are woken together when it is over (not one after the
   other through the limiter). How a group runs on the connection — savepoints, batched
-  writes — is :mod:`appliance.store.infra.group_commit`.
+  writes, the order of its writes — is :mod:`appliance.store.infra.group_commit`.
+- Order is promised only by :meth:`Database.write_after_batched`: it sees every batched
+  write queued before it (``threaded=False`` runs each write alone, in order of arrival,
+  which keeps the promise).
 - Reads use their own connections (WAL snapshots), also in worker threads.
 - apsw errors are translated to :class:`~appliance.errors.StoreError` here and only here.
 - ``threaded=False`` runs the same functions inline on the calling thread. Engine tests
@@ -222,6 +225,22 @@ class Database:
             return fn(conn, *args, **kw)
 
         return await self._submit(PendingWrite(call=bound))
+
+    async def write_after_batched(
+        self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """:meth:`write`, promised to see every :meth:`write_batched` write queued before
+        it: those are committed in an earlier transaction or earlier in its own, since a
+        group runs its batches before such writes whatever their order of arrival (a
+        batched write queued after it in the same group runs first too). The dispatcher's
+        claim relies on it to count the runs its completions finished
+        (docs/adr/0033-claim-queue-scheduling.md, "Claim"; the rules are
+        :mod:`appliance.store.infra.group_commit`'s)."""
+
+        def bound(conn: apsw.Connection) -> T:
+            return fn(conn, *args, **kw)
+
+        return await self._submit(PendingWrite(call=bound, after_batches=True))
 
     async def write_batched(
         self, fn: Callable[[apsw.Connection, Sequence[Item]], Sequence[T]], item: Item

@@ -10,9 +10,13 @@ how).
   (the dispatcher's completions: one ``executemany`` per statement, not a savepoint and
   three statements each). If that call raises, it is rolled back and each item is written
   alone in its own savepoint: only the failing item's caller sees the error.
-- A group runs its batches first, then its single writes in order of arrival (every write
-  of a group is concurrent with the others, so any order is one they could have had): the
-  dispatcher's claim sees the slots freed by the completions committed beside it.
+- Order: a group runs its writes in order of arrival, each batch at its first item's
+  place, then the writes that asked to run after the batches
+  (:meth:`appliance.store.infra.database.Database.write_after_batched`), in order of
+  arrival. Every write of a group is concurrent with the others, so any order is one they
+  could have had; only the last rule is promised: the dispatcher's claim rides in its
+  completions' group and sees the runs they finished (docs/adr/0033-claim-queue-scheduling.md,
+  "Claim"). tests/store/test_write_ordering.py fails if it is reversed.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class PendingWrite(Generic[T]):
     call: Callable[[apsw.Connection], T]
     batch: Callable[[apsw.Connection, Sequence[Any]], Sequence[T]] | None = None
     item: Any = None  # this write's item of ``batch``
+    after_batches: bool = False  # runs after every batch of its group (module rules)
     taken: bool = False
     done: trio.Event | None = None  # its group's, set once that group is over
     result: T | None = None
@@ -65,16 +70,23 @@ def run_group(conn: apsw.Connection, group: Sequence[PendingWrite[Any]]) -> None
 
 
 def _units(group: Sequence[PendingWrite[Any]]) -> list[list[PendingWrite[Any]]]:
-    """The group's writes, those of one batch function together: the batches first, then
-    the single writes, each in order of arrival (see the module rules)."""
+    """The group's writes in the order they run, those of one batch function together
+    (see the module rules): by arrival, a batch at its first item's place; then the
+    writes that run after the batches."""
+    units: list[list[PendingWrite[Any]]] = []
     batches: dict[object, list[PendingWrite[Any]]] = {}
-    singles: list[list[PendingWrite[Any]]] = []
+    after: list[list[PendingWrite[Any]]] = []
     for item in group:
-        if item.batch is None:
-            singles.append([item])
+        if item.after_batches:
+            after.append([item])
+        elif item.batch is None:
+            units.append([item])
+        elif item.batch in batches:
+            batches[item.batch].append(item)
         else:
-            batches.setdefault(item.batch, []).append(item)
-    return [*batches.values(), *singles]
+            batches[item.batch] = [item]
+            units.append(batches[item.batch])
+    return [*units, *after]
 
 
 def _run_one(conn: apsw.Connection, item: PendingWrite[Any]) -> None:

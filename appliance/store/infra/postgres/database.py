@@ -121,6 +121,7 @@ class PgDatabase:
         self.grouped_writes = 0
         self.commits = 0  # transactions committed by ``write`` (``wait_for_commit`` wakes)
         self.retried = 0  # transactions run again after a serialization failure
+        self._batched_in_flight: set[trio.Event] = set()  # ``write_after_batched`` waits
 
     @staticmethod
     def _configure(raw: psycopg.Connection[Any]) -> None:
@@ -223,13 +224,32 @@ class PgDatabase:
         self._announce_commit()
         return result
 
+    async def write_after_batched(
+        self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """:meth:`write`, promised — as on SQLite — to see every :meth:`write_batched`
+        write of this process queued before it: it waits until those are over (committed,
+        or failed), then runs in a transaction of its own. Nothing is promised about other
+        replicas' writes: theirs are serialized with it in either order (the dispatcher's
+        claim, docs/adr/0033-claim-queue-scheduling.md "Claim", counts its own process's
+        completions)."""
+        for done in list(self._batched_in_flight):
+            await done.wait()
+        return await self.write(fn, *args, **kw)
+
     async def write_batched(
         self, fn: Callable[[Any, Sequence[Item]], Sequence[T]], item: Item
     ) -> T:
         """Write ``item`` with ``fn`` (items in, one result per item out). Each item is its
         own transaction here: PostgreSQL has no single writer whose queue a batch would
         shorten, and replicas commit side by side."""
-        (result,) = await self.write(fn, [item])
+        done = trio.Event()  # registered before the first checkpoint: "queued" from here
+        self._batched_in_flight.add(done)
+        try:
+            (result,) = await self.write(fn, [item])
+        finally:
+            self._batched_in_flight.discard(done)
+            done.set()
         return result
 
     async def read(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
