@@ -15,15 +15,13 @@ follows the recent rate, not the history.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 from appliance.store.events import SYSTEM_TENANT
 from appliance.store.incarnations import last_check
-from appliance.store.infra.connection import Connection
-from appliance.store.infra.snapshot import last_backup
+from appliance.store.infra.connection import Connection, Sql
+from appliance.store.infra.disk import Disk
 from appliance.store.stats import Health, health
 
 WINDOW_MS: Final = 5 * 60_000  # the rates and the lateness percentiles look this far back
@@ -46,20 +44,19 @@ class Figures:
     clock_jumps_24h: int
 
 
-def operator_figures(conn: Connection, *, db_path: Path | None, now: int) -> Figures:
-    """The operator's figures. ``db_path`` None: the store is PostgreSQL, whose size is
-    its pages (``health``), and whose WAL, disk and backups are PostgreSQL's to report."""
+def operator_figures(conn: Connection, *, disk: Disk, now: int) -> Figures:
+    """The operator's figures; the store's size, WAL, free space and last backup as its
+    ``disk`` says them (:mod:`appliance.store.infra.disk`)."""
     delivered, failed = _finished_counts(conn, since=now - WINDOW_MS)
     lateness = _lateness(conn, since=now - WINDOW_MS)
-    backup = None if db_path is None else last_backup(db_path.parent)
     minutes = WINDOW_MS / 60_000
     state = health(conn, now=now)
     return Figures(
         health=state,
-        db_bytes=state.page_size * state.page_count if db_path is None else _size(db_path),
-        wal_bytes=0 if db_path is None else _size(db_path.with_name(db_path.name + "-wal")),
-        free_disk_bytes=None if db_path is None else shutil.disk_usage(db_path.parent).free,
-        last_backup_ms=None if backup is None else backup.at_ms,
+        db_bytes=disk.db_bytes(state.page_size * state.page_count),
+        wal_bytes=disk.wal_bytes(),
+        free_disk_bytes=disk.free_bytes(),
+        last_backup_ms=disk.last_backup_ms(),
         last_check_ms=last_check(conn),
         delivered_per_minute=round(delivered / minutes, 2),
         failed_per_minute=round(failed / minutes, 2),
@@ -77,11 +74,17 @@ def percentile(values: list[int], p: int) -> int | None:
     return values[rank - 1]
 
 
+# SQLite is told the index (as overview's counts are); PostgreSQL's planner picks its own.
+_TENANT_FINISHED: Final = Sql(
+    sqlite="job_runs INDEXED BY job_runs_tenant_finished", postgres="job_runs"
+)
+
+
 def _finished_counts(conn: Connection, *, since: int) -> tuple[int, int]:
     """Runs succeeded and failed since ``since``: index entries only (one range of
     ``job_runs_tenant_finished`` per tenant and state)."""
     sql = (
-        "SELECT count(*) FROM job_runs INDEXED BY job_runs_tenant_finished WHERE state IN"
+        f"SELECT count(*) FROM {_TENANT_FINISHED.on(conn)} WHERE state IN"
         " ('cancelled', 'failed', 'missed', 'succeeded')"
         " AND tenant_id IN (SELECT id FROM tenants) AND state = ?"
         " AND COALESCE(finished_at, updated_at) >= ?"
@@ -119,10 +122,3 @@ def _clock_jumps(conn: Connection, *, since: int) -> int:
         fields = json.loads(str(data)) if data else {}
         total += int(fields.get("count", 1))
     return total
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from appliance.store.figures import Figures, operator_figures
 from appliance.store.infra.connection import Connection
+from appliance.store.infra.disk import Disk
 
 BATCH = 50_000  # events read per scrape at most; the rest at the next one
 COUNTED_EVENTS = (
@@ -45,13 +45,11 @@ class Reading:
     events: list[SeenEvent]
 
 
-def read_since(
-    conn: Connection, *, events_from: int | None, db_path: Path | None, now: int
-) -> Reading:
+def read_since(conn: Connection, *, events_from: int | None, disk: Disk, now: int) -> Reading:
     """The operator's figures (:func:`appliance.store.figures.operator_figures`) plus the
     counted events after ``events_from``; with None (the first scrape) the cursor starts
     at the current end: counters count from now on."""
-    figures = operator_figures(conn, db_path=db_path, now=now)
+    figures = operator_figures(conn, disk=disk, now=now)
     if events_from is None:
         row = conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
         end = int(row[0]) if row else 0

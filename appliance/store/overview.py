@@ -19,7 +19,7 @@ from appliance.core.events import Event
 from appliance.core.runs import RunState
 from appliance.core.schedules import Schedule
 from appliance.store.events import SYSTEM_TENANT, list_events
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
 from appliance.store.runs import RUN_COLUMNS, RunRecord, state_list
 from appliance.store.schedules import get_schedule
 
@@ -32,12 +32,22 @@ COUNT_CAP: Final = 10_000
 # (its condition and expression literally). Parameters: tenant_id, state, since.
 # Named: with statistics, the planner may otherwise prefer the time-only index
 # ``job_runs_finished`` and read a table row per run of every tenant in the range.
-_BY_TENANT_FINISHED: Final = "INDEXED BY job_runs_tenant_finished"
+# PostgreSQL's planner picks its own index.
+_BY_TENANT_FINISHED: Final = Sql(sqlite="INDEXED BY job_runs_tenant_finished", postgres="")
 _FINISHED_STATES: Final = "state IN ('cancelled', 'failed', 'missed', 'succeeded')"
 _ENDED: Final = "COALESCE(finished_at, updated_at)"
-FINISHED_SINCE_SQL: Final = (
-    f"SELECT 1 FROM job_runs {_BY_TENANT_FINISHED} WHERE {_FINISHED_STATES}"
-    f" AND tenant_id = ? AND state = ? AND {_ENDED} >= ?"
+
+
+def _finished_since(hint: str) -> str:
+    return (
+        f"SELECT 1 FROM job_runs {hint} WHERE {_FINISHED_STATES}"
+        f" AND tenant_id = ? AND state = ? AND {_ENDED} >= ?"
+    )
+
+
+FINISHED_SINCE_SQL: Final = Sql(
+    sqlite=_finished_since(_BY_TENANT_FINISHED.sqlite),
+    postgres=_finished_since(_BY_TENANT_FINISHED.postgres),
 )
 
 
@@ -62,7 +72,7 @@ def counts(conn: Connection, *, tenant_id: str, now: int) -> Counts:
         return int(row[0]) if row else 0
 
     live = "FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL"
-    finished = f"SELECT count(*) FROM ({FINISHED_SINCE_SQL} LIMIT {COUNT_CAP + 1}) capped"
+    finished = f"SELECT count(*) FROM ({FINISHED_SINCE_SQL.on(conn)} LIMIT {COUNT_CAP + 1}) capped"
     return Counts(
         due_24h=one(
             f"SELECT count(*) {live} AND paused = 0 AND next_fire_at < ?", tenant_id, now + DAY_MS
@@ -88,6 +98,12 @@ def next_due(conn: Connection, *, tenant_id: str, limit: int) -> list[Schedule]:
     return _schedules(conn, tenant_id, [str(row[0]) for row in rows])
 
 
+# A substring test: PostgreSQL says SQLite's instr as strpos.
+_NAME_CONTAINS: Final = Sql(
+    sqlite=" AND instr(lower(name), ?) > 0", postgres=" AND strpos(lower(name), ?) > 0"
+)
+
+
 def find_schedules(
     conn: Connection,
     *,
@@ -105,7 +121,7 @@ def find_schedules(
         sql += " AND paused = ?"
         params.append(int(status is Status.PAUSED))
     if name_contains:
-        sql += " AND instr(lower(name), ?) > 0"
+        sql += _NAME_CONTAINS.on(conn)
         params.append(name_contains.lower())
     if after_id is not None:
         sql += " AND id > ?"
@@ -129,7 +145,7 @@ def attention(conn: Connection, *, tenant_id: str, now: int, limit: int) -> list
     first. The pick reads index entries only; just the ``limit`` rows shown are read."""
     rows = conn.execute(
         f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE rowid IN"
-        f" (SELECT rowid FROM job_runs {_BY_TENANT_FINISHED} WHERE {_FINISHED_STATES}"
+        f" (SELECT rowid FROM job_runs {_BY_TENANT_FINISHED.on(conn)} WHERE {_FINISHED_STATES}"
         f" AND tenant_id = ? AND state IN {state_list((RunState.FAILED, RunState.MISSED))}"
         f" AND {_ENDED} >= ? ORDER BY {_ENDED} DESC LIMIT ?) ORDER BY {_ENDED} DESC",
         (tenant_id, now - DAY_MS, limit),
@@ -173,7 +189,7 @@ def tenant_summaries(conn: Connection, *, now: int) -> list[TenantSummary]:
         "SELECT t.id, t.name, t.created_at, t.suspended_at,"
         " (SELECT count(*) FROM schedules s WHERE s.tenant_id = t.id AND s.deleted_at IS NULL),"
         " (SELECT count(*) FROM users u WHERE u.tenant_id = t.id),"
-        " (SELECT count(*) FROM (SELECT 1 FROM job_runs r INDEXED BY job_runs_tenant_finished"
+        f" (SELECT count(*) FROM (SELECT 1 FROM job_runs r {_BY_TENANT_FINISHED.on(conn)}"
         "  WHERE r.state IN"
         "  ('cancelled', 'failed', 'missed', 'succeeded') AND r.tenant_id = t.id"
         "  AND r.state = 'failed' AND COALESCE(r.finished_at, r.updated_at) >= ?"

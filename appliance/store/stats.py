@@ -5,12 +5,28 @@ the whole of a small table; none takes a per-schedule or per-run parameter."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 import apsw
 
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
 from appliance.store.planning import PLAN_SQL
 from appliance.store.restarts import LastRestart, last_restart
+
+# The figures SQLite keeps as pragmas, read from PostgreSQL's own figures.
+_SCHEMA_VERSION: Final = Sql(
+    sqlite="PRAGMA user_version", postgres="SELECT version FROM steeple_schema"
+)
+_PAGE_SIZE: Final = Sql(
+    sqlite="PRAGMA page_size", postgres="SELECT CAST(current_setting('block_size') AS BIGINT)"
+)
+_PAGE_COUNT: Final = Sql(
+    sqlite="PRAGMA page_count",
+    postgres="SELECT pg_database_size(current_database())"
+    " / CAST(current_setting('block_size') AS BIGINT)",
+)
+_FREELIST_COUNT: Final = Sql(sqlite="PRAGMA freelist_count", postgres="SELECT 0")
+_JOURNAL_MODE: Final = Sql(sqlite="PRAGMA journal_mode", postgres="SELECT 'postgresql'")
 
 
 def active_targets(conn: Connection, *, limit: int = 10_000) -> list[tuple[str, int]]:
@@ -57,7 +73,7 @@ def health(conn: Connection, *, now: int) -> Health:
     next_fire = one(f"SELECT min(next_fire_at) FROM schedules WHERE {PLAN_SQL}")
     started = conn.execute("SELECT max(started_at) FROM incarnations").fetchone()
     return Health(
-        schema_version=one("PRAGMA user_version"),
+        schema_version=one(_SCHEMA_VERSION.on(conn)),
         tenants=one("SELECT count(*) FROM tenants"),
         active_schedules=one(f"SELECT count(*) FROM schedules WHERE {PLAN_SQL}"),
         runs_pending=one("SELECT count(*) FROM job_runs WHERE state IN ('pending', 'retry_wait')"),
@@ -77,9 +93,9 @@ def health(conn: Connection, *, now: int) -> Health:
         runs_running=one("SELECT count(*) FROM job_runs WHERE state = 'running'"),
         oldest_due_age_ms=max(0, now - oldest_due) if oldest_due else 0,
         planner_lag_ms=max(0, now - next_fire) if next_fire else 0,
-        page_size=one("PRAGMA page_size"),
-        page_count=one("PRAGMA page_count"),
-        freelist_count=one("PRAGMA freelist_count"),
+        page_size=one(_PAGE_SIZE.on(conn)),
+        page_count=one(_PAGE_COUNT.on(conn)),
+        freelist_count=one(_FREELIST_COUNT.on(conn)),
         last_start_ms=None if started is None or started[0] is None else int(started[0]),
         last_restart=last_restart(conn),
     )
@@ -90,7 +106,7 @@ def sqlite_version() -> str:
 
 
 def journal_mode(conn: Connection) -> str:
-    row = conn.execute("PRAGMA journal_mode").fetchone()
+    row = conn.execute(_JOURNAL_MODE.on(conn)).fetchone()
     return "unknown" if row is None else str(row[0])
 
 

@@ -50,7 +50,7 @@ async def test_deliveries_that_finish_together_are_recorded_in_one_batch(
         return complete_runs(conn, done)
 
     monkeypatch.setattr(dispatcher, "complete_runs", counted)
-    db = Database.open(inline_db.path)  # the same file, threaded like production
+    db = Database.open(inline_db.sqlite_file)  # the same file, threaded like production
     try:
         async with running_engine(db, wall, Endpoint(respond)):
             with trio.fail_after(20):
