@@ -132,7 +132,7 @@ class Collector:
     async def refresh(self, db: Store, now: int, version: str) -> None:
         async with self.lock:  # two scrapes at once must not count a row twice
             reading = await db.read(
-                read_since, events_from=self.counts.events_cursor, db_path=db.path, now=now
+                read_since, events_from=self.counts.events_cursor, disk=db.disk, now=now
             )
             self.counts.apply(reading)
             self.figures, self.version = reading.figures, version

@@ -168,8 +168,8 @@ def build_engine(
         planner_wakeup=planner_wakeup,
         dispatcher_wakeup=dispatcher_wakeup,
         backups=None  # a SQLite file's; PostgreSQL's backups are pg_dump's (docs/scale-out.md)
-        if config.backups is None or db.path is None
-        else Backups(db_path=db.path, clock=clock, config=config.backups),
+        if config.backups is None or not isinstance(db, Database)
+        else Backups(db_path=db.sqlite_file, clock=clock, config=config.backups),
         liveness=None
         if config.liveness is None
         else Liveness(db=db, clock=clock, incarnation_id=incarnation_id, config=config.liveness),

@@ -25,7 +25,7 @@ def figures(settings: Settings) -> dict[str, object]:
     now = SystemClock().now_ms()
     db = open_configured_store(settings, migrate_schema=False, check=False)
     try:
-        f = db.read_now(operator_figures, db_path=db.path, now=now)
+        f = db.read_now(operator_figures, disk=db.disk, now=now)
     finally:
         db.close()
     h = f.health

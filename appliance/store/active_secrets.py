@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from typing import Final
 
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
 
 # ADR 0032: a tenant has at most this many active secrets at once.
 MAX_ACTIVE_SECRETS: Final = 3
@@ -21,6 +21,13 @@ def active_secrets(conn: Connection, *, tenant_id: str, now: int) -> list[str]:
     return list(active_secrets_of(conn, tenant_ids={tenant_id}, now=now).get(tenant_id, ()))
 
 
+# The tenants arrive as one JSON array: one statement whatever their number.
+_TENANT_IDS: Final = Sql(
+    sqlite="(SELECT value FROM json_each(?))",
+    postgres="(SELECT value FROM json_array_elements_text(CAST(? AS json)))",
+)
+
+
 def active_secrets_of(
     conn: Connection, *, tenant_ids: Iterable[str], now: int
 ) -> dict[str, tuple[str, ...]]:
@@ -29,7 +36,7 @@ def active_secrets_of(
     rows = conn.execute(
         "SELECT tenant_id, secret FROM (SELECT tenant_id, secret, ROW_NUMBER() OVER"
         " (PARTITION BY tenant_id ORDER BY created_at DESC, rowid DESC) AS newest"
-        " FROM signing_secrets WHERE tenant_id IN (SELECT value FROM json_each(?))"
+        f" FROM signing_secrets WHERE tenant_id IN {_TENANT_IDS.on(conn)}"
         " AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)) ranked"
         " WHERE newest <= ? ORDER BY tenant_id, newest",
         (json.dumps(sorted(tenant_ids)), now, MAX_ACTIVE_SECRETS),

@@ -9,7 +9,7 @@ Rules this module guards:
 
 - **Claim** is one ``UPDATE … WHERE id IN (SELECT …) RETURNING``: two claimers can never
   both hold a run, because the second statement no longer sees it as claimable. Each row
-  gets its own random lease token (SQLite's ``randomblob`` is evaluated per row).
+  gets its own random lease token (each store's random function is evaluated per row).
 - **Fair between tenants.** The claim shares the free slots between the tenants with due
   runs in turns: each tenant's due runs are ranked earliest first, a run's *turn* is its
   rank plus the runs its tenant already has ``running``, and the claim takes the lowest
@@ -44,7 +44,7 @@ from appliance.core.retry_input import stored_policy
 from appliance.core.runs import RunState, Transition, check_transition
 from appliance.store.active_secrets import active_secrets_of
 from appliance.store.infra import rows
-from appliance.store.infra.connection import SKIP_LOCKED, Connection, row_locks
+from appliance.store.infra.connection import ROW_LOCKS, Connection, Sql
 from appliance.store.runs import ATTEMPTED_RUN_SQL, CLAIMABLE_SQL, RUNNING_SQL
 from appliance.store.usecases.overlap import gate_overlaps
 
@@ -98,16 +98,25 @@ _TENANTS = (
     " WHERE w.tenant_id IS NOT NULL GROUP BY w.tenant_id)"
 )
 
-_SET_CLAIMED = (
-    f"UPDATE job_runs SET state = '{check_transition(RunState.PENDING, Transition.CLAIM).value}',"
-    " attempt = attempt + 1, lease_owner = :owner, lease_token = lower(hex(randomblob(16))),"
-    " lease_expires_at = :expires, heartbeat_at = :now, updated_at = :now"
+# 32 random hex digits, made per row by each store's own random function.
+_NEW_LEASE_TOKEN: Final = Sql(
+    sqlite="lower(hex(randomblob(16)))",
+    postgres="replace(CAST(gen_random_uuid() AS text), '-', '')",
 )
 
 
-def _claim_statements(locks: str) -> tuple[str, str]:
+def _set_claimed(token: str) -> str:
+    return (
+        "UPDATE job_runs SET"
+        f" state = '{check_transition(RunState.PENDING, Transition.CLAIM).value}',"
+        f" attempt = attempt + 1, lease_owner = :owner, lease_token = {token},"
+        " lease_expires_at = :expires, heartbeat_at = :now, updated_at = :now"
+    )
+
+
+def _claim_statements(locks: str, token: str) -> tuple[str, str]:
     """The contested claim and a lone tenant's, their picks ending with ``locks``
-    (:func:`~appliance.store.infra.connection.row_locks`)."""
+    (:func:`~appliance.store.infra.connection.row_locks`), the lease tokens ``token``."""
     # Tenants take turns: a run's turn is its rank among its tenant's due runs plus the runs
     # its tenant has running. At most :limit due runs are read per tenant below its cap.
     contested = (
@@ -116,23 +125,24 @@ def _claim_statements(locks: str) -> tuple[str, str]:
         " FROM room t JOIN job_runs r ON r.rowid IN (SELECT rowid FROM job_runs"
         f" WHERE tenant_id = t.tenant_id AND state IN {CLAIMABLE_SQL} AND due_at <= :now"
         f" ORDER BY due_at LIMIT :limit{locks}) WHERE t.running < :cap)"
-        f" {_SET_CLAIMED}"
+        f" {_set_claimed(token)}"
         " WHERE id IN (SELECT id FROM turns WHERE turn <= :cap ORDER BY turn, due_at LIMIT :limit)"
         " RETURNING id"
     )
     # When one tenant alone has claimable runs, its turns are its due runs in due_at order,
     # so the pick is one range read of its index (:limit within its cap).
     alone = (
-        f"{_SET_CLAIMED} WHERE id IN (SELECT id FROM job_runs WHERE tenant_id = :tenant"
+        f"{_set_claimed(token)} WHERE id IN (SELECT id FROM job_runs WHERE tenant_id = :tenant"
         f" AND state IN {CLAIMABLE_SQL} AND due_at <= :now ORDER BY due_at LIMIT :limit"
         f"{locks}) RETURNING id"
     )
     return contested, alone
 
 
-# Per store, by what its picks end with: SQLite's, then PostgreSQL's.
-_CLAIM: Final = {locks: _claim_statements(locks)[0] for locks in ("", SKIP_LOCKED)}
-_CLAIM_ALONE: Final = {locks: _claim_statements(locks)[1] for locks in ("", SKIP_LOCKED)}
+_SQLITE_CLAIMS: Final = _claim_statements(ROW_LOCKS.sqlite, _NEW_LEASE_TOKEN.sqlite)
+_POSTGRES_CLAIMS: Final = _claim_statements(ROW_LOCKS.postgres, _NEW_LEASE_TOKEN.postgres)
+_CLAIM: Final = Sql(sqlite=_SQLITE_CLAIMS[0], postgres=_POSTGRES_CLAIMS[0])
+_CLAIM_ALONE: Final = Sql(sqlite=_SQLITE_CLAIMS[1], postgres=_POSTGRES_CLAIMS[1])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,7 +213,11 @@ _DETAILS: Final = rows.Columns(
     },
     convert={"headers": rows.headers, "body": rows.blob},
 )
-_CLAIMED_IDS = "(SELECT value FROM json_each(:ids))"
+# The claimed ids arrive as one JSON array: one statement whatever their number.
+_CLAIMED_IDS: Final = Sql(
+    sqlite="(SELECT value FROM json_each(:ids))",
+    postgres="(SELECT value FROM json_array_elements_text(CAST(:ids AS json)))",
+)
 _NO_CAP: Final = 1 << 62
 
 
@@ -221,16 +235,15 @@ def claim_runs(
     gate_overlaps(conn, now=now)  # skip or hold what overlaps an open run first
     cap = _NO_CAP if tenant_cap is None else tenant_cap
     params = {"owner": owner, "now": now, "expires": now + lease_ms, "limit": limit, "cap": cap}
-    locks = row_locks(conn)
     # Two tenants at most: enough to tell a contested claim from a lone tenant's.
     waiting = _WAITING_COLUMNS.all(conn.execute(f"{_WAITING} LIMIT 2")) if limit > 0 else []
     if len(waiting) == 1:
         (alone,) = waiting
         room = min(limit, cap - alone.running)
         params.update(tenant=alone.tenant_id, limit=room)
-        ids = [rid for (rid,) in conn.execute(_CLAIM_ALONE[locks], params)] if room > 0 else []
+        ids = [rid for (rid,) in conn.execute(_CLAIM_ALONE.on(conn), params)] if room > 0 else []
     else:
-        ids = [rid for (rid,) in conn.execute(_CLAIM[locks], params)] if waiting else []
+        ids = [rid for (rid,) in conn.execute(_CLAIM.on(conn), params)] if waiting else []
     claimed = _details(conn, owner=owner, ids=ids, now=now) if ids else ()
     next_due_at, capped = _waiting(conn, now=now, cap=cap)
     return ClaimBatch(runs=claimed, next_due_at=next_due_at, capped=capped)
@@ -241,13 +254,14 @@ def _details(conn: Connection, *, owner: str, ids: list[str], now: int) -> tuple
     batch = {"ids": json.dumps(ids), "owner": owner, "now": now}
     conn.execute(
         "INSERT INTO attempts (run_id, attempt, lease_token, incarnation_id, started_at)"
-        f" SELECT id, attempt, lease_token, :owner, :now FROM job_runs WHERE id IN {_CLAIMED_IDS}",
+        f" SELECT id, attempt, lease_token, :owner, :now FROM job_runs"
+        f" WHERE id IN {_CLAIMED_IDS.on(conn)}",
         batch,
     )
     runs = _DETAILS.all(
         conn.execute(
             f"SELECT {_DETAILS.select} FROM job_runs r JOIN schedules s ON s.id = r.schedule_id"
-            f" JOIN bodies b ON b.digest = r.body_digest WHERE r.id IN {_CLAIMED_IDS}"
+            f" JOIN bodies b ON b.digest = r.body_digest WHERE r.id IN {_CLAIMED_IDS.on(conn)}"
             " ORDER BY r.scheduled_for, r.id",
             {"ids": batch["ids"]},
         )

@@ -27,7 +27,7 @@ from appliance.core.events import Event
 from appliance.core.notifications import NOTIFIED_TYPES, idempotency_key, notification_body
 from appliance.store.active_secrets import active_secrets_of
 from appliance.store.infra import rows
-from appliance.store.infra.connection import SKIP_LOCKED, Connection, row_locks
+from appliance.store.infra.connection import ROW_LOCKS, Connection, Sql
 
 
 class NotificationState(enum.StrEnum):
@@ -151,25 +151,36 @@ def enqueue_notification(conn: Connection, event: Event, *, now: int) -> None:
     )
 
 
+# The earliest of each pending row's later of due_at and lease end (scalar max: greatest).
+_NEXT_DUE: Final = Sql(
+    sqlite="SELECT min(max(due_at, coalesce(leased_until, 0))) FROM notifications"
+    " WHERE state = 'pending'",
+    postgres="SELECT min(greatest(due_at, coalesce(leased_until, 0))) FROM notifications"
+    " WHERE state = 'pending'",
+)
+
+
 def next_notification_due(conn: Connection) -> int | None:
     """When the earliest pending row becomes claimable (epoch ms), or None."""
-    row = conn.execute(
-        "SELECT min(max(due_at, coalesce(leased_until, 0))) FROM notifications"
-        " WHERE state = 'pending'"
-    ).fetchone()
+    row = conn.execute(_NEXT_DUE.on(conn)).fetchone()
     return None if row is None or row[0] is None else rows.integer(row[0])
+
+
+def _claim_statement(locks: str) -> str:
+    return (
+        "UPDATE notifications SET leased_until = :until, attempts = attempts + 1"
+        " WHERE id IN (SELECT id FROM notifications WHERE state = 'pending'"
+        " AND due_at <= :now AND (leased_until IS NULL OR leased_until <= :now)"
+        f" ORDER BY due_at, id LIMIT :limit{locks})"
+        f" RETURNING {_CLAIMED.select}"
+    )
 
 
 # Per store, by what the pick ends with (:func:`~appliance.store.infra.connection.row_locks`):
 # every replica runs a notifier, so on PostgreSQL they pass over each other's rows.
-_CLAIM: Final = {
-    locks: "UPDATE notifications SET leased_until = :until, attempts = attempts + 1"
-    " WHERE id IN (SELECT id FROM notifications WHERE state = 'pending'"
-    " AND due_at <= :now AND (leased_until IS NULL OR leased_until <= :now)"
-    f" ORDER BY due_at, id LIMIT :limit{locks})"
-    f" RETURNING {_CLAIMED.select}"
-    for locks in ("", SKIP_LOCKED)
-}
+_CLAIM: Final = Sql(
+    sqlite=_claim_statement(ROW_LOCKS.sqlite), postgres=_claim_statement(ROW_LOCKS.postgres)
+)
 
 
 def claim_notifications(
@@ -178,7 +189,7 @@ def claim_notifications(
     """Lease up to ``limit`` due rows, oldest due first, each with its tenant's active
     secrets (newest first)."""
     claimed = _CLAIMED.all(
-        conn.execute(_CLAIM[row_locks(conn)], {"until": now + lease_ms, "now": now, "limit": limit})
+        conn.execute(_CLAIM.on(conn), {"until": now + lease_ms, "now": now, "limit": limit})
     )
     secrets = active_secrets_of(conn, tenant_ids={c.tenant_id for c in claimed}, now=now)
     return [

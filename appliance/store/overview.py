@@ -13,6 +13,7 @@ the same values the API renders.
 from __future__ import annotations
 
 import enum
+from typing import Final
 
 from appliance.core.events import Event
 from appliance.core.runs import TERMINAL, RunState
@@ -24,7 +25,7 @@ from appliance.store.figures.basis import (
     ENDED_SQL,
     FINISHED_STATES_SQL,
 )
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
 from appliance.store.runs import RUN_COLUMNS, RunRecord, state_list
 from appliance.store.schedules import get_schedule
 
@@ -45,6 +46,12 @@ def next_due(conn: Connection, *, tenant_id: str, limit: int) -> list[Schedule]:
     return _schedules(conn, tenant_id, [str(row[0]) for row in rows])
 
 
+# A substring test: PostgreSQL says SQLite's instr as strpos.
+_NAME_CONTAINS: Final = Sql(
+    sqlite=" AND instr(lower(name), ?) > 0", postgres=" AND strpos(lower(name), ?) > 0"
+)
+
+
 def find_schedules(
     conn: Connection,
     *,
@@ -62,7 +69,7 @@ def find_schedules(
         sql += " AND paused = ?"
         params.append(int(status is Status.PAUSED))
     if name_contains:
-        sql += " AND instr(lower(name), ?) > 0"
+        sql += _NAME_CONTAINS.on(conn)
         params.append(name_contains.lower())
     if after_id is not None:
         sql += " AND id > ?"
@@ -86,7 +93,7 @@ def attention(conn: Connection, *, tenant_id: str, now: int, limit: int) -> list
     first. The pick reads index entries only; just the ``limit`` rows shown are read."""
     rows = conn.execute(
         f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE rowid IN"
-        f" (SELECT rowid FROM job_runs {BY_TENANT_FINISHED} WHERE {FINISHED_STATES_SQL}"
+        f" (SELECT rowid FROM job_runs {BY_TENANT_FINISHED.on(conn)} WHERE {FINISHED_STATES_SQL}"
         f" AND tenant_id = ? AND state IN {state_list((RunState.FAILED, RunState.MISSED))}"
         f" AND {ENDED_SQL} >= ? ORDER BY {ENDED_SQL} DESC LIMIT ?) ORDER BY {ENDED_SQL} DESC",
         (tenant_id, now - DAY_MS, limit),

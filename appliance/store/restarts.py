@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from appliance.core.downtime import DowntimeReport
 from appliance.core.events import EventType
@@ -26,15 +26,18 @@ from appliance.core.runs import RunState
 from appliance.core.schedules import CatchupPolicy
 from appliance.store.events import SYSTEM_TENANT, append_event
 from appliance.store.incarnations import PreviousIncarnation
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
 from appliance.store.runs import state_list
 
 # Every state but ``cancelled``: a cancelled occurrence is neither late nor missed.
 _COUNTED = tuple(state for state in RunState if state is not RunState.CANCELLED)
-_TALLY = f"""
+
+
+def _tally(runs: str) -> str:
+    return f"""
 SELECT s.catchup_policy, r.state = 'missed', count(*)
 FROM tenants t
-CROSS JOIN job_runs r INDEXED BY job_runs_tenant_state_time
+CROSS JOIN {runs}
 JOIN schedules s ON s.id = r.schedule_id
 WHERE r.tenant_id = t.id AND r.state IN {state_list(_COUNTED)}
 AND r.scheduled_for >= :since AND r.scheduled_for < :until
@@ -47,6 +50,12 @@ GROUP BY 1, 2
 """
 
 
+# SQLite is told the (tenant, state, time) index; PostgreSQL's planner picks its own.
+_TALLY: Final = Sql(
+    sqlite=_tally("job_runs r INDEXED BY job_runs_tenant_state_time"), postgres=_tally("job_runs r")
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tally:
     late: dict[CatchupPolicy, int]
@@ -57,7 +66,7 @@ def tally_downtime(conn: Connection, *, since: int, until: int) -> Tally:
     """What became of the occurrences scheduled in ``[since, until)``."""
     late: Counter[CatchupPolicy] = Counter()
     missed: Counter[CatchupPolicy] = Counter()
-    for policy, is_missed, count in conn.execute(_TALLY, {"since": since, "until": until}):
+    for policy, is_missed, count in conn.execute(_TALLY.on(conn), {"since": since, "until": until}):
         (missed if is_missed else late)[CatchupPolicy(policy)] += int(count)
     return Tally(late=dict(late), missed=dict(missed))
 

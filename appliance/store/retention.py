@@ -19,9 +19,10 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from appliance.core.runs import TERMINAL
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
 
 DAY_MS = 86_400_000
 MAX_RETRY_SPAN_MS = 7 * DAY_MS  # ADR 0032: a retry window is at most 7 days
@@ -48,6 +49,15 @@ class Pruned:
         return self.runs + self.attempts + self.events + self.bodies
 
 
+# This connection's own scratch table of the runs being pruned, in each store's words.
+_CREATE_PRUNED: Final = Sql(
+    sqlite="CREATE TEMP TABLE IF NOT EXISTS pruned_runs (id TEXT PRIMARY KEY, body_digest TEXT)"
+    " WITHOUT ROWID",
+    postgres="CREATE TEMP TABLE IF NOT EXISTS pruned_runs (id TEXT PRIMARY KEY, body_digest TEXT)",
+)
+_PRUNED: Final = Sql(sqlite="temp.pruned_runs", postgres="pg_temp.pruned_runs")
+
+
 def prune(conn: Connection, *, now: int, retention_ms: int, limit: int) -> Pruned:
     """Delete up to ``limit`` finished runs (and their attempts) and up to ``limit`` events
     older than ``retention_ms``, then unreferenced bodies. Refuses a retention period
@@ -57,15 +67,13 @@ def prune(conn: Connection, *, now: int, retention_ms: int, limit: int) -> Prune
             f"retention {retention_ms} ms is shorter than the dedupe horizon {MIN_RETENTION_MS} ms"
         )
     cutoff = now - retention_ms
-    conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS pruned_runs (id TEXT PRIMARY KEY, body_digest TEXT)"
-        " WITHOUT ROWID"
-    )
-    conn.execute("DELETE FROM temp.pruned_runs")
-    conn.execute(f"INSERT INTO temp.pruned_runs {OLD_FINISHED_SQL}", (cutoff, limit))
-    conn.execute("DELETE FROM attempts WHERE run_id IN (SELECT id FROM temp.pruned_runs)")
+    pruned = _PRUNED.on(conn)
+    conn.execute(_CREATE_PRUNED.on(conn))
+    conn.execute(f"DELETE FROM {pruned}")
+    conn.execute(f"INSERT INTO {pruned} {OLD_FINISHED_SQL}", (cutoff, limit))
+    conn.execute(f"DELETE FROM attempts WHERE run_id IN (SELECT id FROM {pruned})")
     attempts = conn.changes()
-    conn.execute("DELETE FROM job_runs WHERE id IN (SELECT id FROM temp.pruned_runs)")
+    conn.execute(f"DELETE FROM job_runs WHERE id IN (SELECT id FROM {pruned})")
     runs = conn.changes()
     conn.execute(
         "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE occurred_at < ?"
@@ -74,7 +82,7 @@ def prune(conn: Connection, *, now: int, retention_ms: int, limit: int) -> Prune
     )
     events = conn.changes()
     conn.execute(  # only the pruned runs' bodies can have become orphans
-        "DELETE FROM bodies WHERE digest IN (SELECT body_digest FROM temp.pruned_runs)"
+        f"DELETE FROM bodies WHERE digest IN (SELECT body_digest FROM {pruned})"
         " AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.body_digest = bodies.digest)"
     )
     return Pruned(runs=runs, attempts=attempts, events=events, bodies=conn.changes())

@@ -37,7 +37,7 @@ from appliance.core.runs import (
 from appliance.errors import NotFound, StoreError
 from appliance.store.events import NewEvent, append_events
 from appliance.store.infra import rows
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
 
 
 def state_list(states: Iterable[RunState]) -> str:
@@ -224,6 +224,13 @@ def withdraw_open_runs(conn: Connection, *, schedule_id: str, now: int) -> int:
     return deleted + conn.changes()
 
 
+# When a schedule was last paused or deleted: the later of the two (scalar max: greatest).
+_WITHDRAWN_AT: Final = Sql(
+    sqlite="MAX(s.updated_at, COALESCE(s.deleted_at, 0))",
+    postgres="greatest(s.updated_at, COALESCE(s.deleted_at, 0))",
+)
+
+
 def cancel_if_withdrawn(conn: Connection, *, run_id: str, attempt: int, now: int) -> bool:
     """A run just sent to ``retry_wait`` whose schedule was paused or deleted while this
     attempt was in flight gets no retry behind the tenant's back: it is cancelled, as the
@@ -236,7 +243,7 @@ def cancel_if_withdrawn(conn: Connection, *, run_id: str, attempt: int, now: int
         f" WHERE id = ? AND state = '{RunState.RETRY_WAIT.value}' AND (EXISTS"
         " (SELECT 1 FROM schedules s WHERE s.id = job_runs.schedule_id"
         " AND (s.paused = 1 OR s.deleted_at IS NOT NULL)"
-        " AND MAX(s.updated_at, COALESCE(s.deleted_at, 0))"
+        f" AND {_WITHDRAWN_AT.on(conn)}"
         " >= (SELECT started_at FROM attempts WHERE run_id = ? AND attempt = ?))"
         " OR EXISTS (SELECT 1 FROM tenants t WHERE t.id = job_runs.tenant_id"
         " AND t.suspended_at IS NOT NULL))",

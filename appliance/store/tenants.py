@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Final
 
 from appliance.core.events import Actor, EventType, JsonValue
 from appliance.core.ids import new_id
@@ -27,11 +28,17 @@ from appliance.errors import Conflict, NotFound, ValidationError
 from appliance.store.active_secrets import MAX_ACTIVE_SECRETS
 from appliance.store.api_keys import Scope, insert_api_key
 from appliance.store.events import append_event
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
 
 # How long replaced secrets keep signing after a rotation, unless the rotation says.
 DEFAULT_OVERLAP_SECONDS = 86_400
 MAX_OVERLAP_SECONDS = 7 * 86_400
+# A rotation's replaced secrets expire at the earlier of their own end and ``:until``
+# (scalar min: least).
+_EXPIRE_BY: Final = Sql(
+    sqlite="min(coalesce(expires_at, :until), :until)",
+    postgres="least(coalesce(expires_at, :until), :until)",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,7 +137,7 @@ def rotate_signing_secret(
             " first, or rotate with overlap_seconds 0"
         )
     conn.execute(
-        "UPDATE signing_secrets SET expires_at = min(coalesce(expires_at, :until), :until)"
+        f"UPDATE signing_secrets SET expires_at = {_EXPIRE_BY.on(conn)}"
         " WHERE tenant_id = :tenant AND revoked_at IS NULL"
         " AND (expires_at IS NULL OR expires_at > :now)",
         {"until": now + overlap_ms, "tenant": tenant_id, "now": now},

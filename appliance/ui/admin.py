@@ -53,7 +53,7 @@ async def health() -> Response:
     require_operator()
     ctx = ui()
     now = ctx.clock.now_ms()
-    figures = await ctx.db.read(operator_figures, db_path=ctx.db.path, now=now)
+    figures = await ctx.db.read(operator_figures, disk=ctx.db.disk, now=now)
     return await page(
         "admin_health.html", f=figures, version=ctx.version, window_min=WINDOW_MS // 60_000
     )

@@ -120,7 +120,7 @@ async def test_a_clock_jump_in_process(
             if jumped_at and not inline_db.read_now(_open):
                 break
             await trio.sleep(10)
-    path = inline_db.path
+    path = inline_db.sqlite_file
     figures, missed = _check_jump(path, sids, copies, jump_ms=jump_ms)
     publish(
         "clock_jump_in_process",

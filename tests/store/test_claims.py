@@ -105,7 +105,9 @@ def test_without_a_cap_a_lone_tenant_takes_every_free_slot(db: Database) -> None
 
 
 @SQLITE_ONLY
-@pytest.mark.parametrize("statement", [claims._CLAIM[""], claims._CLAIM_ALONE[""], claims._WAITING])
+@pytest.mark.parametrize(
+    "statement", [claims._CLAIM.sqlite, claims._CLAIM_ALONE.sqlite, claims._WAITING]
+)
 def test_the_claim_is_one_statement_through_the_partial_indexes(
     db: Database, statement: str
 ) -> None:
@@ -151,7 +153,9 @@ def test_a_claims_statements_do_not_grow_with_its_batch(db: Database, count: int
 
 
 @SQLITE_ONLY
-@pytest.mark.parametrize("statement", [claims._CLAIM[""], claims._CLAIM_ALONE[""], claims._WAITING])
+@pytest.mark.parametrize(
+    "statement", [claims._CLAIM.sqlite, claims._CLAIM_ALONE.sqlite, claims._WAITING]
+)
 def test_the_claim_seeks_and_never_walks_a_whole_index_of_job_runs(
     db: Database, statement: str
 ) -> None:
@@ -175,7 +179,7 @@ def test_the_claim_seeks_and_never_walks_a_whole_index_of_job_runs(
 
 
 @SQLITE_ONLY
-@pytest.mark.parametrize("statement", [claims._CLAIM[""], claims._WAITING])
+@pytest.mark.parametrize("statement", [claims._CLAIM.sqlite, claims._WAITING])
 def test_each_waiting_tenants_running_runs_are_counted_once(db: Database, statement: str) -> None:
     """The running runs of a waiting tenant are counted in one grouped pass, not by a
     correlated count that SQLite evaluates again for every candidate row of the turns

@@ -29,7 +29,7 @@ def plan(db: Database, sql: str, *args: object) -> list[str]:
 
 
 def test_finished_counts_are_covering_index_ranges(inline_db: Database) -> None:
-    (step,) = plan(inline_db, FINISHED_SINCE_SQL, "ten_x", "succeeded", 0)
+    (step,) = plan(inline_db, FINISHED_SINCE_SQL.sqlite, "ten_x", "succeeded", 0)
     assert "COVERING INDEX job_runs_tenant_finished" in step
     assert "<expr>>?" in step  # the time bound is part of the range, not a filter
 

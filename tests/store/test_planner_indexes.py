@@ -136,7 +136,7 @@ def test_the_restart_tally_seeks_each_tenants_counted_states(db: Database) -> No
     found = db.read_now(
         lambda conn: [
             str(r[-1])
-            for r in conn.execute(f"EXPLAIN QUERY PLAN {_TALLY}", {"since": 0, "until": 1})
+            for r in conn.execute(f"EXPLAIN QUERY PLAN {_TALLY.sqlite}", {"since": 0, "until": 1})
         ]
     )
     runs = [d for d in found if d.startswith(("SEARCH r ", "SCAN r"))]

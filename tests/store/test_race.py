@@ -81,7 +81,7 @@ class Racer:
 @contextmanager
 def racers(db: Store) -> Iterator[tuple[Racer, Racer]]:
     """Two racer processes on ``db``'s file or PostgreSQL database."""
-    target = str(db.path) if db.path is not None else db.url  # type: ignore[attr-defined]
+    target = str(db.sqlite_file) if isinstance(db, Database) else db.url  # type: ignore[attr-defined]
     pair = (Racer(target, "inc_a"), Racer(target, "inc_b"))
     try:
         yield pair

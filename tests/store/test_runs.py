@@ -295,7 +295,7 @@ def test_the_migration_recovers_the_reclaim_instant_of_older_attempts(
     db.write_now(reclaim_expired, now=T0 + MINUTE + LEASE + 1, ceiling_ms=600_000, limit=10)
     db.write_now(complete_run, run=old[stale], completion=ok(), now=T0 + MINUTE + LEASE + 5)
     db.close()
-    conn = apsw.Connection(str(db.path))
+    conn = apsw.Connection(str(db.sqlite_file))
     version = current_version(conn)
     number = next(n for n, sql in migrations() if "reclaimed_at INTEGER" in sql)
     conn.execute(

@@ -85,7 +85,7 @@ async def test_health_shows_the_same_figures_as_metrics(
     )
     clock.advance(1000)
 
-    figures = db.read_now(operator_figures, db_path=db.path, now=clock.now)
+    figures = db.read_now(operator_figures, disk=db.disk, now=clock.now)
     assert figures.delivered_per_minute == 0.8  # 4 runs over five minutes
     assert (figures.lateness_p50_ms, figures.lateness_p99_ms) == (late[1], late[3])
     assert figures.clock_jumps_24h == 1 and figures.last_check_ms == clock.now - 1000
@@ -112,7 +112,7 @@ async def test_health_shows_the_same_figures_as_metrics(
     assert samples["steeple_recent_dispatch_lateness_p99_seconds"] == late[3] / 1000
     assert samples["steeple_recent_clock_jumps"] == 1
     assert samples["steeple_db_check_last_success_timestamp_seconds"] == (clock.now - 1000) / 1000
-    if db.path is not None:  # a SQLite file: PostgreSQL's disk is its server's
+    if isinstance(db, Database):  # a SQLite file: PostgreSQL's disk is its server's
         assert samples["steeple_disk_free_bytes"] > 0
     assert samples["steeple_runs_retrying"] == 1
     assert samples["steeple_runs_breaker_waiting"] == 0 and cell(page.text, "h-breaker") == "0"
@@ -123,7 +123,7 @@ async def test_health_shows_the_same_figures_as_metrics(
         )
 
     db.write_now(hold_by_breaker)
-    held = db.read_now(operator_figures, db_path=db.path, now=clock.now)
+    held = db.read_now(operator_figures, disk=db.disk, now=clock.now)
     assert held.health.runs_breaker_waiting == 1
     assert cell((await operator.get("/admin/health")).text, "h-breaker") == "1"
     scraped = await app.test_client().get("/metrics", scope_base=LOOPBACK)

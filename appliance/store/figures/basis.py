@@ -21,12 +21,15 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from appliance.store.infra.connection import Sql
+
 DAY_MS: Final = 86_400_000
 FINISHED_STATES_SQL: Final = "state IN ('cancelled', 'failed', 'missed', 'succeeded')"
 ENDED_SQL: Final = "COALESCE(finished_at, updated_at)"
 # Named: with statistics, the planner may otherwise prefer the time-only index
 # ``job_runs_finished`` and read a table row per run of every tenant in the range.
-BY_TENANT_FINISHED: Final = "INDEXED BY job_runs_tenant_finished"
+# PostgreSQL's planner picks its own index.
+BY_TENANT_FINISHED: Final = Sql(sqlite="INDEXED BY job_runs_tenant_finished", postgres="")
 # ``r``: the run, ``a``: its first attempt (``attempts a ON a.run_id = r.id AND
 # a.attempt = 1``); counted for runs succeeded or failed with ``r.attempt = 1`` only.
 FIRST_ATTEMPT_JOIN: Final = "attempts a ON a.run_id = r.id AND a.attempt = 1"

@@ -14,7 +14,6 @@ counts jumps. A run's lateness and an event's count follow
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from appliance.store.events import latest_seq
 from appliance.store.figures.basis import (
@@ -25,6 +24,7 @@ from appliance.store.figures.basis import (
 )
 from appliance.store.figures.operator import Figures, operator_figures
 from appliance.store.infra.connection import Connection
+from appliance.store.infra.disk import Disk
 
 BATCH = 50_000  # events read per scrape at most; the rest at the next one
 COUNTED_EVENTS = (
@@ -53,13 +53,11 @@ class Reading:
     events: list[SeenEvent]
 
 
-def read_since(
-    conn: Connection, *, events_from: int | None, db_path: Path | None, now: int
-) -> Reading:
+def read_since(conn: Connection, *, events_from: int | None, disk: Disk, now: int) -> Reading:
     """The operator's figures (:func:`appliance.store.figures.operator.operator_figures`) plus the
     counted events after ``events_from``; with None (the first scrape) the cursor starts
     at the current end: counters count from now on."""
-    figures = operator_figures(conn, db_path=db_path, now=now)
+    figures = operator_figures(conn, disk=disk, now=now)
     if events_from is None:
         return Reading(figures=figures, events_to=latest_seq(conn), events=[])
     events_to, events = _events_after(conn, events_from)

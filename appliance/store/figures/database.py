@@ -5,9 +5,13 @@ queue, rates, sizes — is the operator's figures: :mod:`appliance.store.figures
 
 from __future__ import annotations
 
+from typing import Final
+
 import apsw
 
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
+
+_JOURNAL_MODE: Final = Sql(sqlite="PRAGMA journal_mode", postgres="SELECT 'postgresql'")
 
 
 def sqlite_version() -> str:
@@ -15,7 +19,7 @@ def sqlite_version() -> str:
 
 
 def journal_mode(conn: Connection) -> str:
-    row = conn.execute("PRAGMA journal_mode").fetchone()
+    row = conn.execute(_JOURNAL_MODE.on(conn)).fetchone()
     return "unknown" if row is None else str(row[0])
 
 

@@ -16,9 +16,7 @@ follow :mod:`appliance.store.figures.basis`.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 from appliance.store.events import SYSTEM_TENANT
@@ -33,14 +31,28 @@ from appliance.store.figures.basis import (
     occurrences,
 )
 from appliance.store.incarnations import last_check
-from appliance.store.infra.connection import Connection
-from appliance.store.infra.snapshot import last_backup
+from appliance.store.infra.connection import Connection, Sql
+from appliance.store.infra.disk import Disk
 from appliance.store.planning import PLAN_SQL, PLANNABLE_SQL, earliest_cursor
 from appliance.store.restarts import LastRestart, last_restart
 
 WINDOW_MS: Final = 5 * 60_000  # the rates and the lateness percentiles look this far back
 JUMP_WINDOW_MS: Final = DAY_MS
 LATENESS_SAMPLE: Final = 1_000  # newest first-attempt runs the percentiles are taken over
+
+# The figures SQLite keeps as pragmas, read from PostgreSQL's own figures.
+_SCHEMA_VERSION: Final = Sql(
+    sqlite="PRAGMA user_version", postgres="SELECT version FROM steeple_schema"
+)
+_PAGE_SIZE: Final = Sql(
+    sqlite="PRAGMA page_size", postgres="SELECT CAST(current_setting('block_size') AS BIGINT)"
+)
+_PAGE_COUNT: Final = Sql(
+    sqlite="PRAGMA page_count",
+    postgres="SELECT pg_database_size(current_database())"
+    " / CAST(current_setting('block_size') AS BIGINT)",
+)
+_FREELIST_COUNT: Final = Sql(sqlite="PRAGMA freelist_count", postgres="SELECT 0")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,20 +92,19 @@ class Figures:
     clock_jumps_24h: int
 
 
-def operator_figures(conn: Connection, *, db_path: Path | None, now: int) -> Figures:
-    """The operator's figures. ``db_path`` None: the store is PostgreSQL, whose size is
-    its pages (``health``), and whose WAL, disk and backups are PostgreSQL's to report."""
+def operator_figures(conn: Connection, *, disk: Disk, now: int) -> Figures:
+    """The operator's figures; the store's size, WAL, free space and last backup as its
+    ``disk`` says them (:mod:`appliance.store.infra.disk`)."""
     delivered, failed = _finished_counts(conn, since=now - WINDOW_MS)
     lateness = _lateness(conn, since=now - WINDOW_MS)
-    backup = None if db_path is None else last_backup(db_path.parent)
     minutes = WINDOW_MS / 60_000
     state = health(conn, now=now)
     return Figures(
         health=state,
-        db_bytes=state.page_size * state.page_count if db_path is None else _size(db_path),
-        wal_bytes=0 if db_path is None else _size(db_path.with_name(db_path.name + "-wal")),
-        free_disk_bytes=None if db_path is None else shutil.disk_usage(db_path.parent).free,
-        last_backup_ms=None if backup is None else backup.at_ms,
+        db_bytes=disk.db_bytes(state.page_size * state.page_count),
+        wal_bytes=disk.wal_bytes(),
+        free_disk_bytes=disk.free_bytes(),
+        last_backup_ms=disk.last_backup_ms(),
         last_check_ms=last_check(conn),
         delivered_per_minute=round(delivered / minutes, 2),
         failed_per_minute=round(failed / minutes, 2),
@@ -115,7 +126,7 @@ def health(conn: Connection, *, now: int) -> Health:
     next_fire = earliest_cursor(conn)
     started = conn.execute("SELECT max(started_at) FROM incarnations").fetchone()
     return Health(
-        schema_version=one("PRAGMA user_version"),
+        schema_version=one(_SCHEMA_VERSION.on(conn)),
         tenants=one("SELECT count(*) FROM tenants"),
         active_schedules=one(f"SELECT count(*) FROM schedules WHERE {PLAN_SQL}"),
         runs_pending=one("SELECT count(*) FROM job_runs WHERE state IN ('pending', 'retry_wait')"),
@@ -135,9 +146,9 @@ def health(conn: Connection, *, now: int) -> Health:
         runs_running=one("SELECT count(*) FROM job_runs WHERE state = 'running'"),
         oldest_due_age_ms=max(0, now - oldest_due) if oldest_due else 0,
         planner_lag_ms=max(0, now - next_fire) if next_fire else 0,
-        page_size=one("PRAGMA page_size"),
-        page_count=one("PRAGMA page_count"),
-        freelist_count=one("PRAGMA freelist_count"),
+        page_size=one(_PAGE_SIZE.on(conn)),
+        page_count=one(_PAGE_COUNT.on(conn)),
+        freelist_count=one(_FREELIST_COUNT.on(conn)),
         last_start_ms=None if started is None or started[0] is None else int(started[0]),
         last_restart=last_restart(conn),
     )
@@ -166,7 +177,7 @@ def _finished_counts(conn: Connection, *, since: int) -> tuple[int, int]:
     """Runs succeeded and failed since ``since``: index entries only (one range of
     ``job_runs_tenant_finished`` per tenant and state)."""
     sql = (
-        f"SELECT count(*) FROM job_runs {BY_TENANT_FINISHED} WHERE {FINISHED_STATES_SQL}"
+        f"SELECT count(*) FROM job_runs {BY_TENANT_FINISHED.on(conn)} WHERE {FINISHED_STATES_SQL}"
         f" AND tenant_id IN (SELECT id FROM tenants) AND state = ? AND {ENDED_SQL} >= ?"
     )
     counted = []
@@ -200,10 +211,3 @@ def _clock_jumps(conn: Connection, *, since: int) -> int:
             break
         total += occurrences(event_fields(data))
     return total
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0

@@ -20,30 +20,35 @@ from appliance.store.figures.basis import (
     ENDED_SQL,
     FINISHED_STATES_SQL,
 )
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
 
 # Counts of finished runs stop here (shown as "10000+"): each is then at most this many
 # entries of ``job_runs_tenant_finished``, whatever the rate.
 COUNT_CAP: Final = 10_000
 
 
-def _finished_since(tenant: str) -> str:
+def _finished_since(tenant: str, hint: str) -> str:
     """A tenant's runs finished in a state since a time: a range of
     ``job_runs_tenant_finished`` (its condition and expression literally). ``tenant``:
-    the SQL of the tenant's id; then parameters state, since."""
+    the SQL of the tenant's id; then parameters state, since. ``hint``: the index
+    named on SQLite (:data:`~appliance.store.figures.basis.BY_TENANT_FINISHED`)."""
     return (
-        f"SELECT 1 FROM job_runs {BY_TENANT_FINISHED} WHERE {FINISHED_STATES_SQL}"
+        f"SELECT 1 FROM job_runs {hint} WHERE {FINISHED_STATES_SQL}"
         f" AND tenant_id = {tenant} AND state = ? AND {ENDED_SQL} >= ?"
     )
 
 
-def _capped(tenant: str) -> str:
+def _capped(conn: Connection, tenant: str) -> str:
     """How many of :func:`_finished_since`'s runs, counting at most ``COUNT_CAP + 1``."""
-    return f"SELECT count(*) FROM ({_finished_since(tenant)} LIMIT {COUNT_CAP + 1}) capped"
+    since = _finished_since(tenant, BY_TENANT_FINISHED.on(conn))
+    return f"SELECT count(*) FROM ({since} LIMIT {COUNT_CAP + 1}) capped"
 
 
 # Parameters: tenant_id, state, since.
-FINISHED_SINCE_SQL: Final = _finished_since("?")
+FINISHED_SINCE_SQL: Final = Sql(
+    sqlite=_finished_since("?", BY_TENANT_FINISHED.sqlite),
+    postgres=_finished_since("?", BY_TENANT_FINISHED.postgres),
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,8 +70,8 @@ def counts(conn: Connection, *, tenant_id: str, now: int) -> Counts:
         due_24h=one(
             f"SELECT count(*) {live} AND paused = 0 AND next_fire_at < ?", tenant_id, now + DAY_MS
         ),
-        delivered_24h=one(_capped("?"), tenant_id, str(RunState.SUCCEEDED), now - DAY_MS),
-        failed_24h=one(_capped("?"), tenant_id, str(RunState.FAILED), now - DAY_MS),
+        delivered_24h=one(_capped(conn, "?"), tenant_id, str(RunState.SUCCEEDED), now - DAY_MS),
+        failed_24h=one(_capped(conn, "?"), tenant_id, str(RunState.FAILED), now - DAY_MS),
         retrying=one(
             "SELECT count(*) FROM job_runs WHERE tenant_id = ? AND state = ?",
             tenant_id,
@@ -96,7 +101,7 @@ def tenant_summaries(conn: Connection, *, now: int) -> list[TenantSummary]:
         "SELECT t.id, t.name, t.created_at, t.suspended_at,"
         " (SELECT count(*) FROM schedules s WHERE s.tenant_id = t.id AND s.deleted_at IS NULL),"
         " (SELECT count(*) FROM users u WHERE u.tenant_id = t.id),"
-        f" ({_capped('t.id')})"
+        f" ({_capped(conn, 't.id')})"
         " FROM tenants t WHERE t.id != ? ORDER BY t.name, t.id",
         (str(RunState.FAILED), now - DAY_MS, SYSTEM_TENANT),
     )

@@ -2,8 +2,10 @@
 
 :class:`Store` is what the engine, API and UI may use of either; :func:`open_store`
 chooses by the ``database`` setting — a file path, or a ``postgresql://`` URL
-(docs/adr/0044-postgresql-store.md, docs/scale-out.md). SQLite-only duties (WAL
-checkpoints, file backups, the data-dir lock) run when :attr:`Store.path` names a file.
+(docs/adr/0044-postgresql-store.md, docs/scale-out.md). What only SQLite has (its file,
+WAL checkpoints, file backups) is :class:`~appliance.store.infra.database.Database`'s
+alone, never an empty attribute of the other store; the operator's disk figures are
+each store's :attr:`Store.disk`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from appliance.errors import StoreError
 from appliance.store.infra.database import Database, WalCheckpoint
+from appliance.store.infra.disk import Disk
 from appliance.store.infra.postgres.urls import is_postgres_url
 
 P = ParamSpec("P")
@@ -25,8 +28,8 @@ class Store(Protocol):
     """A migrated database: transactions run off the event loop, one snapshot each."""
 
     @property
-    def path(self) -> Path | None:
-        """The SQLite file; None for PostgreSQL."""
+    def disk(self) -> Disk:
+        """Where its bytes are, as the operator's figures read them."""
         ...
 
     @property

@@ -8,12 +8,16 @@ with ``?`` and ``:name`` parameters, and run on either store (docs/adr/0044-post
 
 Only the calls below are allowed: a function that needs anything else is SQLite-only and
 lives in a module that says so (snapshots, WAL checkpoints, backups). Where the stores must
-differ in what a statement says, the function asks :func:`row_locks`, never the URL.
+differ in what a statement says, the statement is an explicit :class:`Sql` pair, said on
+a connection with :meth:`Sql.on` (or the claim's :func:`row_locks`), never chosen by the
+URL and never rewritten behind the caller: PostgreSQL's translator converts placeholders
+only, and refuses the SQLite-only forms a pair exists for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import apsw
@@ -49,7 +53,29 @@ class Connection(Protocol):
         ...
 
 
+def on_sqlite(conn: Connection) -> bool:
+    """Whether ``conn`` is the SQLite store's (an ``apsw.Connection``); otherwise it is
+    PostgreSQL's. The one test a store function's SQL may depend on."""
+    return isinstance(conn, apsw.Connection)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sql:
+    """A statement, or a piece of one, that the two stores say differently: each side
+    written out in its own dialect, both with ``?``/``:name`` parameters (the PostgreSQL
+    side has only its placeholders converted). Both sides must mean the same; the
+    contract suite runs every store test on both (docs/adr/0044-postgresql-store.md)."""
+
+    sqlite: str
+    postgres: str
+
+    def on(self, conn: Connection) -> str:
+        """The side ``conn``'s store speaks."""
+        return self.sqlite if on_sqlite(conn) else self.postgres
+
+
 SKIP_LOCKED: Final = " FOR UPDATE SKIP LOCKED"
+ROW_LOCKS: Final = Sql(sqlite="", postgres=SKIP_LOCKED)
 
 
 def row_locks(conn: Connection) -> str:
@@ -57,4 +83,4 @@ def row_locks(conn: Connection) -> str:
     ``FOR UPDATE SKIP LOCKED``, so that replicas claiming at once pass over each other's
     rows instead of waiting for them; on SQLite nothing, its single writer has nothing to
     skip (docs/adr/0044-postgresql-store.md)."""
-    return "" if isinstance(conn, apsw.Connection) else SKIP_LOCKED
+    return ROW_LOCKS.on(conn)

@@ -39,6 +39,7 @@ import trio
 
 from appliance.errors import SteepleError, StoreError
 from appliance.store.infra.datadir import create_private_file
+from appliance.store.infra.disk import SqliteDisk
 from appliance.store.infra.group_commit import MAX_GROUP, PendingWrite, run_group
 from appliance.store.infra.migrate import migrate
 from appliance.store.infra.snapshot import snapshot_before_migration
@@ -135,7 +136,8 @@ class Database:
     """Steeple's database file. Build with :meth:`open`; close after the nursery exits."""
 
     def __init__(self, path: Path, *, readers: int, threaded: bool, vfs: str | None = None) -> None:
-        self.path = path
+        self.sqlite_file = path  # only this store has one (docs/adr/0044-postgresql-store.md)
+        self.disk = SqliteDisk(path)
         self.threaded = threaded
         self._writer = _connect(path, vfs)
         self._writer.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
@@ -189,7 +191,7 @@ class Database:
     async def check(self) -> None:
         """``PRAGMA quick_check`` on a reader connection, off the event loop; raises
         StoreError naming the file if it finds damage."""
-        await self.read(_quick_check, self.path)
+        await self.read(_quick_check, self.sqlite_file)
 
     def write_now(
         self, fn: Callable[Concatenate[apsw.Connection, P], T], *args: P.args, **kw: P.kwargs

@@ -26,7 +26,7 @@ from appliance.core.instants import format_scheduled_for
 from appliance.core.overlap import HOLD_MS, OVERLAP_REASON, Gate, gate
 from appliance.core.runs import RunState, Transition, check_transition, sources
 from appliance.store.events import append_event
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
 
 _SKIP_FROM: Final = ", ".join(f"'{state.value}'" for state in sources(Transition.SKIP))
 _SKIPPED: Final = check_transition(RunState.PENDING, Transition.SKIP).value
@@ -43,6 +43,10 @@ class _Open(NamedTuple):
     overlap: str
 
 
+# SQLite is told the partial index; PostgreSQL's planner picks its own.
+_OPEN_OVERLAPS: Final = Sql(sqlite="job_runs INDEXED BY job_runs_overlap_open", postgres="job_runs")
+
+
 def gate_overlaps(conn: Connection, *, now: int) -> int:
     """Skip or hold the come occurrences of busy schedules (see the module's rules);
     returns how many were skipped."""
@@ -50,7 +54,7 @@ def gate_overlaps(conn: Connection, *, now: int) -> int:
         _Open(*row)
         for row in conn.execute(
             "SELECT id, tenant_id, schedule_id, scheduled_for, due_at, state, attempt, overlap"
-            " FROM job_runs INDEXED BY job_runs_overlap_open WHERE overlap IS NOT NULL"
+            f" FROM {_OPEN_OVERLAPS.on(conn)} WHERE overlap IS NOT NULL"
             " AND state IN ('pending', 'running', 'retry_wait')"
             " ORDER BY schedule_id, scheduled_for"
         )

@@ -35,7 +35,7 @@ from appliance.core.retry import RetryBudget, RetryPolicy, decide_reclaim
 from appliance.core.retry_input import stored_policy
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, check_transition
 from appliance.store.infra import rows
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Sql
 from appliance.store.runs import (
     ATTEMPTED_RUN_SQL,
     RUNNING_SQL,
@@ -153,7 +153,7 @@ def reclaim_expired(
     running = _COLUMNS.all(
         conn.execute(
             f"{_RUNNING_ROWS} AND (r.lease_expires_at < ? OR r.updated_at < ?)"
-            f" AND {_NOT_SPARED} ORDER BY r.lease_expires_at LIMIT ?",
+            f" AND {_NOT_SPARED.on(conn)} ORDER BY r.lease_expires_at LIMIT ?",
             (now, now - ceiling_ms, _tokens(spare), limit),
         )
     )
@@ -166,13 +166,17 @@ def earliest_lease_expiry(conn: Connection, *, spare: Collection[str] = ()) -> i
     by ``job_runs_leases``, in order, stopping at the first one not spared)."""
     row = conn.execute(
         f"SELECT r.lease_expires_at FROM job_runs r WHERE r.state = {RUNNING_SQL}"
-        f" AND {_NOT_SPARED} ORDER BY r.lease_expires_at LIMIT 1",
+        f" AND {_NOT_SPARED.on(conn)} ORDER BY r.lease_expires_at LIMIT 1",
         (_tokens(spare),),
     ).fetchone()
     return None if row is None or row[0] is None else int(row[0])
 
 
-_NOT_SPARED: Final = "r.lease_token NOT IN (SELECT value FROM json_each(?))"
+# The spared tokens arrive as one JSON array: one statement whatever their number.
+_NOT_SPARED: Final = Sql(
+    sqlite="r.lease_token NOT IN (SELECT value FROM json_each(?))",
+    postgres="r.lease_token NOT IN (SELECT value FROM json_array_elements_text(CAST(? AS json)))",
+)
 
 
 def _tokens(spare: Collection[str]) -> str:

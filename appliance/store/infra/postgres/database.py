@@ -30,7 +30,6 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import psycopg
@@ -39,6 +38,7 @@ import trio
 from psycopg import errors as pg_errors
 
 from appliance.errors import StoreError
+from appliance.store.infra.disk import SERVER_DISK
 from appliance.store.infra.postgres.connection import PgConnection, configure
 from appliance.store.infra.postgres.migrate import migrate
 from appliance.store.infra.postgres.urls import redacted
@@ -99,7 +99,7 @@ def _translate(exc: psycopg.Error, url: str) -> StoreError:
 class PgDatabase:
     """A PostgreSQL database. Build with :meth:`open`; close after the nursery exits."""
 
-    path: Path | None = None  # no file: backups and checkpoints are PostgreSQL's
+    disk = SERVER_DISK  # no file: its disk, WAL and backups are PostgreSQL's
     last_checkpoint = None
 
     def __init__(self, url: str, *, pool_size: int, threaded: bool) -> None:

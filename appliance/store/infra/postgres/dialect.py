@@ -1,31 +1,30 @@
-"""The store's SQL, written in SQLite's dialect, said in PostgreSQL's — once per statement.
+"""The store's SQL, with PostgreSQL's placeholders — and nothing else changed.
 
-Store functions are written once (:mod:`appliance.store.infra.connection`); the few places where
-the two dialects differ are rewritten here, by a scanner that knows string literals and
-parentheses, never by the callers (docs/adr/0044-postgresql-store.md). Rules, applied
-outside string literals and quoted names only (a literal's text is never rewritten):
+Store functions are written once (:mod:`appliance.store.infra.connection`), with ``?`` and
+``:name`` parameters; where the two dialects differ, the statement is an explicit
+:class:`~appliance.store.infra.connection.Sql` pair at its call site, so what each store
+runs is readable there (docs/adr/0044-postgresql-store.md, its 2026-12 update). This
+module only converts placeholders, outside string literals and quoted names (a literal's
+text is never changed):
 
 - ``?`` and ``:name`` → ``%s`` and ``%(name)s`` (a literal ``%`` becomes ``%%``);
   ``?NNN`` is refused.
-- ``max(a, b)``, ``min(a, b)`` → ``greatest(a, b)``, ``least(a, b)`` (the scalar forms
-  only: one argument is the aggregate, the same in both).
-- ``instr(h, n)`` → ``strpos(h, n)``.
-- ``json_each(x)`` → ``json_array_elements_text(CAST(x AS json))`` (its column is
-  ``value`` in both).
-- ``lower(hex(randomblob(16)))``, in any case → 32 random hex digits from
-  ``gen_random_uuid()``.
-- ``CAST(x AS INTEGER)`` → ``CAST(x AS BIGINT)`` (instants are epoch milliseconds).
-- ``t INDEXED BY i`` → ``t`` (PostgreSQL's planner picks its own index).
-- ``temp.t`` → ``pg_temp.t``; ``WITHOUT ROWID`` → nothing.
-- ``PRAGMA user_version`` and the size pragmas → the same figure read from PostgreSQL
-  (:data:`PRAGMAS`); any other pragma is refused.
 
-What the scanner does not understand it refuses (:class:`DialectError`) rather than pass
-through: comments, a call of a function outside :data:`FUNCTIONS`, unbalanced quotes or
-parentheses. Anything else must already mean the same in both (``ON CONFLICT``,
-``RETURNING``, window functions, ``WITH RECURSIVE``, ``FOR UPDATE SKIP LOCKED``, which a
-store function adds only for PostgreSQL: :func:`appliance.store.infra.connection.row_locks`);
-the contract suite runs every store test on both.
+Everything else passes unchanged, or is refused (:class:`DialectError`): a statement that
+reaches PostgreSQL with a SQLite-only form is a store bug, named here rather than failed
+on (or, worse, run with another meaning) by the server. Refused:
+
+- the forms a pair now says for each store (:data:`SQLITE_ONLY` and
+  :data:`SQLITE_ONLY_FUNCTIONS`): ``randomblob``, ``hex``, ``instr``, ``json_each``, the
+  scalar ``max(a, b)``/``min(a, b)`` (the one-argument aggregates mean the same in both),
+  ``CAST(x AS INTEGER)``, ``INDEXED BY``, ``temp.``, ``WITHOUT ROWID``, any ``PRAGMA``;
+- comments, unbalanced quotes or parentheses, and a call of a function outside
+  :data:`FUNCTIONS`.
+
+What passes must already mean the same in both (``ON CONFLICT``, ``RETURNING``, window
+functions, ``WITH RECURSIVE``, ``FOR UPDATE SKIP LOCKED``, which a claim adds only for
+PostgreSQL: :func:`appliance.store.infra.connection.row_locks`); the contract suite runs
+every store test on both.
 """
 
 from __future__ import annotations
@@ -34,22 +33,31 @@ import functools
 import re
 from typing import Final
 
-_RANDOM_TOKEN = re.compile(r"lower\(\s*hex\(\s*randomblob\(\s*16\s*\)\s*\)\s*\)", re.IGNORECASE)
-_PG_RANDOM_TOKEN = "replace(CAST(gen_random_uuid() AS text), '-', '')"
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_RENAMED = {"instr": "strpos"}
-_SCALAR_WHEN_MANY = {"max": "greatest", "min": "least"}
-_CAST_INTEGER = re.compile(r"\bAS\s+INTEGER\b", re.IGNORECASE)
-_TEMP_SCHEMA = re.compile(r"\btemp\.", re.IGNORECASE)
-_WITHOUT_ROWID = re.compile(r"\s+WITHOUT\s+ROWID\b", re.IGNORECASE)
-_INDEX_HINT = re.compile(r"\s+(?:INDEXED\s+BY\s+[A-Za-z_][A-Za-z0-9_]*|NOT\s+INDEXED)\b")
 _NAMED_BODY = re.compile(r"\s*AS\s*(?:\(|MATERIALIZED\b|NOT\b)", re.IGNORECASE)
+_PAIR = "write it as an Sql(sqlite=..., postgres=...) pair (appliance.store.infra.connection)"
 
-# The functions that mean the same in both dialects (or are renamed above). A call of any
-# other function is refused: it may be SQLite's alone, and would fail on PostgreSQL only.
+# The functions that mean the same in both dialects, and the PostgreSQL-only ones a
+# pair's PostgreSQL side calls (a SQLite side calling one fails on SQLite, in the suite).
+# A call of any other function is refused: it may be SQLite's alone.
 FUNCTIONS: Final = frozenset(
-    {"abs", "coalesce", "count", "json_each", "instr", "length", "lower", "upper"}
-    | {"max", "min", "nullif", "row_number", "sum", "avg", "round", "substr"}
+    {"abs", "coalesce", "count", "length", "lower", "upper", "max", "min", "nullif"}
+    | {"row_number", "sum", "avg", "round", "substr", "replace"}
+    | {"greatest", "least", "strpos", "json_array_elements_text", "gen_random_uuid"}
+    | {"current_setting", "current_database", "pg_database_size"}
+)
+# SQLite's functions that PostgreSQL lacks or means otherwise, each said by a pair.
+SQLITE_ONLY_FUNCTIONS: Final = frozenset({"randomblob", "hex", "instr", "json_each"})
+# The scalar forms (two or more arguments) of these are SQLite's; PostgreSQL says
+# greatest/least. With one argument they are the aggregate, the same in both.
+_SCALAR_WHEN_MANY: Final = frozenset({"max", "min"})
+# SQLite-only forms outside any call, found in code (never in literals).
+SQLITE_ONLY: Final = (
+    (re.compile(r"\bPRAGMA\b", re.IGNORECASE), "PRAGMA"),
+    (re.compile(r"\bAS\s+INTEGER\b", re.IGNORECASE), "CAST(... AS INTEGER)"),
+    (re.compile(r"\b(?:INDEXED\s+BY|NOT\s+INDEXED)\b", re.IGNORECASE), "INDEXED BY"),
+    (re.compile(r"\btemp\.", re.IGNORECASE), "the temp. schema"),
+    (re.compile(r"\bWITHOUT\s+ROWID\b", re.IGNORECASE), "WITHOUT ROWID"),
 )
 # Words that take a parenthesis without being a call (``IN (…)``, ``PRIMARY KEY(…)``).
 _KEYWORDS: Final = frozenset(
@@ -65,42 +73,28 @@ class DialectError(ValueError):
     """A statement this translator cannot say in PostgreSQL (a store bug, not bad input)."""
 
 
-# The figures SQLite keeps as pragmas, read from PostgreSQL (``store/stats.py``).
-PRAGMAS = {
-    "PRAGMA user_version": "SELECT version FROM steeple_schema",
-    "PRAGMA page_size": "SELECT CAST(current_setting('block_size') AS BIGINT)",
-    "PRAGMA page_count": "SELECT pg_database_size(current_database())"
-    " / CAST(current_setting('block_size') AS BIGINT)",
-    "PRAGMA freelist_count": "SELECT 0",
-    "PRAGMA journal_mode": "SELECT 'postgresql'",
-}
-
-
 @functools.lru_cache(maxsize=4096)
 def to_postgres(sql: str) -> str:
-    """``sql`` in PostgreSQL's dialect (cached: the store's statements are few)."""
-    if sql.startswith("PRAGMA"):
-        if sql not in PRAGMAS:
-            raise DialectError(f"no PostgreSQL reading for {sql!r}")
-        return PRAGMAS[sql]
+    """``sql`` with PostgreSQL's placeholders (cached: the store's statements are few)."""
     return _Scan(sql).said()
 
 
 class _Scan:
-    """One pass over a statement: literals copied, code rewritten (see the module doc)."""
+    """One pass over a statement: literals copied, placeholders converted, code checked
+    (see the module doc)."""
 
     def __init__(self, sql: str) -> None:
         self.sql = sql
-        self.out: list[str] = []  # finished pieces: rewritten code and literals
+        self.out: list[str] = []  # finished pieces: code and literals
         self.code: list[str] = []  # the code since the last literal
-        self.closers: list[str] = []  # per open parenthesis, what precedes its ")"
+        self.depth = 0  # open parentheses
         self.previous = ""  # the last word, lower case
 
     def said(self) -> str:
         sql, i, n = self.sql, 0, len(self.sql)
         while i < n:
             i = self._step(i)
-        if self.closers:
+        if self.depth:
             raise DialectError(f"unbalanced parentheses in: {sql}")
         self._flush()
         return "".join(self.out)
@@ -129,52 +123,47 @@ class _Scan:
             self.code.append(f"%({m.group()})s")
             return m.end()
         if c == "(":
-            self.closers.append("")
+            self.depth += 1
         elif c == ")":
-            if not self.closers:
+            if not self.depth:
                 raise DialectError(f"unbalanced parentheses in: {sql}")
-            self.code.append(self.closers.pop())
+            self.depth -= 1
         elif (m := _WORD.match(sql, i)) and (i == 0 or not _is_word_char(sql[i - 1])):
             return self._word(i, m.group(), m.end())
         self.code.append(c)
         return i + 1
 
     def _word(self, start: int, word: str, end: int) -> int:
-        sql = self.sql
-        if random := _RANDOM_TOKEN.match(sql, start):
-            self.code.append(_PG_RANDOM_TOKEN)
-            return random.end()
         lowered = word.lower()
-        if end < len(sql) and sql[end] == "(":
-            word = self._call(word, lowered, end)
-            if word.startswith("json_array_elements_text"):
-                self.code.append(word)
-                self.closers.append(" AS json)")
-                self.previous = lowered
-                return end + 1
+        if end < len(self.sql) and self.sql[end] == "(":
+            self._check_call(word, lowered, end)
         self.code.append(word)
         self.previous = lowered
         return end
 
-    def _call(self, word: str, lowered: str, open_paren: int) -> str:
-        """``word(`` as PostgreSQL says it; refused when it is an unknown function."""
-        if lowered in _RENAMED:
-            return _RENAMED[lowered]
-        if lowered == "json_each":
-            return "json_array_elements_text(CAST("
-        if lowered in _SCALAR_WHEN_MANY and _arguments(self.sql, open_paren) > 1:
-            return _SCALAR_WHEN_MANY[lowered]
+    def _check_call(self, word: str, lowered: str, open_paren: int) -> None:
+        """Refuse ``word(`` unless it means the same in PostgreSQL (or is no call)."""
+        sql = self.sql
+        if lowered in SQLITE_ONLY_FUNCTIONS:
+            raise DialectError(f"{word}() is SQLite's alone: {_PAIR}: {sql}")
+        if lowered in _SCALAR_WHEN_MANY and _arguments(sql, open_paren) > 1:
+            raise DialectError(
+                f"the scalar {word}(a, b) is SQLite's (PostgreSQL says"
+                f" {'greatest' if lowered == 'max' else 'least'}): {_PAIR}: {sql}"
+            )
         if lowered in FUNCTIONS or lowered in _KEYWORDS or self.previous in _NAMING:
-            return word
-        if _NAMED_BODY.match(self.sql, _after_parentheses(self.sql, open_paren)):
-            return word  # a common table expression's name and columns: name(a, b) AS (…)
-        raise DialectError(f"{word}() is not known to mean the same in PostgreSQL: {self.sql}")
+            return
+        if _NAMED_BODY.match(sql, _after_parentheses(sql, open_paren)):
+            return  # a common table expression's name and columns: name(a, b) AS (…)
+        raise DialectError(f"{word}() is not known to mean the same in PostgreSQL: {sql}")
 
     def _flush(self) -> None:
         code = "".join(self.code)
         self.code.clear()
-        code = _INDEX_HINT.sub("", _CAST_INTEGER.sub("AS BIGINT", code))
-        self.out.append(_TEMP_SCHEMA.sub("pg_temp.", _WITHOUT_ROWID.sub("", code)))
+        for pattern, construct in SQLITE_ONLY:
+            if pattern.search(code):
+                raise DialectError(f"{construct} is SQLite's alone: {_PAIR}: {self.sql}")
+        self.out.append(code)
 
 
 def _is_word_char(c: str) -> bool:
