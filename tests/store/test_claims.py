@@ -1,20 +1,20 @@
-"""The claim: fair turns between tenants, the per-tenant cap, one statement through the
-partial indexes, and a constant number of statements whatever the batch size."""
+"""The claim: fair turns between tenants, the per-tenant cap, and a batch claimed at once
+the same as run by run (its plans: tests/store/test_query_plans.py)."""
 
 from __future__ import annotations
 
-import re
+from pathlib import Path
 
 import apsw
 import pytest
 
 from appliance.core.runs import RunState, Trigger, occurrence_run
-from appliance.store import claims
-from appliance.store.claims import ClaimBatch, claim_runs
+from appliance.store.claims import ClaimBatch, ClaimedRun, claim_runs
+from appliance.store.infra.backend import Store
 from appliance.store.infra.database import Database
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.tenants import create_tenant
-from tests.store.conftest import SQLITE_ONLY, T0, ScheduleRow, insert_schedule
+from tests.store.conftest import T0, ScheduleRow, insert_schedule
 
 LEASE = 30_000
 SECOND = 1_000
@@ -104,95 +104,49 @@ def test_without_a_cap_a_lone_tenant_takes_every_free_slot(db: Database) -> None
     assert len(claim(db, now=T0 + 30 * SECOND, limit=16).runs) == 14
 
 
-@SQLITE_ONLY
-@pytest.mark.parametrize(
-    "statement", [claims._CLAIM.sqlite, claims._CLAIM_ALONE.sqlite, claims._WAITING]
-)
-def test_the_claim_is_one_statement_through_the_partial_indexes(
-    db: Database, statement: str
-) -> None:
-    def plan(conn: apsw.Connection) -> list[str]:
-        params = {"owner": "o", "now": T0, "expires": T0 + LEASE, "limit": 8, "cap": 4}
-        params["tenant"] = "ten_x"
-        used = {name: value for name, value in params.items() if f":{name}" in statement}
-        return [str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}", used)]
-
-    details = db.read_now(plan)
-    assert any("USING INDEX job_runs_claimable_tenant (tenant_id=?" in d for d in details)
-    for detail in details:  # job_runs is never read in full: every access is by an index
-        if re.match(r"(SCAN|SEARCH) (job_runs|r)\b", detail):
-            assert " USING " in detail, detail
-
-
-@SQLITE_ONLY
 @pytest.mark.parametrize("count", [1, 24])
-def test_a_claims_statements_do_not_grow_with_its_batch(db: Database, count: int) -> None:
+def test_one_claim_of_a_batch_is_the_same_as_claiming_it_run_by_run(
+    tmp_path: Path, db: Store, count: int
+) -> None:
+    """Batching is only a cost: a claim of ``count`` runs leases the same runs, with the
+    same attempts, secrets and bodies, as ``count`` claims of one each."""
     tenant, schedule = new_tenant(db, "t")
     add_due(db, tenant, schedule, count=count, first_due=T0)
-    statements: list[str] = []
-
-    def traced(conn: apsw.Connection) -> ClaimBatch:
-        def trace(cursor: apsw.Cursor, sql: str, bindings: object) -> bool:
-            statements.append(sql)
-            return True
-
-        conn.exec_trace = trace
-        try:
-            return claim_runs(conn, owner="inc_a", now=T0 + 60 * SECOND, lease_ms=LEASE, limit=32)
-        finally:
-            conn.exec_trace = None
-
-    batch = db.write_now(traced)
-    assert len(batch.runs) == count
-    assert all(run.secrets and run.body == b"{}" for run in batch.runs)
-    # the overlap gate (docs/schedules.md), who waits, the claim, attempts rows, details,
-    # secrets, who still waits: seven, for 1 run or 24.
-    assert len(statements) == 7, statements
-    attempts = db.read_now(lambda c: c.execute("SELECT COUNT(*) FROM attempts").fetchone()[0])
-    assert attempts == count
+    other = Database.open(tmp_path / "one-by-one.db")
+    try:
+        twin, twin_schedule = new_tenant(other, "t")
+        add_due(other, twin, twin_schedule, count=count, first_due=T0)
+        batched = claim(db, now=T0 + 60 * SECOND, limit=32).runs
+        singles = [
+            run for _ in range(count) for run in claim(other, now=T0 + 60 * SECOND, limit=1).runs
+        ]
+        assert claim(other, now=T0 + 60 * SECOND, limit=1).runs == ()
+        assert len(batched) == count
+        assert sorted(map(claimed, batched)) == sorted(map(claimed, singles))
+        assert all(run.secrets and run.body == b"{}" for run in batched)
+        assert attempts(db) == attempts(other) == [(1, "open")] * count
+    finally:
+        other.close()
 
 
-@SQLITE_ONLY
-@pytest.mark.parametrize(
-    "statement", [claims._CLAIM.sqlite, claims._CLAIM_ALONE.sqlite, claims._WAITING]
-)
-def test_the_claim_seeks_and_never_walks_a_whole_index_of_job_runs(
-    db: Database, statement: str
-) -> None:
-    """Counting each waiting tenant's running runs once walked all of
-    ``job_runs_tenant_state_time`` (a SCAN through an index is still every row): twice
-    per claim, the claim's largest cost, and growing with the table. Every access is a
-    bounded SEARCH now (no ``SCAN job_runs USING … INDEX``)."""
-    tenant, schedule = new_tenant(db, "t")
-    add_due(db, tenant, schedule, count=50, first_due=T0)
-    claim(db, now=T0 + 60 * SECOND, limit=8)  # some running (no ANALYZE: as the appliance)
-
-    def plan(conn: apsw.Connection) -> list[str]:
-        params = {"owner": "o", "now": T0, "expires": T0 + LEASE, "limit": 8, "cap": 4}
-        params["tenant"] = tenant
-        used = {name: value for name, value in params.items() if f":{name}" in statement}
-        return [str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}", used)]
-
-    details = db.read_now(plan)
-    walks = [d for d in details if re.match(r"SCAN (job_runs|r|b)\b", d)]
-    assert walks == [], details
+def claimed(run: ClaimedRun) -> tuple[int, int, bytes, str, str, int, int]:
+    """What a claim gives a run, less its ids and secrets (each database made its own)."""
+    return (
+        run.scheduled_for,
+        run.attempt,
+        run.body,
+        run.content_type,
+        run.target_url,
+        run.timeout_seconds,
+        len(run.secrets),
+    )
 
 
-@SQLITE_ONLY
-@pytest.mark.parametrize("statement", [claims._CLAIM.sqlite, claims._WAITING])
-def test_each_waiting_tenants_running_runs_are_counted_once(db: Database, statement: str) -> None:
-    """The running runs of a waiting tenant are counted in one grouped pass, not by a
-    correlated count that SQLite evaluates again for every candidate row of the turns
-    (it doubled the cost of a claim among 50 tenants)."""
-
-    def plan(conn: apsw.Connection) -> dict[int, tuple[int, str]]:
-        params = {"owner": "o", "now": T0, "expires": T0 + LEASE, "limit": 8, "cap": 4}
-        used = {name: value for name, value in params.items() if f":{name}" in statement}
-        rows = conn.execute(f"EXPLAIN QUERY PLAN {statement}", used)
-        return {int(node): (int(parent), str(detail)) for node, parent, _, detail in rows}
-
-    nodes = db.read_now(plan)
-    counts = [parent for parent, detail in nodes.values() if detail.startswith("SEARCH b ")]
-    assert counts, nodes
-    for parent in counts:
-        assert not nodes[parent][1].startswith("CORRELATED"), nodes
+def attempts(db: Store) -> list[tuple[int, str]]:
+    """Each attempt row's number and outcome ("open": not finished)."""
+    return db.read_now(
+        lambda conn: [
+            (int(n), "open" if outcome is None else str(outcome))
+            for n, outcome in conn.execute("SELECT attempt, outcome FROM attempts ORDER BY 1, 2")
+        ]
+    )

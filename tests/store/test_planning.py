@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import apsw
 import pytest
 
 from appliance.core.schedules import CatchupPolicy
 from appliance.errors import StoreError
 from appliance.store.infra.database import Database
 from appliance.store.planning import (
-    PLANNABLE_SQL,
     CursorMove,
     advance_cursors,
     due_cursors,
     earliest_cursor,
 )
-from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule
+from tests.store.conftest import T0, MakeSchedule
 
 
 def test_due_cursors_are_unpaused_undeleted_and_earliest_first(
@@ -50,15 +48,3 @@ def test_the_cursor_only_moves_forward_from_the_value_read(
         move(T0, T0 + 120_000)
     move(T0 + 60_000, None)
     assert db.read_now(earliest_cursor) is None
-
-
-@SQLITE_ONLY
-def test_due_cursors_use_the_partial_index(db: Database) -> None:
-    def plan(conn: apsw.Connection) -> str:
-        rows = conn.execute(
-            f"EXPLAIN QUERY PLAN SELECT id FROM schedules WHERE {PLANNABLE_SQL}"
-            " AND next_fire_at <= 5 ORDER BY next_fire_at LIMIT 9"
-        ).fetchall()
-        return " ".join(str(row[-1]) for row in rows)
-
-    assert "schedules_due" in db.read_now(plan)

@@ -10,9 +10,9 @@ from appliance.core.runs import RunState
 from appliance.store.completions import complete_run
 from appliance.store.events import append_event
 from appliance.store.infra.database import Database
-from appliance.store.retention import DAY_MS, MIN_RETENTION_MS, OLD_FINISHED_SQL, prune
+from appliance.store.retention import DAY_MS, MIN_RETENTION_MS, prune
 from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
-from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule
+from tests.store.conftest import T0, MakeSchedule
 from tests.store.test_runs import add_run, claim, ok, schedule_value
 
 RETENTION = 30 * DAY_MS
@@ -88,16 +88,3 @@ def test_re_planning_after_pruning_makes_no_second_row(
     oldest = db.read_now(lambda c: c.execute("SELECT min(scheduled_for) FROM job_runs").fetchone())
     assert oldest[0] >= planned[0] - 3_600_000  # the two open rows; nothing pruned came back
     assert db.read_now(count, "job_runs") == 2 + 24 * 31  # the open two + (first, later]
-
-
-@SQLITE_ONLY
-def test_finding_old_runs_uses_the_index_not_a_scan(db: Database) -> None:
-    """With nothing old enough the pruner must not read every run (3.8 s at 10M rows,
-    on the writer): its query is served by the job_runs_finished partial index."""
-
-    def plan(conn: apsw.Connection) -> str:
-        rows = conn.execute(f"EXPLAIN QUERY PLAN {OLD_FINISHED_SQL}", (T0, 10)).fetchall()
-        return " ".join(str(row[-1]) for row in rows)
-
-    detail = db.read_now(plan)
-    assert "USING INDEX job_runs_finished" in detail, detail

@@ -3,6 +3,6 @@
 -- job_runs_tenant_state_time (tenant_id, state, scheduled_for, id). A tenant's unfiltered
 -- runs list reads one range per state of the latter, merged (store/run_search.py), and
 -- the restart tally one range per counted state (store/restarts.py); the query plans in
--- tests/store/test_planner_indexes.py show both still seek. It cost about a fifth of the
+-- tests/store/test_query_plans.py show both still seek. It cost about a fifth of the
 -- WAL written by each planner commit.
 DROP INDEX job_runs_tenant_time;
