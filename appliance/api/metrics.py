@@ -45,7 +45,7 @@ from appliance.store.figures.database import sqlite_version
 from appliance.store.figures.operator import Figures
 from appliance.store.infra.backend import Store
 from appliance.store.infra.database import WalCheckpoint
-from appliance.store.infra.migrate import current_version, migrations
+from appliance.store.infra.schema import needed_version, schema_version
 from appliance.store.restarts import LastRestart
 
 _EXTENSION = "steeple.observability"
@@ -385,10 +385,11 @@ async def readyz() -> Response:
 async def _database_check(db: Store) -> str | None:
     with trio.move_on_after(READY_TIMEOUT_S):
         try:
-            version = await db.read(current_version)
+            version = await db.read(schema_version)
+            needed = await db.read(needed_version)
         except StoreError as exc:  # PostgreSQL away: out of the balancer until it is back
             return str(exc)
-        if version != len(migrations()):
-            return f"the schema is at {version}, this Steeple needs {len(migrations())}"
+        if version != needed:
+            return f"the schema is at {version}, this Steeple needs {needed}"
         return None
     return f"the database did not answer within {READY_TIMEOUT_S:.0f} s"

@@ -19,6 +19,7 @@ from appliance.settings.model import Settings
 from appliance.store.infra.database import Database
 from appliance.store.infra.lockfile import LockFile
 from appliance.store.infra.migrate import current_version, migrations, pending
+from appliance.store.infra.schema import needed_version, schema_version
 from appliance.store.infra.snapshot import Snapshot, backup_into, put_in_place, verify_copy
 from appliance.wiring.storage import open_configured_store
 
@@ -78,14 +79,11 @@ def migrate(settings: Settings, *, dry_run: bool) -> Migration:
 
 
 def _migrate_postgres(settings: Settings, *, dry_run: bool) -> Migration:
-    from appliance.store.infra.postgres.migrate import migrations as pg_migrations
-
     db = open_configured_store(settings, migrate_schema=False)
     try:
-        before = db.read_now(current_version)
+        before, known = db.read_now(schema_version), db.read_now(needed_version)
     finally:
         db.close()
-    known = len(pg_migrations())
     todo = list(range(before + 1, known + 1))
     if dry_run or not todo:
         return Migration(before=before, after=before, pending=todo)

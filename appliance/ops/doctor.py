@@ -26,8 +26,7 @@ from appliance.store.figures.database import journal_mode, quick_check, sqlite_v
 from appliance.store.infra.backend import Store
 from appliance.store.infra.database import BUSY_TIMEOUT_MS, Database
 from appliance.store.infra.datadir import COMPANIONS
-from appliance.store.infra.migrate import current_version, migrations
-from appliance.store.infra.postgres.migrate import migrations as pg_migrations
+from appliance.store.infra.schema import needed_version, schema_version
 from appliance.store.infra.snapshot import check_backup_dir, last_backup
 from appliance.store.proxy_seen import proxy_seen
 from appliance.wiring.storage import describe, open_configured_store
@@ -177,10 +176,9 @@ def _postgres(settings: Settings) -> Iterator[Finding]:
         yield Finding(level="fail", text=str(exc), fix="check the URL, the network, the server")
         return
     try:
-        version = db.read_now(current_version)
+        version, known = db.read_now(schema_version), db.read_now(needed_version)
     finally:
         db.close()
-    known = len(pg_migrations())
     level = "ok" if version == known else "warn" if version < known else "fail"
     yield Finding(
         level=level,
@@ -190,7 +188,7 @@ def _postgres(settings: Settings) -> Iterator[Finding]:
 
 
 def _schema(db: Store, settings: Settings) -> Iterator[Finding]:
-    version, known = db.read_now(current_version), len(migrations())
+    version, known = db.read_now(schema_version), db.read_now(needed_version)
     mode = db.read_now(journal_mode)
     checked = db.read_now(quick_check)
     yield Finding(

@@ -33,6 +33,7 @@ from appliance.store.figures.basis import (
 from appliance.store.incarnations import last_check
 from appliance.store.infra.connection import Connection, Sql
 from appliance.store.infra.disk import Disk
+from appliance.store.infra.schema import schema_version
 from appliance.store.planning import PLAN_SQL, PLANNABLE_SQL, earliest_cursor
 from appliance.store.restarts import LastRestart, last_restart
 
@@ -41,9 +42,6 @@ JUMP_WINDOW_MS: Final = DAY_MS
 LATENESS_SAMPLE: Final = 1_000  # newest first-attempt runs the percentiles are taken over
 
 # The figures SQLite keeps as pragmas, read from PostgreSQL's own figures.
-_SCHEMA_VERSION: Final = Sql(
-    sqlite="PRAGMA user_version", postgres="SELECT version FROM steeple_schema"
-)
 _PAGE_SIZE: Final = Sql(
     sqlite="PRAGMA page_size", postgres="SELECT CAST(current_setting('block_size') AS BIGINT)"
 )
@@ -126,7 +124,7 @@ def health(conn: Connection, *, now: int) -> Health:
     next_fire = earliest_cursor(conn)
     started = conn.execute("SELECT max(started_at) FROM incarnations").fetchone()
     return Health(
-        schema_version=one(_SCHEMA_VERSION.on(conn)),
+        schema_version=schema_version(conn),
         tenants=one("SELECT count(*) FROM tenants"),
         active_schedules=one(f"SELECT count(*) FROM schedules WHERE {PLAN_SQL}"),
         runs_pending=one("SELECT count(*) FROM job_runs WHERE state IN ('pending', 'retry_wait')"),
