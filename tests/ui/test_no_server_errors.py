@@ -33,6 +33,7 @@ from tests.api.conftest import START
 from tests.ui.conftest import _HASH, PASSWORD, Browser, Tenant
 
 HUGE = "9" * (MAX_INTEGER_DIGITS + 1)
+NEW_PASSWORD = "a new horse battery"
 HOSTILE = (
     HUGE,
     "9223372036854775808",  # 2^63: one past SQLite's integers
@@ -140,7 +141,7 @@ ROUTES: dict[str, Route] = {
     "ui.account": Route("GET", "/settings/account"),
     "ui.new_password": Route(
         "POST", "/settings/account/password",
-        ({"current": PASSWORD, "password": "a new horse battery", "repeat": "a new horse battery"},),
+        ({"current": PASSWORD, "password": NEW_PASSWORD, "repeat": NEW_PASSWORD},),
     ),
     "ui.end_sessions": Route("POST", "/settings/account/sessions"),
     "ui.health": Route("GET", "/admin/health"),
