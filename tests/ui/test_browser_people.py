@@ -27,7 +27,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_an_owner_changes_a_role_removes_a_user_and_keeps_the_last_owner(
-    tmp_path: Path, browser: object, screenshots: Path
+    tmp_path: Path,
+    browser: object,  # noqa: F811 (the fixtures imported above)
+    screenshots: Path,  # noqa: F811
 ) -> None:
     from playwright.sync_api import Browser, expect
 
