@@ -61,6 +61,7 @@ async def test_the_users_page_changes_a_role_and_shows_last_sign_ins(
         ("user.role_changed", {"user_id": viewer.id, "email": alpha.viewer,
                                "role": "editor", "previous_role": "viewer"}, me),
     ]  # fmt: skip
+    assert "user.role_changed" in (await owner.get("/events")).text  # in the tenant's feed
 
 
 async def test_the_last_owner_is_not_demoted_or_removed_and_nothing_changes(
