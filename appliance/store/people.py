@@ -30,7 +30,15 @@ from appliance.store.events import append_event
 from appliance.store.infra.connection import Connection
 from appliance.store.invitations import finish_setup
 from appliance.store.sessions import may_sign_in, sign_in
-from appliance.store.users import Role, User, find_tenant_id, get_user, issue_setup_token
+from appliance.store.users import (
+    Role,
+    User,
+    every_user,
+    find_tenant_id,
+    get_user,
+    issue_setup_token,
+    list_users,
+)
 from appliance.store.users import user_by_email as _by_email
 
 LAST_OWNER: Final = "is the last owner of this tenant: make another user owner first"
@@ -67,18 +75,16 @@ def find_member(conn: Connection, *, who: str, tenant: str | None = None) -> Use
 def members(conn: Connection, *, tenant_id: str | None) -> list[Member]:
     """A tenant's users (None: every user) by email, with their last sign-in (the newest
     session they started)."""
-    where, args = ("WHERE u.tenant_id = ?", (tenant_id,)) if tenant_id else ("", ())
+    users = every_user(conn) if tenant_id is None else list_users(conn, tenant_id=tenant_id)
+    where, args = ("", ()) if tenant_id is None else (_OF_TENANT, (tenant_id,))
     rows = conn.execute(
-        "SELECT u.id, (SELECT max(s.created_at) FROM sessions s WHERE s.user_id = u.id)"
-        f" FROM users u {where} ORDER BY u.email",
-        args,
+        f"SELECT user_id, max(created_at) FROM sessions {where} GROUP BY user_id", args
     ).fetchall()
-    found = [(get_user(conn, user_id=str(r[0])), r[1]) for r in rows]
-    return [
-        Member(user=u, last_sign_in_at=None if at is None else int(at))
-        for u, at in found
-        if u is not None
-    ]
+    last = {str(user_id): int(at) for user_id, at in rows}
+    return [Member(user=u, last_sign_in_at=last.get(u.id)) for u in users]
+
+
+_OF_TENANT: Final = "WHERE user_id IN (SELECT id FROM users WHERE tenant_id = ?)"
 
 
 def change_role(conn: Connection, *, user: User, role: Role, now: int, actor: Actor) -> User:

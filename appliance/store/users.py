@@ -157,6 +157,11 @@ def get_user(conn: Connection, *, user_id: str) -> User | None:
     return None if row is None else _USER.one(row)
 
 
+def every_user(conn: Connection) -> list[User]:
+    """Every user, operators included, by email (``steeple user list``)."""
+    return _USER.all(conn.execute(f"SELECT {_USER.select} FROM users ORDER BY email"))
+
+
 def list_users(conn: Connection, *, tenant_id: str) -> list[User]:
     """A tenant's users by email."""
     rows = conn.execute(

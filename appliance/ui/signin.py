@@ -179,6 +179,8 @@ async def setup(token: str) -> Response:
     )
     if cookie is None:  # may not sign in now (a suspended tenant): the login, email filled in
         return redirect(f"/login?done=ready&email={quote(user.email)}")  # type: ignore[return-value]
+    if user.tenant_id is None:
+        operator_signed_in(email=user.email, address=client_address())
     response = redirect("/")
     set_session_cookie(response, cookie)  # type: ignore[arg-type]
     return response  # type: ignore[return-value]
