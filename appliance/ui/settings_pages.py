@@ -10,9 +10,10 @@ confirmation page (GET) naming it; its POST revokes. Every key, secret and user 
 is an event naming the owner. Adding a user is an invitation
 (:func:`appliance.store.invitations.invite_user`): a single-use setup link (an hour),
 shown once, and the same answer whether or not the email has an account elsewhere.
-Changing a role, removing a user and issuing a fresh setup link (a reset) are
-:mod:`appliance.store.people`, as ``steeple user set-role|remove|reset`` are; the last
-owner's removal or demotion is refused on the users page (409) and changes nothing.
+Changing a role, removing a user (after a confirmation page naming them) and issuing
+a fresh setup link (a reset) are :mod:`appliance.store.people`, as ``steeple user
+set-role|remove|reset`` are; the last owner's removal or demotion is refused on the
+users page (409) and changes nothing.
 
 ``/settings/account`` is every signed-in user's (operators' too): change one's password
 (the current one required, checked in the hashing pool like a sign-in) and end one's
@@ -73,6 +74,7 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/settings/users", view_func=users, methods=["GET"])
     bp.add_url_rule("/settings/users", view_func=add_user, methods=["POST"])
     bp.add_url_rule("/settings/users/<user_id>/role", view_func=set_role, methods=["POST"])
+    bp.add_url_rule("/settings/users/<user_id>/remove", view_func=remove_form, methods=["GET"])
     bp.add_url_rule("/settings/users/<user_id>/remove", view_func=remove, methods=["POST"])
     bp.add_url_rule("/settings/users/<user_id>/reset", view_func=reset, methods=["POST"])
     bp.add_url_rule("/settings/account", view_func=account, methods=["GET"])
@@ -199,6 +201,13 @@ def _people(conn: Connection, *, tenant_id: str, now: int) -> tuple[list[Member]
 async def set_role(user_id: str) -> Response:
     role = form_role((await request.form).get("role", ""))
     return await _manage(user_id, "role", role)
+
+
+async def remove_form(user_id: str) -> Response:
+    """The confirmation a removal needs: it names the user; its POST removes."""
+    _, tenant_id = require(Role.OWNER)
+    member = await ui().db.read(find_member, who=user_id, tenant=tenant_id)
+    return await page("user_remove.html", member=member)
 
 
 async def remove(user_id: str) -> Response:

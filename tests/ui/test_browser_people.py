@@ -60,6 +60,10 @@ def test_an_owner_changes_a_role_removes_a_user_and_keeps_the_last_owner(
             "owner@acme.example is the last owner of this tenant"
         )
         expect(page.get_by_label("Role of owner@acme.example", exact=True)).to_have_value("owner")
+        page.get_by_role("link", name="Remove eve@acme.example…").click()
+        expect(page.get_by_role("heading", name="Remove this user?")).to_be_visible()
+        theirs.goto(f"{app.base_url}/schedules")  # asking removed nothing yet
+        expect(theirs.get_by_role("heading", name="Schedules")).to_be_visible()
         page.get_by_role("button", name="Remove eve@acme.example").click()
         expect(page.get_by_role("status")).to_contain_text("eve@acme.example removed")
         expect(page.get_by_label("Role of eve@acme.example", exact=True)).to_have_count(0)

@@ -137,6 +137,7 @@ ROUTES: dict[str, Route] = {
     "ui.add_user": Route("POST", "/settings/users", ({"email": "n@a.example", "role": "viewer"},)),
     "ui.set_role": Route("POST", "/settings/users/<user_id>/role", ({"role": "editor"},)),
     "ui.remove": Route("POST", "/settings/users/<user_id>/remove"),
+    "ui.remove_form": Route("GET", "/settings/users/<user_id>/remove"),
     "ui.reset": Route("POST", "/settings/users/<user_id>/reset"),
     "ui.account": Route("GET", "/settings/account"),
     "ui.new_password": Route(
@@ -371,7 +372,8 @@ async def test_the_table_names_every_field_the_pages_forms_post(
         "/", "/schedules", "/schedules/new", "/schedules/{schedule_id}",
         "/schedules/{schedule_id}/edit", "/schedules/{schedule_id}/delete", "/runs/{run_id}",
         "/failed", "/failed/replay-all", "/settings/keys", "/settings/secrets",
-        "/settings/users", "/settings/account", "/admin/tenants", "/events", "/guide",
+        "/settings/users", "/settings/users/{user_id}/remove", "/settings/account",
+        "/admin/tenants", "/events", "/guide",
     ]  # fmt: skip
     adapter = app.url_map.bind("localhost")
     missing: dict[str, set[str]] = {}

@@ -85,6 +85,10 @@ async def test_removing_a_user_signs_them_out_at_once(
     assert (await editor.get("/schedules")).status == 200
     gone = user(db, alpha.editor)
     owner = await owner_browser(app, alpha)
+    asked = await owner.get(f"/settings/users/{gone.id}/remove")
+    assert asked.status == 200 and "Remove this user?" in asked.text
+    assert f"Remove {alpha.editor}</button>" in asked.text
+    assert db.read_now(get_user, user_id=gone.id) == gone  # asking changes nothing
     done = await owner.post(f"/settings/users/{gone.id}/remove", {})
     assert done.status == 200 and f"{alpha.editor} removed" in done.text
     assert f'id="user-{gone.id}"' not in done.text
@@ -136,7 +140,7 @@ async def test_setup_in_a_suspended_tenant_lands_on_the_login_with_the_email(
 
 
 async def test_only_owners_manage_users_and_forms_need_their_token(
-    app: QuartTrio, alpha: Tenant, db: Database
+    app: QuartTrio, alpha: Tenant, beta: Tenant, db: Database
 ) -> None:
     target = user(db, alpha.viewer)
     editor = Browser(app)
@@ -146,6 +150,14 @@ async def test_only_owners_manage_users_and_forms_need_their_token(
     owner = await owner_browser(app, alpha)
     forged = await owner.post(f"/settings/users/{target.id}/remove", {}, csrf=False)
     assert forged.status == 403
+    beta_owner = user(db, beta.owner)
+    for path in (
+        f"/settings/users/{beta_owner.id}/remove",
+        f"/settings/users/{beta_owner.id}/reset",
+    ):
+        answer = await (owner.get(path) if path.endswith("remove") else owner.post(path, {}))
+        assert answer.status == 404  # another tenant's user is no user here
+    assert user(db, beta.owner) == beta_owner
     assert db.read_now(get_user, user_id=target.id) == target
 
 
