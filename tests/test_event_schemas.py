@@ -279,6 +279,8 @@ CREATED_DATA: dict[str, JsonValue] = {
     "email": "ada@example.com",
     "role": "viewer",
 }
+MEMBER: dict[str, JsonValue] = {"user_id": USER["id"], "email": "ada@acme.example"}
+ENDED = "sessions_ended"
 WHO: dict[str, JsonValue] = {
     "user_id": USER["id"],
     "email": "ada@acme.example",
@@ -338,6 +340,19 @@ VALID: list[tuple[str, dict[str, Any]]] = [
     ("secret revoked", tenant_event(E.SECRET_REVOKED, REVEALED_DATA, actor=API_KEY)),
     ("user invited", tenant_event(E.USER_INVITED, INVITED_DATA, actor=USER)),
     ("user created", tenant_event(E.USER_CREATED, CREATED_DATA, actor=OPERATOR)),
+    (
+        "role changed",
+        tenant_event(
+            E.USER_ROLE_CHANGED, MEMBER | {"role": "owner", "previous_role": "editor"}, actor=USER
+        ),
+    ),
+    (
+        "user removed",
+        tenant_event(E.USER_REMOVED, MEMBER | {"role": "viewer", ENDED: 2}, actor=OPERATOR),
+    ),
+    ("user reset", tenant_event(E.USER_RESET, MEMBER | {ENDED: 1}, actor=USER)),
+    ("password changed", tenant_event(E.USER_PASSWORD_CHANGED, MEMBER | {ENDED: 0}, actor=USER)),
+    ("sessions ended", tenant_event(E.USER_SESSIONS_ENDED, MEMBER | {ENDED: 3}, actor=USER)),
     ("dedupe tested", event(E.SCHEDULE_DEDUPE_TESTED, dedupe_tested(), run=None)),
     (
         "dedupe tested, no answer",

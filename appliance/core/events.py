@@ -46,6 +46,11 @@ class EventType(enum.StrEnum):
     USER_CREATED = "user.created"  # an account: an invitation used, or the operator's CLI
     USER_SIGNED_IN = "user.signed_in"  # a web UI sign-in (store/sessions.py)
     USER_SIGN_IN_FAILED = "user.sign_in_failed"  # a counted attempt at a tenant's user
+    USER_ROLE_CHANGED = "user.role_changed"  # store/people.py
+    USER_REMOVED = "user.removed"  # the account deleted, its sessions ended
+    USER_RESET = "user.reset"  # a new setup link issued, sessions ended
+    USER_PASSWORD_CHANGED = "user.password_changed"  # by the user, current password given
+    USER_SESSIONS_ENDED = "user.sessions_ended"  # the user ended their other sessions
 
 
 JsonScalar = str | int | float | bool | None

@@ -8,7 +8,8 @@ Rules this module guards:
   (:mod:`appliance.core.passwords`) or with none, and then only a setup link sets one.
   People are invited to a tenant by :mod:`appliance.store.invitations`, which creates the
   user when the link is used; :func:`create_user` says when an email is taken, so only
-  operators' paths call it directly.
+  operators' paths call it directly. Roles change, users are removed and reset in
+  :mod:`appliance.store.people`.
 - A setup link's token is 256 random bits, stored as its SHA-256, valid for an hour and
   used at most once: consuming it and setting the password are one write transaction,
   and every other open link of that user dies with it.
@@ -50,6 +51,12 @@ class User:
     password_hash: str | None
     created_at: int
     disabled_at: int | None
+
+    @property
+    def shown_role(self) -> str:
+        """The role as pages and the CLI show it: an operator's is "operator" (their
+        stored tenant role is only what the tenant pages check)."""
+        return "operator" if self.operator else str(self.role)
 
 
 _USER = Columns(
@@ -150,26 +157,17 @@ def get_user(conn: Connection, *, user_id: str) -> User | None:
     return None if row is None else _USER.one(row)
 
 
+def every_user(conn: Connection) -> list[User]:
+    """Every user, operators included, by email (``steeple user list``)."""
+    return _USER.all(conn.execute(f"SELECT {_USER.select} FROM users ORDER BY email"))
+
+
 def list_users(conn: Connection, *, tenant_id: str) -> list[User]:
     """A tenant's users by email."""
     rows = conn.execute(
         f"SELECT {_USER.select} FROM users WHERE tenant_id = ? ORDER BY email", (tenant_id,)
     )
     return _USER.all(rows)
-
-
-def set_role(
-    conn: Connection, *, tenant_id: str, user_id: str, role: Role, acting_user_id: str
-) -> User:
-    """Change a tenant user's role. A user cannot change their own role (an owner would
-    lock the tenant out of its users page), and another tenant's user is NotFound."""
-    user = get_user(conn, user_id=user_id)
-    if user is None or user.tenant_id != tenant_id:
-        raise NotFound(f"no user {user_id}")
-    if user_id == acting_user_id:
-        raise Conflict("you cannot change your own role; ask another owner")
-    conn.execute("UPDATE users SET role = ? WHERE id = ?", (str(role), user_id))
-    return get_user(conn, user_id=user_id) or user
 
 
 def issue_setup_token(conn: Connection, *, user_id: str, now: int) -> str:

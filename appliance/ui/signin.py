@@ -7,20 +7,25 @@ its password is checked, and forgiven only when it succeeds; at ``MAX_FAILURES``
 window, sign-in is refused for that subject (429) without checking the password. Password
 work runs in its own bounded pool (``ui/hashing.py``): when it is full, a sign-in is
 refused at once (503, ``Retry-After``). A successful sign-in always starts a new session
-row (no fixation); signing out revokes it. A sign-in is ``user.signed_in`` in the
-user's tenant; a counted failure at a tenant's user is ``user.sign_in_failed`` there, and
-at an email no tenant has, a line of the operator's log (``ui/sign_in_log.py``).
+row (no fixation); signing out revokes it. Using a setup link signs its user in (a new
+session, ``user.signed_in``, in the transaction that sets the password); a user who may
+not sign in then lands on the login page with their email filled in. A sign-in is
+``user.signed_in`` in the user's tenant; a counted failure at a tenant's user is
+``user.sign_in_failed`` there, and at an email no tenant has, a line of the operator's
+log (``ui/sign_in_log.py``).
 """
 
 from __future__ import annotations
 
 import enum
+from urllib.parse import quote
 
 from quart import Blueprint, Response, redirect, request
 
 from appliance.core.passwords import check_password_rules, hash_password, verify_password
 from appliance.errors import NotFound, ValidationError
-from appliance.store.invitations import DEAD_LINK, finish_setup, setup_email
+from appliance.store.invitations import DEAD_LINK, setup_email
+from appliance.store.people import set_up_and_sign_in
 from appliance.store.sessions import (
     FAILURE_WINDOW_MS,
     end_session,
@@ -62,7 +67,7 @@ def register(bp: Blueprint) -> None:
 async def login_form() -> Response:
     if current_session() is not None:
         return redirect("/")  # type: ignore[return-value]
-    return await _form("login.html", next=_next(), email="")
+    return await _form("login.html", next=_next(), email=request.args.get("email", "")[:254])
 
 
 async def login() -> Response:
@@ -165,8 +170,20 @@ async def setup(token: str) -> Response:
             hashed = await ctx.passwords.run(hash_password, password)
     except HashingBusy:
         return await _busy("setup.html", email=email, token=token, errors={})
-    await ctx.db.write(finish_setup, token=token, password_hash=hashed, now=ctx.clock.now_ms())
-    return redirect("/login?done=ready")  # type: ignore[return-value]
+    user, cookie = await ctx.db.write(
+        set_up_and_sign_in,
+        token=token,
+        password_hash=hashed,
+        address=client_address(),
+        now=ctx.clock.now_ms(),
+    )
+    if cookie is None:  # may not sign in now (a suspended tenant): the login, email filled in
+        return redirect(f"/login?done=ready&email={quote(user.email)}")  # type: ignore[return-value]
+    if user.tenant_id is None:
+        operator_signed_in(email=user.email, address=client_address())
+    response = redirect("/")
+    set_session_cookie(response, cookie)  # type: ignore[arg-type]
+    return response  # type: ignore[return-value]
 
 
 async def _form(template: str, *, status: int = 200, **values: object) -> Response:

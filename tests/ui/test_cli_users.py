@@ -12,6 +12,7 @@ import pytest
 from appliance.cli.main import main
 from appliance.clock import SystemClock
 from appliance.core.passwords import verify_password
+from appliance.store.events import list_events
 from appliance.store.infra.database import Database
 from appliance.store.invitations import setup_email
 from appliance.store.users import user_by_email
@@ -130,3 +131,70 @@ def test_inviting_an_email_of_another_tenant_prints_what_a_fresh_one_does(
     assert (code, fresh_code) == (0, 0) and set(taken) == set(fresh)
     assert taken["tenant_id"] == fresh["tenant_id"] and taken["role"] == fresh["role"]
     assert read(tmp_path, user_by_email, email="ada@example.com") == before
+
+
+def make(tmp_path: Path, capsys: pytest.CaptureFixture[str], email: str, role: str) -> str:
+    secret = tmp_path / "pw"
+    secret.write_text("correct horse battery staple\n")
+    code, user, _ = run(
+        capsys, "user", "create", email, "--tenant", "acme", "--role", role,
+        "--password-file", str(secret), "--data-dir", str(tmp_path),
+    )  # fmt: skip
+    assert code == 0
+    return str(user["id"])
+
+
+def test_user_list_set_role_remove_and_reset_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ["--data-dir", str(tmp_path)]
+    assert main(["tenant", "create", "acme", *data]) == 0
+    capsys.readouterr()
+    ada = make(tmp_path, capsys, "ada@acme.example", "owner")
+    bob = make(tmp_path, capsys, "bob@acme.example", "viewer")
+    code, listed, _ = run(capsys, "user", "list", "--tenant", "acme", *data)
+    assert code == 0
+    assert [(u["email"], u["role"], u["last_sign_in"]) for u in listed["users"]] == [  # type: ignore[attr-defined]
+        ("ada@acme.example", "owner", None),
+        ("bob@acme.example", "viewer", None),
+    ]
+    # The last owner stays: one error line, nothing changes.
+    for args in (("set-role", "ada@acme.example", "editor"), ("remove", "ada@acme.example")):
+        code, out, err = run(capsys, "user", *args, *data)
+        assert code != 0 and out == {} and one_error_line(err)
+        assert "ada@acme.example is the last owner of this tenant" in err
+    code, changed, _ = run(capsys, "user", "set-role", "bob@acme.example", "owner", *data)
+    assert code == 0 and changed == {"id": bob, "email": "bob@acme.example", "role": "owner"}
+    code, reset, _ = run(capsys, "user", "reset", "ada@acme.example", "--tenant", "acme", *data)
+    assert code == 0 and reset["setup_link_expires_in_seconds"] == 3600
+    token = str(reset["setup_link"]).rsplit("/setup/", 1)[1]
+    now = SystemClock().now_ms()
+    assert read(tmp_path, setup_email, token=token, now=now) == "ada@acme.example"
+    code, removed, _ = run(capsys, "user", "remove", "ada@acme.example", *data)
+    assert code == 0 and removed == {"id": ada, "email": "ada@acme.example", "removed": True}
+    assert read(tmp_path, user_by_email, email="ada@acme.example") is None
+    code, out, err = run(capsys, "user", "remove", "bob@acme.example", "--tenant", "other", *data)
+    assert code != 0 and one_error_line(err)
+    events = read(tmp_path, list_events, tenant_id=str(changed_tenant(tmp_path)), limit=100)
+    assert [(str(e.type), e.actor.text() if e.actor else None) for e in events  # type: ignore[attr-defined]
+            if str(e.type) in ("user.role_changed", "user.reset", "user.removed")] == [
+        ("user.role_changed", "operator:cli"),
+        ("user.reset", "operator:cli"),
+        ("user.removed", "operator:cli"),
+    ]  # fmt: skip
+
+
+def test_user_list_shows_operators_as_operator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ["--data-dir", str(tmp_path)]
+    assert main(["admin", "create", "ops@example.com", *data]) == 0
+    capsys.readouterr()
+    code, listed, _ = run(capsys, "user", "list", *data)
+    assert code == 0
+    assert [(u["email"], u["role"]) for u in listed["users"]] == [("ops@example.com", "operator")]  # type: ignore[attr-defined]
+
+
+def changed_tenant(tmp_path: Path) -> object:
+    found = read(tmp_path, user_by_email, email="bob@acme.example")
+    return found.tenant_id  # type: ignore[attr-defined]

@@ -84,4 +84,4 @@ async def test_the_setup_form_needs_its_pre_session_token(
     assert framed.status == 403
     assert (await browser.get(f"/setup/{token}")).status == 200  # nothing was used up
     done = await browser.post(f"/setup/{token}", fields)
-    assert done.status == 302 and done.headers["Location"] == "/login?done=ready"
+    assert done.status == 302 and done.headers["Location"] == "/"  # signed in

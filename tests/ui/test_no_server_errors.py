@@ -33,6 +33,7 @@ from tests.api.conftest import START
 from tests.ui.conftest import _HASH, PASSWORD, Browser, Tenant
 
 HUGE = "9" * (MAX_INTEGER_DIGITS + 1)
+NEW_PASSWORD = "a new horse battery"
 HOSTILE = (
     HUGE,
     "9223372036854775808",  # 2^63: one past SQLite's integers
@@ -83,7 +84,7 @@ FULL_PREVIEW = {"full_preview": "1", "schedule_id": "{schedule_id}", "version": 
 BACK = ("back",)
 ROUTES: dict[str, Route] = {
     "ui.static": Route("GET", "/static/<path:filename>"),
-    "ui.login_form": Route("GET", "/login", query=("next",)),
+    "ui.login_form": Route("GET", "/login", query=("next", "email")),
     "ui.login": Route("POST", "/login", ({"email": "x@a.example", "password": "no"},), ("next",)),
     "ui.logout": Route("POST", "/logout"),
     "ui.setup_form": Route("GET", "/setup/<token>"),
@@ -134,6 +135,16 @@ ROUTES: dict[str, Route] = {
     "ui.reveal": Route("POST", "/settings/secrets/<secret_id>/reveal"),
     "ui.users": Route("GET", "/settings/users"),
     "ui.add_user": Route("POST", "/settings/users", ({"email": "n@a.example", "role": "viewer"},)),
+    "ui.set_role": Route("POST", "/settings/users/<user_id>/role", ({"role": "editor"},)),
+    "ui.remove": Route("POST", "/settings/users/<user_id>/remove"),
+    "ui.remove_form": Route("GET", "/settings/users/<user_id>/remove"),
+    "ui.reset": Route("POST", "/settings/users/<user_id>/reset"),
+    "ui.account": Route("GET", "/settings/account"),
+    "ui.new_password": Route(
+        "POST", "/settings/account/password",
+        ({"current": PASSWORD, "password": NEW_PASSWORD, "repeat": NEW_PASSWORD},),
+    ),
+    "ui.end_sessions": Route("POST", "/settings/account/sessions"),
     "ui.health": Route("GET", "/admin/health"),
     "ui.tenant_list": Route("GET", "/admin/tenants"),
     "ui.add_tenant": Route("POST", "/admin/tenants", ({"name": "gamma"},)),
@@ -218,6 +229,7 @@ async def world(app: QuartTrio, db: Database, alpha: Tenant) -> World:
         "tenant_id": alpha.id,
         "token": db.write_now(issue_setup_token, user_id=pending.id, now=START),
         "filename": "steeple.css",
+        "user_id": pending.id,
     }
     await browser.get("/")  # the CSRF token, after the posts above
     return World(browser=browser, db=db, ids=ids)
@@ -360,7 +372,8 @@ async def test_the_table_names_every_field_the_pages_forms_post(
         "/", "/schedules", "/schedules/new", "/schedules/{schedule_id}",
         "/schedules/{schedule_id}/edit", "/schedules/{schedule_id}/delete", "/runs/{run_id}",
         "/failed", "/failed/replay-all", "/settings/keys", "/settings/secrets",
-        "/settings/users", "/admin/tenants", "/events", "/guide",
+        "/settings/users", "/settings/users/{user_id}/remove", "/settings/account",
+        "/admin/tenants", "/events", "/guide",
     ]  # fmt: skip
     adapter = app.url_map.bind("localhost")
     missing: dict[str, set[str]] = {}

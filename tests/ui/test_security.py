@@ -176,9 +176,10 @@ async def test_a_setup_link_sets_the_password_once(
     short = await browser.post(f"/setup/{token}", {"password": "short", "repeat": "short"})
     assert short.status == 422 and "12 to 1024 characters" in short.text
     done = await browser.post(f"/setup/{token}", {"password": PASSWORD, "repeat": PASSWORD})
-    assert done.status == 302 and done.headers["Location"] == "/login?done=ready"
+    assert done.status == 302 and done.headers["Location"] == "/"  # signed in
     assert (await browser.get(f"/setup/{token}")).status == 404  # used
-    signed_in = await browser.login("new@alpha.example", PASSWORD)
+    assert "new@alpha.example (viewer)" in (await browser.get("/")).text
+    signed_in = await Browser(browser.app).login("new@alpha.example", PASSWORD)
     assert signed_in.status == 302
 
 

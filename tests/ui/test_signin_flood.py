@@ -149,4 +149,4 @@ async def test_a_setup_is_refused_at_once_when_the_pool_is_full_and_not_used_up(
     assert "try again in" in busy.text
     assert (await browser.get(f"/setup/{token}")).status == 200  # the link still works
     done = await browser.post(f"/setup/{token}", fields)
-    assert done.status == 302 and done.headers["Location"] == "/login?done=ready"
+    assert done.status == 302 and done.headers["Location"] == "/"  # signed in
