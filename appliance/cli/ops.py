@@ -176,7 +176,7 @@ def _doctor(settings: Settings) -> int:
     found = doctor.examine(settings)
     for finding in found:
         print(finding)  # noqa: T201
-    return 1 if any(f.level != "ok" for f in found) else 0
+    return doctor.exit_status(found)
 
 
 def _status(settings: Settings, *, as_json: bool) -> None:
