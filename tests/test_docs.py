@@ -208,3 +208,16 @@ def test_readme_commands_exist() -> None:
             assert used in serve_flags, used
     assert parser.parse_args(["serve", "--allow-target", "127.0.0.0/8"]).allow_targets
     assert parser.parse_args(["tenant", "create", "acme"]).name == "acme"
+
+
+@pytest.mark.parametrize("script", ["test", "check"])
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--fast", "--help"]], ids=" ".join)
+def test_the_gate_scripts_help_prints_usage_and_runs_nothing(script: str, args: list[str]) -> None:
+    """A newcomer's first ``scripts/test --help`` must not install or run the gate: it
+    prints the usage and exits 0 within seconds (the gate takes minutes)."""
+    done = subprocess.run(
+        [str(ROOT / "scripts" / script), *args], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"Usage: scripts/{script} [--fast]" in done.stdout
+    assert "== ruff" not in done.stdout and done.stderr == ""
