@@ -5,7 +5,7 @@ order — the quick start's fresh virtualenv and ``pip install .`` included — 
 
 What the test does that a reader does by hand, each listed below:
 
-- ``SUBSTITUTIONS``: the appliance's and the receiver's ports are free ones (a real
+- ``substitutions``: the appliance's and the receiver's ports are free ones (a real
   appliance or receiver may hold 8080 and 9000), and ``curl -s`` fails on an error answer
   (``--fail-with-body``: a reader sees the problem JSON; a script needs the exit status);
 - ``PLACEHOLDERS`` (tests/e2e/readme.py): ``stk_…``, ``sch_…`` and ``run_…`` are filled
@@ -19,7 +19,8 @@ What the test does that a reader does by hand, each listed below:
   whole second; a reader is slower than a script).
 
 The environment is a reader's with a home of its own: ``HOME`` and ``STEEPLE_DATA_DIR``
-point into the test's temporary directory, so no real data directory is touched.
+point into the test's temporary directory, so no real data directory is touched, and
+``STEEPLE_LISTEN`` is the free port (the quick start's ``serve`` names no address).
 """
 
 from __future__ import annotations
