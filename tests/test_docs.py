@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from appliance.cli.main import _parser
+from tests.e2e.readme import PLACEHOLDERS, commands, placeholders_in, sh_blocks
 
 ROOT = Path(__file__).parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -208,3 +209,35 @@ def test_readme_commands_exist() -> None:
             assert used in serve_flags, used
     assert parser.parse_args(["serve", "--allow-target", "127.0.0.0/8"]).allow_targets
     assert parser.parse_args(["tenant", "create", "acme"]).name == "acme"
+
+
+@pytest.mark.parametrize("script", ["test", "check"])
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--fast", "--help"]], ids=" ".join)
+def test_the_gate_scripts_help_prints_usage_and_runs_nothing(script: str, args: list[str]) -> None:
+    """A newcomer's first ``scripts/test --help`` must not install or run the gate: it
+    prints the usage and exits 0 within seconds (the gate takes minutes)."""
+    done = subprocess.run(
+        [str(ROOT / "scripts" / script), *args], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"Usage: scripts/{script} [--fast]" in done.stdout
+    assert "== ruff" not in done.stdout and done.stderr == ""
+
+
+def test_every_readme_command_runs_after_the_quick_start_as_written() -> None:
+    """The README's commands work in the quick start's shell: ``steeple`` is the clone's
+    ``.venv/bin/steeple`` (no bare ``steeple``: not on PATH after a venv install), one name
+    for the API key, and each ``…`` a reader fills in is one the newcomer's walkthrough
+    (tests/e2e/test_readme_walkthrough.py) knows where to find."""
+    text = read(ROOT / "README.md")
+    found = [command for block in sh_blocks(text) for command in commands(block)]
+    assert any(command.startswith("python3 -c '") for command in found)  # the receiver
+    bare = [c for c in found if re.search(r"(^|&& |\| )steeple ", c)]
+    assert bare == []
+    assert "STEEPLE_KEY" not in text and "$STEEPLE_API_KEY" in text
+    known = {placeholder.text for placeholder in PLACEHOLDERS}
+    unknown = sorted({p for c in found for p in placeholders_in(c)} - known)
+    assert unknown == []
+    for placeholder in PLACEHOLDERS:  # each is printed by a command before its first use
+        first_use = next(i for i, c in enumerate(found) if placeholder.text in c)
+        assert any(placeholder.source in c for c in found[:first_use]), placeholder

@@ -24,6 +24,7 @@ from appliance.errors import ConfigError, StoreError
 from appliance.ops import backup, doctor, healthcheck, init, migrate_store, status
 from appliance.settings.model import CONFIG_FILENAME, Settings
 from appliance.store.infra.datadir import DIR_MODE
+from appliance.store.infra.lockfile import holder
 from appliance.store.infra.snapshot import BACKUPS_DIRNAME
 from appliance.wiring import storage
 
@@ -176,7 +177,7 @@ def _doctor(settings: Settings) -> int:
     found = doctor.examine(settings)
     for finding in found:
         print(finding)  # noqa: T201
-    return 1 if any(f.level != "ok" for f in found) else 0
+    return doctor.exit_status(found)
 
 
 def _status(settings: Settings, *, as_json: bool) -> None:
@@ -202,9 +203,21 @@ def _init(settings: Settings, args: argparse.Namespace) -> None:
         print(f"steeple: {target} exists; left as it is", file=sys.stderr)  # noqa: T201
         return
     print(f"steeple: wrote {written}", file=sys.stderr)  # noqa: T201
-    print(  # noqa: T201
-        f"next: steeple serve --data-dir {settings.data_dir}  (or STEEPLE_DATA_DIR)",
-        file=sys.stderr,
+    print(_after_init(settings, written), file=sys.stderr)  # noqa: T201
+
+
+def _after_init(settings: Settings, written: Path) -> str:
+    """What to do next. A running appliance read its settings when it started (the data
+    directory's lock names its pid, ADR 0033), so the new file changes nothing until it
+    restarts: say so, or the reader believes the choice is in force."""
+    running = None if settings.uses_postgres else holder(settings.lock_path)
+    if running is None:
+        return f"next: steeple serve --data-dir {settings.data_dir}  (or STEEPLE_DATA_DIR)"
+    pid = f" (pid {running})" if running else ""
+    return (
+        f"steeple: an appliance{pid} is serving {settings.data_dir} with the settings it"
+        f" read when it started: restart it (stop it, then `steeple serve` again) to pick"
+        f" up {written}"
     )
 
 

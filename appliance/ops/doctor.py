@@ -1,5 +1,7 @@
 """``steeple doctor``: what is wrong with this installation, one line per finding with
-the fix. Exit status 1 when anything needs action (``warn`` or ``fail``), else 0.
+the fix. Exit status 1 when anything needs action (a ``fail``, or a ``warn`` that blocks),
+else 0. A warning that does not block is advice for a healthy install: a fresh one has no
+backup yet, and that is said with the command to make one, not reported as broken.
 
 It reads, never writes: the database is opened without migrating, and works whether or
 not an appliance is running.
@@ -42,9 +44,15 @@ class Finding:
     level: str  # ok, warn or fail
     text: str
     fix: str = ""
+    blocking: bool = True  # a warn that sets the exit status (a fail always does)
 
     def __str__(self) -> str:
         return f"{self.level:<5} {self.text}" + (f" — fix: {self.fix}" if self.fix else "")
+
+
+def exit_status(found: list[Finding]) -> int:
+    """1 when a finding needs action, else 0: what monitoring and scripts read."""
+    return 1 if any(f.level == "fail" or (f.level == "warn" and f.blocking) for f in found) else 0
 
 
 TIMESYNCD_SYNCED = Path("/run/systemd/timesync/synchronized")
@@ -234,8 +242,9 @@ def _files(settings: Settings) -> Iterator[Finding]:
     if last is None:
         yield Finding(
             level="warn",
-            text="no backup recorded for this data directory",
-            fix="steeple backup --to /a/private/place (docs/operations.md)",
+            text="no backup yet for this data directory (make the first one now)",
+            fix="steeple backup --to /a/private/place, and schedule it (docs/operations.md)",
+            blocking=False,
         )
         return
     age_days = (SystemClock().now_ms() - last.at_ms) / 86_400_000

@@ -4,6 +4,7 @@ precedence, and secrets from files (``_FILE``, systemd credentials)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import stat
 import tomllib
 from pathlib import Path
@@ -15,6 +16,7 @@ from appliance.errors import ConfigError
 from appliance.ops.init import render
 from appliance.settings.load import load_settings
 from appliance.settings.table import SETTINGS
+from appliance.store.infra.lockfile import LockFile
 
 
 def test_init_writes_every_setting_commented_and_never_overwrites(
@@ -47,6 +49,23 @@ def test_init_writes_every_setting_commented_and_never_overwrites(
     assert main(["init", "--data-dir", str(data), "--listen", "127.0.0.1:9"]) == 1
     assert "never overwrites it: edit it" in capsys.readouterr().err
     assert config.read_text() == text
+
+
+def test_init_while_an_appliance_serves_says_it_must_restart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The quick start's ``serve`` is still running when the walkthrough's ``init`` writes
+    the allow-list: the running process read its settings at start and must restart."""
+    with LockFile(tmp_path / "steeple.db.lock"):  # what a running `serve` holds
+        assert main(["init", "--data-dir", str(tmp_path), "--allow-target", "127.0.0.0/8"]) == 0
+    err = capsys.readouterr().err
+    assert f"wrote {tmp_path / 'steeple.toml'}" in err
+    assert f"an appliance (pid {os.getpid()}) is serving {tmp_path}" in err
+    assert "restart it (stop it, then `steeple serve` again)" in err and "next:" not in err
+    (tmp_path / "steeple.toml").unlink()
+    assert main(["init", "--data-dir", str(tmp_path)]) == 0  # nothing holds the lock now
+    err = capsys.readouterr().err
+    assert "next: steeple serve" in err and "restart" not in err
 
 
 def test_choices_made_at_init_persist_for_every_later_command(tmp_path: Path) -> None:
