@@ -134,6 +134,11 @@ ROUTES: dict[str, Route] = {
     "ui.reveal": Route("POST", "/settings/secrets/<secret_id>/reveal"),
     "ui.users": Route("GET", "/settings/users"),
     "ui.add_user": Route("POST", "/settings/users", ({"email": "n@a.example", "role": "viewer"},)),
+    "ui.notifications": Route("GET", "/settings/notifications", query=("done",)),
+    "ui.save_notifications": Route(
+        "POST", "/settings/notifications", ({"url": "https://hooks.example.com/n"},)
+    ),
+    "ui.remove_notifications": Route("POST", "/settings/notifications/remove"),
     "ui.health": Route("GET", "/admin/health"),
     "ui.tenant_list": Route("GET", "/admin/tenants"),
     "ui.add_tenant": Route("POST", "/admin/tenants", ({"name": "gamma"},)),
@@ -360,7 +365,7 @@ async def test_the_table_names_every_field_the_pages_forms_post(
         "/", "/schedules", "/schedules/new", "/schedules/{schedule_id}",
         "/schedules/{schedule_id}/edit", "/schedules/{schedule_id}/delete", "/runs/{run_id}",
         "/failed", "/failed/replay-all", "/settings/keys", "/settings/secrets",
-        "/settings/users", "/admin/tenants", "/events", "/guide",
+        "/settings/users", "/settings/notifications", "/admin/tenants", "/events", "/guide",
     ]  # fmt: skip
     adapter = app.url_map.bind("localhost")
     missing: dict[str, set[str]] = {}
