@@ -320,7 +320,11 @@ VALID: list[tuple[str, dict[str, Any]]] = [
         "sign-in failed",
         tenant_event(E.USER_SIGN_IN_FAILED, WHO | {"reason": "wrong_password"}),
     ),
-    ("suspended from the CLI", tenant_event(E.TENANT_SUSPENDED, {"cancelled_runs": 0})),
+    (
+        "suspended from the CLI",
+        tenant_event(E.TENANT_SUSPENDED, {"cancelled_runs": 0}, actor=OPERATOR),
+    ),
+    ("suspended, recorded unnamed", tenant_event(E.TENANT_SUSPENDED, {"cancelled_runs": 0})),
     (
         "stream refused",
         tenant_event(
