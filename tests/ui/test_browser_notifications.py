@@ -79,3 +79,43 @@ def test_an_owner_sets_the_notification_url_in_the_browser(
     finally:
         context.close()
         app.kill()
+
+
+def test_revoking_a_key_asks_first_in_the_browser(
+    tmp_path: Path,
+    browser: object,  # noqa: F811 (the fixture imported above)
+) -> None:
+    """ "Revoke…" opens a confirmation naming the key (the key still works meanwhile);
+    "Keep it" leaves it; the confirmation's button revokes it, and /events names the
+    owner by email for both the issue and the revocation."""
+    from playwright.sync_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    data_dir = tmp_path / "data"
+    create_tenant(data_dir, "acme")
+    add_user(data_dir, OWNER, "acme", "owner")
+    app = Appliance(data_dir).start()
+    context = browser.new_context()
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    try:
+        sign_in(page, app.base_url, OWNER)
+        page.goto(f"{app.base_url}/settings/keys")
+        page.get_by_label("Key name").fill("deploy")
+        page.get_by_role("button", name="Create key").click()
+        expect(page.locator("#new-key")).to_be_visible()
+        page.get_by_role("link", name="Revoke deploy").click()
+        expect(page.get_by_role("heading", name="Revoke this API key?")).to_be_visible()
+        page.get_by_role("link", name="Keep it").click()
+        expect(page.get_by_role("cell", name="deploy", exact=True)).to_be_visible()
+        page.get_by_role("link", name="Revoke deploy").click()
+        page.get_by_role("button", name="Revoke “deploy”").click()
+        expect(page.locator("p.notice")).to_contain_text("Key revoked.")
+        expect(page.get_by_role("cell", name="deploy", exact=True)).to_have_count(0)
+        page.goto(f"{app.base_url}/events")
+        for type in ("api_key.created", "api_key.revoked"):
+            row = page.get_by_role("row").filter(has_text=type)
+            expect(row.locator(".actor")).to_have_text(OWNER)
+    finally:
+        context.close()
+        app.kill()
