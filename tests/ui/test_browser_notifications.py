@@ -2,7 +2,8 @@
 navigation, a refused URL (cloud metadata, which no outbound policy allows) is shown
 beside its field with the text kept and nothing saved; a public URL is saved and shown;
 the change is on ``/events`` naming the owner by email (the id in its title); axe finds
-no serious or critical violation. Waits are Playwright's; nothing sleeps."""
+no serious or critical violation. And a key's revocation asks first, as a schedule's
+deletion does. Waits are Playwright's; nothing sleeps."""
 
 from __future__ import annotations
 
