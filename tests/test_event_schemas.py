@@ -281,6 +281,7 @@ CREATED_DATA: dict[str, JsonValue] = {
 }
 MEMBER: dict[str, JsonValue] = {"user_id": USER["id"], "email": "ada@acme.example"}
 ENDED = "sessions_ended"
+HOOK_DATA: dict[str, JsonValue] = {"change": "set", "origin": "https://hooks.example.com:443"}
 WHO: dict[str, JsonValue] = {
     "user_id": USER["id"],
     "email": "ada@acme.example",
@@ -321,7 +322,11 @@ VALID: list[tuple[str, dict[str, Any]]] = [
         "sign-in failed",
         tenant_event(E.USER_SIGN_IN_FAILED, WHO | {"reason": "wrong_password"}),
     ),
-    ("suspended from the CLI", tenant_event(E.TENANT_SUSPENDED, {"cancelled_runs": 0})),
+    (
+        "suspended from the CLI",
+        tenant_event(E.TENANT_SUSPENDED, {"cancelled_runs": 0}, actor=OPERATOR),
+    ),
+    ("suspended, recorded unnamed", tenant_event(E.TENANT_SUSPENDED, {"cancelled_runs": 0})),
     (
         "stream refused",
         tenant_event(
@@ -338,6 +343,11 @@ VALID: list[tuple[str, dict[str, Any]]] = [
     ("key revoked from the CLI", tenant_event(E.API_KEY_REVOKED, KEY_DATA, actor=OPERATOR)),
     ("secret rotated", tenant_event(E.SECRET_ROTATED, ROTATED_DATA, actor=USER)),
     ("secret revoked", tenant_event(E.SECRET_REVOKED, REVEALED_DATA, actor=API_KEY)),
+    ("notification URL set", tenant_event(E.NOTIFICATIONS_UPDATED, HOOK_DATA, actor=API_KEY)),
+    (
+        "notification URL removed",
+        tenant_event(E.NOTIFICATIONS_UPDATED, HOOK_DATA | {"change": "removed"}, actor=USER),
+    ),
     ("user invited", tenant_event(E.USER_INVITED, INVITED_DATA, actor=USER)),
     ("user created", tenant_event(E.USER_CREATED, CREATED_DATA, actor=OPERATOR)),
     (
@@ -430,6 +440,7 @@ SUSPENDED = dict(VALID)["suspended by an operator"]
 RESUMED = dict(VALID)["resumed"]
 REFUSED = dict(VALID)["stream refused"]
 SIGNED_IN = dict(VALID)["signed in"]
+HOOK = dict(VALID)["notification URL set"]
 SIGN_IN_FAILED = dict(VALID)["sign-in failed"]
 RESTARTED = restarted()
 
@@ -488,6 +499,10 @@ INVALID: list[Invalid] = [
     bad("reveal without the secret", REVEALED, "data.secret_id", DELETE),
     bad("reveal carrying the secret", REVEALED, "data.secret", "whsec_abc"),
     bad("reveal of a key id", REVEALED, "data.secret_id", "key_x"),
+    bad("notification change without who", HOOK, "actor", None),
+    bad("notification change carrying the URL", HOOK, "data.url", "https://hooks.example.com/t"),
+    bad("notification origin with a path", HOOK, "data.origin", "https://hooks.example.com/t"),
+    bad("notification change, unknown kind", HOOK, "data.change", "edited"),
     bad("system suspended", SUSPENDED, "tenant_id", SYSTEM_TENANT),
     bad("suspension on a schedule", SUSPENDED, "schedule_id", SCH),
     bad("negative cancelled count", SUSPENDED, "data.cancelled_runs", -1),

@@ -79,7 +79,7 @@ def suspend(settings: Settings, *, id_or_name: str) -> tuple[str, int | None]:
 
     def write(conn: Connection) -> tuple[str, int | None]:
         tenant_id = find_tenant_id(conn, id_or_name=id_or_name)
-        return tenant_id, suspend_tenant(conn, tenant_id=tenant_id, now=_now())
+        return tenant_id, suspend_tenant(conn, tenant_id=tenant_id, now=_now(), actor=OPERATOR)
 
     return _write(settings, write)
 
@@ -90,7 +90,7 @@ def resume(settings: Settings, *, id_or_name: str) -> tuple[str, bool]:
 
     def write(conn: Connection) -> tuple[str, bool]:
         tenant_id = find_tenant_id(conn, id_or_name=id_or_name)
-        return tenant_id, resume_tenant(conn, tenant_id=tenant_id, now=_now())
+        return tenant_id, resume_tenant(conn, tenant_id=tenant_id, now=_now(), actor=OPERATOR)
 
     return _write(settings, write)
 

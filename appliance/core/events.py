@@ -42,6 +42,7 @@ class EventType(enum.StrEnum):
     API_KEY_REVOKED = "api_key.revoked"
     SECRET_ROTATED = "signing_secret.rotated"  # never the secret (store/tenants.py)
     SECRET_REVOKED = "signing_secret.revoked"  # one active secret expired at once
+    NOTIFICATIONS_UPDATED = "notifications.updated"  # the URL set or removed (origin only)
     USER_INVITED = "user.invited"  # store/invitations.py
     USER_CREATED = "user.created"  # an account: an invitation used, or the operator's CLI
     USER_SIGNED_IN = "user.signed_in"  # a web UI sign-in (store/sessions.py)

@@ -15,8 +15,9 @@ Rules this module guards:
   after the appliance was down for that long.
 - Suspending a suspended tenant, or resuming an active one, changes nothing.
 - Each suspension and resumption appends ``tenant.suspended`` / ``tenant.resumed`` to
-  the tenant's own feed in the same transaction, naming the operator as actor (None
-  from the command line).
+  the tenant's own feed in the same transaction, naming the operator as actor: the web
+  UI's operator, or ``operator:cli`` from the command line (None only in events written
+  before the command line named itself, and by tests that act as the store alone).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from appliance.errors import Conflict, NotFound, ValidationError
 from appliance.live.limits import RETRY_AFTER_S, StreamLimitReached
 from appliance.ui import (
     admin,
+    notifications,
     pages,
     runs,
     schedule_actions,
@@ -62,7 +63,16 @@ def register_ui(app: Quart, context: UiContext) -> None:
     bp.register_error_handler(ValidationError, _invalid)
     bp.register_error_handler(StreamLimitReached, _too_many_streams)
     register_filters(bp)
-    for module in (signin, pages, schedules, schedule_actions, runs, settings_pages, admin):
+    for module in (
+        signin,
+        pages,
+        schedules,
+        schedule_actions,
+        runs,
+        settings_pages,
+        notifications,
+        admin,
+    ):
         module.register(bp)
     app.register_blueprint(bp)
 

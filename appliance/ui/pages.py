@@ -1,15 +1,17 @@
 """``/`` (dashboard), ``/events`` (the feed, live), ``/events/stream`` (its Server-Sent
 Events) and ``/guide`` (receiver snippets filled in with the tenant's own values).
 
-The feed page shows the newest events; while it is open it counts what arrives after the
-newest shown and offers a "N new events" link instead of moving rows under the reader.
-One tab per browser follows ``/events/stream`` — the API's stream function and hub
-(:mod:`appliance.live.hub`) behind the session instead of a key; the others ask
-``/events/new`` every five seconds (``web/static/steeple.js``: HTTP/1.1 allows six
-connections per host, and each stream holds one). Without JavaScript, reloading the page
-does the same. A stream counts toward its session's, tenant's and the process's caps
-(:mod:`appliance.live.limits`); over one, or with a cursor that is not an event
-``seq``, it answers a problem document (429, 422) instead of streaming.
+The feed page shows the newest events, each actor by email (a web UI user) or name (an
+API key; :mod:`appliance.store.actors`), its id in the cell's title and a copy button;
+while it is open it counts what arrives after the newest shown and offers a "N new
+events" link instead of moving rows under the reader. One tab per browser follows
+``/events/stream`` — the API's stream function and hub (:mod:`appliance.live.hub`) behind
+the session instead of a key; the others ask ``/events/new`` every five seconds
+(``web/static/steeple.js``: HTTP/1.1 allows six connections per host, and each stream
+holds one). Without JavaScript, reloading the page does the same. A stream counts toward
+its session's, tenant's and the process's caps (:mod:`appliance.live.limits`); over one,
+or with a cursor that is not an event ``seq``, it answers a problem document (429, 422)
+instead of streaming.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ from quart import Blueprint, Response, redirect, request
 
 from appliance.clock import WallClock
 from appliance.core.cron_preview import soonest_occurrences
-from appliance.core.events import Actor, EventType, read_cursor
+from appliance.core.events import Actor, Event, EventType, read_cursor
 from appliance.core.schedules import Schedule
 from appliance.errors import FieldError, NotFound, ValidationError
 from appliance.live.hub import Recheck, StreamQuery, follow
 from appliance.live.limits import Holder, Surface, admit, holding
 from appliance.store import overview
+from appliance.store.actors import actor_names
 from appliance.store.events import list_events
 from appliance.store.infra.backend import Store
+from appliance.store.infra.connection import Connection
 from appliance.store.sessions import find_session
 from appliance.store.usecases.pages import dashboard as dashboard_of
 from appliance.store.users import Role
@@ -80,17 +84,22 @@ def _next_up(schedules: list[Schedule], now: int) -> list[tuple[Schedule, int]]:
 
 async def events() -> Response:
     _, tenant_id = require(Role.VIEWER)
-    feed = await ui().db.read(
-        lambda conn: overview.recent_events(conn, tenant_id=tenant_id, limit=FEED_SIZE)
-    )
+    feed, names = await ui().db.read(_feed_with_names, tenant_id=tenant_id)
     newest = feed[-1].seq if feed else 0
     return await page(
         "events.html",
         events=list(reversed(feed)),
+        names=names,
         newest=newest,
         live=ui().event_hub is not None,
         types=" ".join(EventType),
     )
+
+
+def _feed_with_names(conn: Connection, *, tenant_id: str) -> tuple[list[Event], dict[Actor, str]]:
+    """The newest events and their actors' names (emails, key names), one read."""
+    feed = overview.recent_events(conn, tenant_id=tenant_id, limit=FEED_SIZE)
+    return feed, actor_names(conn, tenant_id=tenant_id, actors=(e.actor for e in feed))
 
 
 async def new_events() -> Response:

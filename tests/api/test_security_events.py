@@ -96,3 +96,28 @@ async def test_the_events_match_their_contracts(api: Api, db: Database) -> None:
     ]
     for wire, validator in stored:
         assert [e.message for e in validator.iter_errors(wire)] == [], wire
+
+
+async def test_notification_url_changes_are_events_naming_the_key_and_the_origin_only(
+    api: Api, db: Database
+) -> None:
+    """Set, the same again (nothing), replaced, removed; refused URLs leave no event."""
+    me = {"kind": "api_key", "id": await key_id_of(api)}
+    hook = "https://hooks.example.com/T0/B1/secret-token"
+    assert (await api.call("PUT", "/v1/notifications", json_body={"url": hook})).status == 200
+    assert (await api.call("PUT", "/v1/notifications", json_body={"url": hook})).status == 200
+    refused = await api.call("PUT", "/v1/notifications", json_body={"url": "http://127.0.0.1/x"})
+    assert refused.status == 422
+    other = "https://hooks.example.com:8443/other"
+    assert (await api.call("PUT", "/v1/notifications", json_body={"url": other})).status == 200
+    assert (await api.call("DELETE", "/v1/notifications")).status == 204
+    assert (await api.call("DELETE", "/v1/notifications")).status == 404
+    events = of_type(await feed(api), "notifications.updated")
+    assert [(e["actor"], e["data"]) for e in events] == [
+        (me, {"change": "set", "origin": "https://hooks.example.com:443"}),
+        (me, {"change": "replaced", "origin": "https://hooks.example.com:8443"}),
+        (me, {"change": "removed", "origin": "https://hooks.example.com:8443"}),
+    ]
+    assert "secret-token" not in json.dumps(events)
+    for wire, validator in stored_events(db):
+        assert [e.message for e in validator.iter_errors(wire)] == [], wire

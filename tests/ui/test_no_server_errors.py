@@ -145,6 +145,11 @@ ROUTES: dict[str, Route] = {
         ({"current": PASSWORD, "password": NEW_PASSWORD, "repeat": NEW_PASSWORD},),
     ),
     "ui.end_sessions": Route("POST", "/settings/account/sessions"),
+    "ui.notifications": Route("GET", "/settings/notifications", query=("done",)),
+    "ui.save_notifications": Route(
+        "POST", "/settings/notifications", ({"url": "https://hooks.example.com/n"},)
+    ),
+    "ui.remove_notifications": Route("POST", "/settings/notifications/remove"),
     "ui.health": Route("GET", "/admin/health"),
     "ui.tenant_list": Route("GET", "/admin/tenants"),
     "ui.add_tenant": Route("POST", "/admin/tenants", ({"name": "gamma"},)),
@@ -373,7 +378,7 @@ async def test_the_table_names_every_field_the_pages_forms_post(
         "/schedules/{schedule_id}/edit", "/schedules/{schedule_id}/delete", "/runs/{run_id}",
         "/failed", "/failed/replay-all", "/settings/keys", "/settings/secrets",
         "/settings/users", "/settings/users/{user_id}/remove", "/settings/account",
-        "/admin/tenants", "/events", "/guide",
+        "/settings/notifications", "/admin/tenants", "/events", "/guide",
     ]  # fmt: skip
     adapter = app.url_map.bind("localhost")
     missing: dict[str, set[str]] = {}
