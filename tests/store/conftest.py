@@ -21,10 +21,12 @@ import pytest
 
 from appliance.core.ids import new_id
 from appliance.core.instants import parse_instant
+from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.store.infra.backend import Store
 from appliance.store.infra.connection import Connection
 from appliance.store.infra.database import Database
 from appliance.store.infra.postgres.database import PgDatabase
+from appliance.store.materialise import insert_runs, store_body
 from appliance.store.tenants import create_tenant
 
 T0 = parse_instant("2026-08-06T03:00:00Z")
@@ -146,3 +148,26 @@ def lite() -> Iterator[apsw.Connection]:
     conn.execute("PRAGMA foreign_keys=ON")
     yield conn
     conn.close()
+
+
+def add_due(db: Store, tenant: str, schedule: str, *, count: int, first_due: int) -> None:
+    """``count`` pending runs of ``schedule``, one a second from ``first_due``."""
+
+    def insert(conn: Connection) -> None:
+        digest = store_body(conn, content_type="application/json", body=b"{}")
+        runs = [
+            occurrence_run(
+                schedule_id=schedule,
+                tenant_id=tenant,
+                schedule_version=1,
+                scheduled_for=first_due + k * 1_000,
+                due_at=first_due + k * 1_000,
+                state=RunState.PENDING,
+                trigger=Trigger.SCHEDULE,
+                body_digest=digest,
+            )
+            for k in range(count)
+        ]
+        assert len(insert_runs(conn, runs, now=T0)) == count
+
+    db.write_now(insert)

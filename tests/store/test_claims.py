@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import apsw
 import pytest
 
-from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.store.claims import ClaimBatch, ClaimedRun, claim_runs
 from appliance.store.infra.backend import Store
 from appliance.store.infra.database import Database
-from appliance.store.materialise import insert_runs, store_body
 from appliance.store.tenants import create_tenant
-from tests.store.conftest import T0, ScheduleRow, insert_schedule
+from tests.store.conftest import T0, ScheduleRow, add_due, insert_schedule
 
 LEASE = 30_000
 SECOND = 1_000
@@ -25,29 +22,6 @@ def new_tenant(db: Database, name: str) -> tuple[str, str]:
     tenant = db.write_now(create_tenant, name=name, now=T0).tenant_id
     schedule = db.write_now(insert_schedule, tenant_id=tenant, row=ScheduleRow(), now=T0)
     return tenant, schedule
-
-
-def add_due(db: Database, tenant: str, schedule: str, *, count: int, first_due: int) -> None:
-    """``count`` pending runs of ``schedule``, one a second from ``first_due``."""
-
-    def insert(conn: apsw.Connection) -> None:
-        digest = store_body(conn, content_type="application/json", body=b"{}")
-        runs = [
-            occurrence_run(
-                schedule_id=schedule,
-                tenant_id=tenant,
-                schedule_version=1,
-                scheduled_for=first_due + k * SECOND,
-                due_at=first_due + k * SECOND,
-                state=RunState.PENDING,
-                trigger=Trigger.SCHEDULE,
-                body_digest=digest,
-            )
-            for k in range(count)
-        ]
-        assert len(insert_runs(conn, runs, now=T0)) == count
-
-    db.write_now(insert)
 
 
 def claim(db: Database, *, now: int, limit: int, cap: int | None = None) -> ClaimBatch:

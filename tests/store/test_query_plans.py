@@ -35,7 +35,7 @@ from appliance.store.restarts import _TALLY
 from appliance.store.retention import OLD_FINISHED_SQL
 from appliance.store.run_search import RunFilter, search_runs
 from appliance.store.runs import list_runs
-from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule
+from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule, add_due
 
 pytestmark = pytest.mark.perf_cliff
 
@@ -80,29 +80,6 @@ def plans_of(db: Store, read: Callable[..., object], table: str, **kwargs: objec
 def claim_params(statement: str, **changes: object) -> dict[str, object]:
     params = CLAIM_PARAMS | changes
     return {name: value for name, value in params.items() if f":{name}" in statement}
-
-
-def add_due(db: Store, tenant: str, schedule: str, *, count: int) -> None:
-    """``count`` pending runs of ``schedule``, one a second from T0."""
-
-    def insert(conn: Connection) -> None:
-        digest = store_body(conn, content_type="application/json", body=b"{}")
-        runs = [
-            occurrence_run(
-                schedule_id=schedule,
-                tenant_id=tenant,
-                schedule_version=1,
-                scheduled_for=T0 + k * 1_000,
-                due_at=T0 + k * 1_000,
-                state=RunState.PENDING,
-                trigger=Trigger.SCHEDULE,
-                body_digest=digest,
-            )
-            for k in range(count)
-        ]
-        insert_runs(conn, runs, now=T0)
-
-    db.write_now(insert)
 
 
 # --- Run search and the runs lists -------------------------------------------------------
@@ -260,7 +237,7 @@ def test_the_claim_seeks_through_the_partial_index_and_never_walks_job_runs(
     """Every access to job_runs is a bounded SEARCH (a SCAN through an index is still
     every row: counting waiting tenants' running runs once walked all of
     ``job_runs_tenant_state_time``, twice per claim)."""
-    add_due(db, tenant, make_schedule(), count=50)
+    add_due(db, tenant, make_schedule(), count=50, first_due=T0)
     db.write_now(claim_runs, owner="inc_a", now=T0 + 60_000, lease_ms=LEASE, limit=8)
     details = plan(db, statement, claim_params(statement, tenant=tenant))
     if statement != claims._WAITING:
