@@ -12,6 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from appliance.errors import StoreError
 from appliance.store.infra.postgres.database import PgDatabase, _CommitLost, _Outage
 from appliance.store.tenants import create_tenant, list_tenants
 from tests.postgres_cluster import Cluster, start_cluster, unavailable
@@ -105,3 +106,13 @@ def test_what_became_of_a_transaction_is_the_servers_answer(pg_store_dsn: str) -
         assert not db._did_commit(_CommitLost(undone, "result", lost), outage)
     finally:
         db.close()
+
+
+def test_a_closed_store_refuses_at_once_instead_of_waiting_out_an_outage(
+    pg_store_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = PgDatabase.open(pg_store_dsn)
+    db.close()
+    with pytest.raises(StoreError, match="closed"):
+        db.read_now(list_tenants)
+    assert "unreachable; waiting" not in caplog.text  # no outage was waited for

@@ -81,7 +81,11 @@ class _LostBeforeCommit(Exception):
 
 def _unreachable(exc: BaseException) -> bool:
     """A connection-level failure (no server, a dropped link, an admin shutdown), not a
-    statement's error: SQLSTATE class 08, 57P01-57P03, or none at all (client side)."""
+    statement's error: SQLSTATE class 08, 57P01-57P03, or none at all (client side). A
+    store this process closed is not an outage: nothing will reopen it, so it is not
+    waited for."""
+    if isinstance(exc, psycopg_pool.PoolClosed):
+        return False
     if isinstance(exc, psycopg_pool.PoolTimeout):
         return True
     if not isinstance(exc, psycopg.OperationalError):
