@@ -58,7 +58,7 @@ def test_at_390_px_rows_are_labelled_and_the_preview_is_above_the_submit_button(
     try:
         sign_in(page, base, "owner@acme.example")
         page.goto(f"{base}/failed")
-        cell = page.locator("tbody tr").first.locator("td").nth(2)
+        cell = page.locator("tbody tr").first.locator("td").nth(1)
         expect(cell).to_have_attribute("data-label", "Schedule")
         shown = cell.evaluate(
             "c => [getComputedStyle(c).display, getComputedStyle(c, '::before').content]"
