@@ -37,6 +37,7 @@ from appliance.store.infra.backend import Store
 from appliance.store.infra.connection import Connection
 from appliance.store.sessions import find_session
 from appliance.store.usecases.pages import dashboard as dashboard_of
+from appliance.store.usecases.pages import schedule_names
 from appliance.store.users import Role
 from appliance.ui.context import public_base_url, ui
 from appliance.ui.render import page
@@ -70,7 +71,11 @@ async def dashboard() -> Response:
         _next_up, shown.soonest, now, limiter=ctx.cpu, abandon_on_cancel=False
     )
     return await page(
-        "dashboard.html", counts=shown.counts, upcoming=upcoming, attention=shown.attention
+        "dashboard.html",
+        counts=shown.counts,
+        upcoming=upcoming,
+        attention=shown.attention,
+        names=shown.schedule_names,
     )
 
 
@@ -84,22 +89,28 @@ def _next_up(schedules: list[Schedule], now: int) -> list[tuple[Schedule, int]]:
 
 async def events() -> Response:
     _, tenant_id = require(Role.VIEWER)
-    feed, names = await ui().db.read(_feed_with_names, tenant_id=tenant_id)
+    feed, names, schedules = await ui().db.read(_feed_with_names, tenant_id=tenant_id)
     newest = feed[-1].seq if feed else 0
     return await page(
         "events.html",
         events=list(reversed(feed)),
         names=names,
+        schedule_names=schedules,
         newest=newest,
         live=ui().event_hub is not None,
         types=" ".join(EventType),
     )
 
 
-def _feed_with_names(conn: Connection, *, tenant_id: str) -> tuple[list[Event], dict[Actor, str]]:
-    """The newest events and their actors' names (emails, key names), one read."""
+def _feed_with_names(
+    conn: Connection, *, tenant_id: str
+) -> tuple[list[Event], dict[Actor, str], dict[str, str]]:
+    """The newest events, their actors' names (emails, key names) and their schedules'
+    names, one read."""
     feed = overview.recent_events(conn, tenant_id=tenant_id, limit=FEED_SIZE)
-    return feed, actor_names(conn, tenant_id=tenant_id, actors=(e.actor for e in feed))
+    actors = actor_names(conn, tenant_id=tenant_id, actors=(e.actor for e in feed))
+    ids = (e.schedule_id for e in feed if e.schedule_id)
+    return feed, actors, schedule_names(conn, tenant_id=tenant_id, schedule_ids=ids)
 
 
 async def new_events() -> Response:

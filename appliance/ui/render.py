@@ -19,6 +19,7 @@ from appliance.core.timing import Timing
 from appliance.errors import ValidationError
 from appliance.store.figures.tenants import COUNT_CAP
 from appliance.ui.context import ui
+from appliance.ui.schedule_form import advanced_open
 from appliance.ui.security import CSRF_FIELD, current_session
 
 NOTICES: Final = {
@@ -127,7 +128,26 @@ def in_words(timing: Timing) -> str:
         return "(no longer a valid expression)"
 
 
+# Pages under no menu entry of their own, shown as part of the entry they belong to.
+NAV_PARENTS: Final = {"/runs": "/schedules"}
+
+
+def nav_current(href: str) -> bool:
+    """Whether the menu entry ``href`` is the section of the page being shown (base.html
+    marks it ``aria-current="page"``): ``/`` only on itself, others on their own path and
+    every path under it (``/schedules/…`` is Schedules, a run page is too)."""
+    path = request.path.rstrip("/") or "/"
+    for under, parent in NAV_PARENTS.items():
+        if path == under or path.startswith(under + "/"):
+            path = parent
+    if href == "/":
+        return path == "/"
+    return path == href or path.startswith(href + "/")
+
+
 def register_filters(blueprint: Blueprint) -> None:
+    blueprint.add_app_template_global(nav_current, "nav_current")
+    blueprint.add_app_template_global(advanced_open, "advanced_open")
     blueprint.add_app_template_filter(capped, "capped")
     blueprint.add_app_template_filter(countdown, "countdown")
     blueprint.add_app_template_filter(in_words, "in_words")

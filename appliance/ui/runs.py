@@ -16,6 +16,7 @@ from appliance.core.runs import RunState
 from appliance.errors import ValidationError
 from appliance.store.run_search import RunFilter, search_runs
 from appliance.store.usecases import manual
+from appliance.store.usecases.pages import run_list
 from appliance.store.usecases.pages import run_page as run_page_of
 from appliance.store.users import Role
 from appliance.ui.context import ui
@@ -45,6 +46,7 @@ async def run_page(run_id: str) -> Response:
         run=run,
         attempts=shown.attempts,
         zone=shown.zone,
+        schedule_name=shown.schedule_name,
         scheduled_for=format_scheduled_for(run.scheduled_for),
         replayable=run.state
         in (RunState.SUCCEEDED, RunState.FAILED, RunState.MISSED, RunState.CANCELLED),
@@ -63,10 +65,13 @@ async def replay(run_id: str) -> Response:
 
 async def failed() -> Response:
     _, tenant_id = require(Role.VIEWER)
-    runs = await ui().db.read(
-        lambda conn: search_runs(conn, tenant_id=tenant_id, where=FAILED, limit=PAGE_SIZE)
+    shown = await ui().db.read(run_list, tenant_id=tenant_id, where=FAILED, limit=PAGE_SIZE)
+    return await page(
+        "failed.html",
+        runs=shown.runs,
+        names=shown.schedule_names,
+        replayed=request.args.get("replayed"),
     )
-    return await page("failed.html", runs=runs, replayed=request.args.get("replayed"))
 
 
 async def replay_selected() -> Response:

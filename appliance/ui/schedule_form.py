@@ -299,3 +299,27 @@ def _number(form: Mapping[str, str], key: str, errors: list[FieldError]) -> obje
     if value is None:
         errors.append(FieldError(field=key, message="must be a whole number"))
     return value
+
+
+# The form's advanced options: grouped in a <details> collapsed by default
+# (schedule_form.html), shown open when one holds an error or differs from a blank form.
+ADVANCED_FIELDS: Final = (
+    "max_attempts",
+    "backoff",
+    "max_age_seconds",
+    "jitter_seconds",
+    "catchup_policy",
+    "overlap",
+    "dst_gap",
+    "dst_fold",
+)
+
+
+def advanced_open(form: ScheduleForm) -> bool:
+    """Whether the advanced group starts open: a value that is not a blank form's, or an
+    error, is never hidden from the person saving it."""
+    defaults = blank_form().values
+    return any(
+        name in form.errors or form.values.get(name, "") != defaults.get(name, "")
+        for name in ADVANCED_FIELDS
+    )

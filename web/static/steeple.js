@@ -34,6 +34,27 @@ document.addEventListener("click", (event) => {
 })();
 // After an htmx swap of the preview, nothing moves the focus: the region is aria-live.
 
+// Tables with a header row: each cell gets its column's header as data-label and the
+// table the class "rows", so on a phone's width steeple.css shows each row as a block of
+// labelled values (a cell spanning columns keeps no label). Run again on what htmx or a
+// live refresh swaps in.
+const labelTables = (root) => {
+  for (const table of root.querySelectorAll("table")) {
+    const heads = [...table.querySelectorAll("thead th")].map((th) => th.textContent.trim());
+    if (!heads.length) continue;
+    table.classList.add("rows");
+    for (const row of table.querySelectorAll("tbody tr")) {
+      let column = 0;
+      for (const cell of row.children) {
+        if (cell.colSpan === 1 && heads[column]) cell.dataset.label = heads[column];
+        column += cell.colSpan;
+      }
+    }
+  }
+};
+labelTables(document);
+document.addEventListener("htmx:afterSwap", (event) => labelTables(event.target));
+
 // The event feed (/events): count what arrives after the newest row shown and offer a
 // "N new events" link rather than moving rows under the reader. One tab per browser
 // follows the Server-Sent Events stream (a lease in localStorage, renewed every 5 s): an

@@ -11,17 +11,23 @@ Rules this module guards:
   like a missing one.
 - Records are read through their subjects' own functions (``get_schedule``,
   ``list_runs``, …), so a page shows the same values the API renders.
+- A run is shown by its schedule's name (:func:`schedule_names`), read in the same
+  snapshot: only the tenant's schedules are named, a deleted one by the name it had; the
+  ids stay beside the names (docs/ui.md, "Names, not ids").
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from appliance.core.schedules import Schedule
 from appliance.store import overview, pauses
 from appliance.store import runs as run_store
 from appliance.store.figures.tenants import Counts, counts
+from appliance.store.infra import rows
 from appliance.store.infra.connection import Connection
+from appliance.store.run_search import RunFilter, search_runs
 from appliance.store.runs import AttemptRecord, RunRecord
 from appliance.store.schedules import get_schedule, require_schedule
 
@@ -52,6 +58,7 @@ class RunPage:
     run: RunRecord
     attempts: list[AttemptRecord]
     zone: str  # the schedule's time zone; UTC once the schedule is deleted
+    schedule_name: str | None  # the name it has, or had before it was deleted
 
 
 def run_page(conn: Connection, *, tenant_id: str, run_id: str) -> RunPage:
@@ -61,7 +68,8 @@ def run_page(conn: Connection, *, tenant_id: str, run_id: str) -> RunPage:
     run, attempts = run_store.run_with_attempts(conn, tenant_id=tenant_id, run_id=run_id)
     schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=run.schedule_id)
     zone = "UTC" if schedule is None else schedule.spec.timezone
-    return RunPage(run=run, attempts=attempts, zone=zone)
+    names = schedule_names(conn, tenant_id=tenant_id, schedule_ids=[run.schedule_id])
+    return RunPage(run=run, attempts=attempts, zone=zone, schedule_name=names.get(run.schedule_id))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +119,7 @@ class Dashboard:
     counts: Counts
     soonest: list[Schedule]  # the live, unpaused schedules that fire soonest, soonest first
     attention: list[RunRecord]  # failed or missed in the last 24 h, newest first
+    schedule_names: dict[str, str]  # the attention runs' schedules' names, by id
 
 
 def dashboard(
@@ -118,8 +127,42 @@ def dashboard(
 ) -> Dashboard:
     """The tenant's counts, its ``soonest`` schedules due next and its ``attention``
     newest runs that failed or were missed."""
+    failed = overview.attention(conn, tenant_id=tenant_id, now=now, limit=attention)
     return Dashboard(
         counts=counts(conn, tenant_id=tenant_id, now=now),
         soonest=overview.next_due(conn, tenant_id=tenant_id, limit=soonest),
-        attention=overview.attention(conn, tenant_id=tenant_id, now=now, limit=attention),
+        attention=failed,
+        schedule_names=schedule_names(
+            conn, tenant_id=tenant_id, schedule_ids=(r.schedule_id for r in failed)
+        ),
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunList:
+    runs: list[RunRecord]  # newest first
+    schedule_names: dict[str, str]  # their schedules' names, by id
+
+
+def run_list(conn: Connection, *, tenant_id: str, where: RunFilter, limit: int) -> RunList:
+    """The tenant's runs matching ``where`` (:func:`appliance.store.run_search.
+    search_runs`), each with its schedule's name."""
+    found = search_runs(conn, tenant_id=tenant_id, where=where, limit=limit)
+    names = schedule_names(conn, tenant_id=tenant_id, schedule_ids=(r.schedule_id for r in found))
+    return RunList(runs=found, schedule_names=names)
+
+
+def schedule_names(
+    conn: Connection, *, tenant_id: str, schedule_ids: Iterable[str]
+) -> dict[str, str]:
+    """The names of the tenant's schedules among ``schedule_ids``, deleted ones included
+    (a run outlives its schedule); another tenant's id is never named. One query."""
+    wanted = sorted(set(schedule_ids))
+    if not wanted:
+        return {}
+    marks = ", ".join("?" for _ in wanted)
+    found = conn.execute(
+        f"SELECT id, name FROM schedules WHERE tenant_id = ? AND id IN ({marks})",
+        (tenant_id, *wanted),
+    )
+    return {rows.text(i): rows.text(name) for i, name in found}
