@@ -8,8 +8,10 @@ database once, off the event loop: gauges from
 ``steeple status`` show; the cost does not grow with history), counters from the events
 recorded since the previous scrape (:mod:`appliance.store.figures.counters`), so the engine
 carries no instrumentation. Counters count from this process's start, as
-Prometheus expects. No label carries a tenant, schedule or run: outcome and reason sets
-are closed enums.
+Prometheus expects: the first scrape counts the events after the newest one when the
+process started (``Lifecycle.events_at_start``), deliveries before anyone scraped
+included. No label carries a tenant, schedule or run: outcome and reason sets are closed
+enums.
 
 ``/readyz`` is 200 only when the engine runs, the appliance is not draining (503 from the
 first SIGTERM), the schema is current and the database answers within a second.
@@ -76,7 +78,7 @@ class Observability:
 class Counts:
     """Process-lifetime counters, advanced at each scrape from the event log."""
 
-    events_cursor: int | None = None  # None until the first scrape places it
+    events_cursor: int = 0  # the last event counted: at first, the process start's newest
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     missed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MISSED_REASONS, 0))
     failed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAILED_REASONS, 0))
@@ -324,7 +326,8 @@ def _recent(f: Figures) -> Iterator[Metric]:
 
 
 def register(app: QuartTrio, observability: Observability) -> None:
-    collector = Collector()
+    # Counters start with the process (Prometheus's rule), not with the first scrape.
+    collector = Collector(counts=Counts(events_cursor=observability.lifecycle.events_at_start))
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
     ProcessCollector(registry=registry)

@@ -7,7 +7,8 @@ Each item carries the local wall time, the UTC offset and the zone's abbreviatio
 whether the offset changed since the previous item (a DST transition in between: the
 reader should look twice at that row), and for a cron what a transition did to it
 (``core.dst.DstMark``: a gap time shifted, a fold time's first or last instant) with a
-note in words ("02:30 does not exist on 2026-03-29: runs at 03:00").
+note in words ("02:30 does not exist on 2026-03-29: runs at 03:00"; "02:30 happens twice
+on 2026-10-25: this is the first time; the second is not run (dst.fold: first)").
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import heapq
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Final
 from zoneinfo import ZoneInfo
 
 from appliance.core.cron import CronSpec, dst_mark, local_wall_time
-from appliance.core.dst import DstMark
+from appliance.core.dst import DstMark, Fold
 from appliance.core.instants import to_datetime
 from appliance.core.timing import ScheduleKind, Timing, cron_spec, kind_of, occurrences
 
@@ -66,8 +68,20 @@ def _mark(spec: CronSpec | None, ms: int, local_time: str) -> tuple[DstMark | No
     clock = f"{wall:%H:%M}" + (f":{wall:%S}" if wall.second else "")
     if mark is DstMark.GAP_SHIFTED:
         return mark, f"{clock} does not exist on {wall:%Y-%m-%d}: runs at {local_time[11:16]}"
+    assert spec is not None  # only a cron has a mark
     which = "first" if mark is DstMark.FOLD_FIRST else "second"
-    return mark, f"{clock} happens twice on {wall:%Y-%m-%d}: this is the {which} time"
+    return mark, (
+        f"{clock} happens twice on {wall:%Y-%m-%d}: this is the {which} time; "
+        f"{_FOLD_WORDS[spec.dst.fold]}"
+    )
+
+
+# What the schedule does with the other instant of a repeated wall time (ADR 0043).
+_FOLD_WORDS: Final = {
+    Fold.FIRST: "the second is not run (dst.fold: first)",
+    Fold.LAST: "the first was not run (dst.fold: last)",
+    Fold.BOTH: "it runs both times (dst.fold: both)",
+}
 
 
 def soonest_occurrences(

@@ -12,10 +12,12 @@
 - Whatever the policy, occurrences stay strictly increasing: two wall times landing on one
   instant (gap times shifted onto the gap's end) fire once (``core.cron``).
 - A preview marks each occurrence a transition touched (:class:`DstMark`).
-- :func:`gaps_between` finds a zone's spring-forward gaps in a bounded span by sampling
-  the offset every few hours and bisecting each change (≈ 1,500 offset look-ups a year),
-  for the schedule linter: each (zone, year) is scanned once and kept, since
-  every create of a fixed-time cron asks for the coming year.
+- :func:`gaps_between` and :func:`folds_between` find a zone's spring-forward gaps and
+  fall-back folds in a bounded span by sampling the offset every few hours and bisecting
+  each change (≈ 1,500 offset look-ups a year), for the schedule linter: each (zone,
+  year) is scanned once and kept, since every create of a fixed-time cron asks for the
+  coming year. In the southern hemisphere the gap falls in September or October and the
+  fold in March or April: which is which follows from the offset's direction alone.
 """
 
 from __future__ import annotations
@@ -114,45 +116,93 @@ class ZoneGap:
     wall_end: datetime
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ZoneFold:
+    """A fall-back fold: wall times from ``wall_start`` (inclusive) to ``wall_end``
+    (exclusive) happen twice, first before ``start_ms`` (the instant the clocks go back,
+    abbreviation ``first_name``) and again after it (``second_name``)."""
+
+    start_ms: int
+    wall_start: datetime  # naive local wall-clock time
+    wall_end: datetime
+    first_name: str  # "CEST": the zone's abbreviation at the earlier instants
+    second_name: str  # "CET": ... at the later instants
+
+
+Transition = ZoneGap | ZoneFold
+
+
 def gaps_between(zone: ZoneInfo, start_ms: int, end_ms: int) -> list[ZoneGap]:
     """Every gap of ``zone`` whose jump lies in ``(start_ms, end_ms]``, in order: those of
     each calendar year (UTC) the span touches, scanned once per zone and year."""
+    return [t for t in _transitions_between(zone, start_ms, end_ms) if isinstance(t, ZoneGap)]
+
+
+def folds_between(zone: ZoneInfo, start_ms: int, end_ms: int) -> list[ZoneFold]:
+    """Every fold of ``zone`` whose clocks go back in ``(start_ms, end_ms]``, in order, as
+    :func:`gaps_between` finds gaps."""
+    return [t for t in _transitions_between(zone, start_ms, end_ms) if isinstance(t, ZoneFold)]
+
+
+def _transitions_between(zone: ZoneInfo, start_ms: int, end_ms: int) -> list[Transition]:
     first, last = (datetime.fromtimestamp(ms // 1000, tz=UTC).year for ms in (start_ms, end_ms))
     return [
-        gap
+        found
         for year in range(first, last + 1)
-        for gap in _gaps_in_year(zone, year)
-        if start_ms < gap.end_ms <= end_ms
+        for found in _transitions_in_year(zone, year)
+        if start_ms < _instant(found) <= end_ms
     ]
 
 
 @lru_cache(maxsize=_CACHED_ZONE_YEARS)  # thread-safe; ZoneInfo(name) is one object per name
-def _gaps_in_year(zone: ZoneInfo, year: int) -> tuple[ZoneGap, ...]:
+def _transitions_in_year(zone: ZoneInfo, year: int) -> tuple[Transition, ...]:
     start = datetime(year, 1, 1, tzinfo=UTC).timestamp()
     end = datetime(year + 1, 1, 1, tzinfo=UTC).timestamp() if year < 9999 else _LAST_S
-    return tuple(scan_gaps(zone, int(start) * 1000, int(end) * 1000))
+    return tuple(scan_transitions(zone, int(start) * 1000, int(end) * 1000))
 
 
 def scan_gaps(zone: ZoneInfo, start_ms: int, end_ms: int) -> list[ZoneGap]:
     """:func:`gaps_between`, worked out: ≈ 1,500 offset look-ups a year."""
-    found: list[ZoneGap] = []
+    return [t for t in scan_transitions(zone, start_ms, end_ms) if isinstance(t, ZoneGap)]
+
+
+def scan_transitions(zone: ZoneInfo, start_ms: int, end_ms: int) -> list[Transition]:
+    """Every offset change of ``zone`` in ``(start_ms, end_ms]``: a gap when the offset
+    grows, a fold when it shrinks, in order."""
+    found: list[Transition] = []
     low = start_ms // 1000
     high_end = end_ms // 1000
     low_offset = offset_at(low, zone)
     while low < high_end:
         high = min(low + _SAMPLE_S, high_end)
         high_offset = offset_at(high, zone)
-        if high_offset > low_offset:
+        if high_offset != low_offset:
             jump = first_with_offset(low, high, zone, high_offset)
-            found.append(
-                ZoneGap(
-                    end_ms=jump * 1000,
-                    wall_start=_wall(jump + low_offset),
-                    wall_end=_wall(jump + high_offset),
-                )
-            )
+            found.append(_transition(zone, jump, low_offset, high_offset))
         low, low_offset = high, high_offset
     return found
+
+
+def _transition(zone: ZoneInfo, jump: int, before: int, after: int) -> Transition:
+    if after > before:
+        return ZoneGap(
+            end_ms=jump * 1000, wall_start=_wall(jump + before), wall_end=_wall(jump + after)
+        )
+    return ZoneFold(
+        start_ms=jump * 1000,
+        wall_start=_wall(jump + after),
+        wall_end=_wall(jump + before),
+        first_name=_abbreviation(jump - 1, zone),
+        second_name=_abbreviation(jump, zone),
+    )
+
+
+def _instant(transition: Transition) -> int:
+    return transition.end_ms if isinstance(transition, ZoneGap) else transition.start_ms
+
+
+def _abbreviation(epoch_s: int, zone: ZoneInfo) -> str:
+    return datetime.fromtimestamp(epoch_s, tz=UTC).astimezone(zone).tzname() or ""
 
 
 def first_with_offset(low: int, high: int, zone: ZoneInfo, target: int) -> int:

@@ -1,5 +1,5 @@
-"""Where the running appliance is in its life, as ``/readyz`` and the systemd watchdog see
-it. The runtime sets it; nothing else does; the systemd watchdog
+"""Where the running appliance is in its life, as ``/readyz``, ``/metrics`` and the systemd
+watchdog see it. The runtime sets it; nothing else does; the systemd watchdog
 (:func:`appliance.wiring.watchdog.pet_watchdog`) is its other reader."""
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ class Lifecycle:
 
     engine_running: bool = False  # every engine service started, none has stopped
     draining: bool = False  # the first SIGTERM/SIGINT arrived: take this one out of rotation
+    # The newest event's seq as the process started, read before it changed anything:
+    # /metrics counts the events after it, so its counters start with the process, not
+    # with the first scrape (0, an app without a runtime: everything its database holds).
+    events_at_start: int = 0
 
     @property
     def ready(self) -> bool:

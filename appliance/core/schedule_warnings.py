@@ -13,16 +13,21 @@ Codes (the OpenAPI file lists them as an enum):
 - ``time_in_dst_gap``: a fixed-time cron names a local time that does not exist on a
   spring-forward day of its zone within the next year; the message says what the
   schedule's DST policy does then (ADR 0037, ADR 0043).
+- ``time_in_dst_fold``: a fixed-time cron names a local time that happens twice on a
+  fall-back day of its zone within the next year; the message says at which of the two
+  instants (or both) the schedule's DST policy runs it. The gap and fold warnings come
+  soonest transition first, the others in code order.
 - ``no_fire_within_year``: no occurrence within the next year (or none at all).
 - ``jitter_exceeds_period``: ``jitter_seconds`` is at least the time between two
   occurrences, so each delay is capped below the next occurrence (ADR 0037) and the
   spread is narrower than asked.
 
 CPU-bounded whatever the spec: one parse, at most :data:`GAP_SAMPLES` occurrences and
-none past the coming year, one croniter step per DST gap of that year, one offset scan of
-it (``core.dst.gaps_between``), and the first occurrence after now (croniter's own search
-is bounded, ``core.cron``): the most for the sparsest spec (``0 0 29 2 */7``, next in
-2032; bench/HISTORY.md, "Costs once quoted in code comments"). Pure: ``now`` is given.
+none past the coming year, one croniter step per DST transition of that year, one offset
+scan of it (``core.dst.gaps_between``, ``folds_between``), and the first occurrence after
+now (croniter's own search is bounded, ``core.cron``): the most for the sparsest spec
+(``0 0 29 2 */7``, next in 2032; bench/HISTORY.md, "Costs once quoted in code
+comments"). Pure: ``now`` is given.
 """
 
 from __future__ import annotations
@@ -30,20 +35,23 @@ from __future__ import annotations
 import enum
 import functools
 import itertools
+from collections.abc import Sized
 from dataclasses import dataclass
-from typing import Final
+from datetime import datetime
+from typing import Final, TypeVar
 from zoneinfo import ZoneInfo
 
 from appliance.core.cron import CronSpec, day_rule, first_wall_from, is_fixed_time
 from appliance.core.cron_fields import field_values
 from appliance.core.cron_words import MONTH_NAMES
-from appliance.core.dst import Gap, gaps_between
+from appliance.core.dst import Fold, Gap, ZoneFold, ZoneGap, folds_between, gaps_between
 from appliance.core.instants import format_instant
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.timing import ScheduleKind, Timing, kind_of, occurrences
 
 YEAR_MS: Final = 366 * 86_400_000
 GAP_SAMPLES: Final = 32  # occurrences examined for the shortest gap between two
+_Span = TypeVar("_Span", ZoneGap, ZoneFold)
 _DAYS_IN_MONTH: Final = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)  # February: 28
 
 
@@ -51,6 +59,7 @@ class WarningCode(enum.StrEnum):
     DOM_DOW_BOTH = "dom_dow_both"
     DAY_SKIPS_MONTHS = "day_skips_months"
     TIME_IN_DST_GAP = "time_in_dst_gap"
+    TIME_IN_DST_FOLD = "time_in_dst_fold"
     NO_FIRE_WITHIN_YEAR = "no_fire_within_year"
     JITTER_EXCEEDS_PERIOD = "jitter_exceeds_period"
 
@@ -62,14 +71,15 @@ class ScheduleWarning:
 
 
 def schedule_warnings(timing: Timing, *, jitter_seconds: int, now: int) -> list[ScheduleWarning]:
-    """The warnings about a valid timing (and its jitter) as of ``now``, in code order."""
+    """The warnings about a valid timing (and its jitter) as of ``now``, in code order
+    (the two DST warnings by date)."""
     found: list[ScheduleWarning] = []
     shared = OccurrenceCache(max_specs=1)  # the spec is parsed once, for every check
     if kind_of(timing) is ScheduleKind.CRON:
         spec = shared.spec(timing.cron, timing.timezone, timing.dst_gap, timing.dst_fold)
         found.extend(_day_rule(spec))
         found.extend(_short_months(spec))
-        found.extend(_dst_gap(spec, timing, now))
+        found.extend(_dst(spec, timing, now))
     found.extend(_no_fire(timing, now))
     found.extend(_jitter(timing, jitter_seconds, now, shared))
     return found
@@ -123,31 +133,79 @@ def _month_warnings(expression: str) -> list[ScheduleWarning]:
     return [ScheduleWarning(code=WarningCode.DAY_SKIPS_MONTHS, message=message)]
 
 
-def _dst_gap(spec: CronSpec, timing: Timing, now: int) -> list[ScheduleWarning]:
+def _dst(spec: CronSpec, timing: Timing, now: int) -> list[ScheduleWarning]:
+    """The gap and the fold warnings, soonest transition first: in October the fold days
+    away says more than next March's gap (ADR 0043)."""
     if not is_fixed_time(spec):
         return []  # a wildcard spec fires at the real instants that match: nothing to say
     start = now if timing.start_at is None else max(now, timing.start_at)
     end = now + YEAR_MS if timing.end_at is None else min(now + YEAR_MS, timing.end_at)
+    zone = ZoneInfo(spec.timezone)
+    found = [
+        *_gap_warning(spec, _hits(spec, gaps_between(zone, start, end))),
+        *_fold_warning(spec, _hits(spec, folds_between(zone, start, end))),
+    ]
+    return [warning for _, warning in sorted(found, key=lambda pair: pair[0])]
+
+
+def _hits(spec: CronSpec, spans: list[_Span]) -> list[tuple[_Span, datetime]]:
+    """Each transition whose affected wall times the spec names, with the first such."""
     hits = []
-    for gap in gaps_between(ZoneInfo(spec.timezone), start, end):
-        wall = first_wall_from(spec, gap.wall_start)
-        if wall is not None and wall < gap.wall_end:
-            hits.append((gap, wall))
+    for span in spans:
+        wall = first_wall_from(spec, span.wall_start)
+        if wall is not None and wall < span.wall_end:
+            hits.append((span, wall))
+    return hits
+
+
+def _gap_warning(
+    spec: CronSpec, hits: list[tuple[ZoneGap, datetime]]
+) -> list[tuple[int, ScheduleWarning]]:
     if not hits:
         return []
     gap, wall = hits[0]
-    clock = f"{wall:%H:%M}" + (f":{wall:%S}" if wall.second else "")
     what = (
         f"runs at {gap.wall_end:%H:%M} instead (dst.gap: shift)"
         if spec.dst.gap is Gap.SHIFT
         else "does not run that day (dst.gap: skip)"
     )
-    more = f" ({len(hits) - 1} more such day(s) within the next year)" if len(hits) > 1 else ""
     message = (
-        f"{clock} does not exist on {wall:%Y-%m-%d} in {spec.timezone} (clocks jump from "
-        f"{gap.wall_start:%H:%M} to {gap.wall_end:%H:%M}): the schedule {what}{more}"
+        f"{_clock(wall)} does not exist on {wall:%Y-%m-%d} in {spec.timezone} (clocks jump "
+        f"from {gap.wall_start:%H:%M} to {gap.wall_end:%H:%M}): the schedule {what}"
+        f"{_more(hits)}"
     )
-    return [ScheduleWarning(code=WarningCode.TIME_IN_DST_GAP, message=message)]
+    return [(gap.end_ms, ScheduleWarning(code=WarningCode.TIME_IN_DST_GAP, message=message))]
+
+
+def _fold_warning(
+    spec: CronSpec, hits: list[tuple[ZoneFold, datetime]]
+) -> list[tuple[int, ScheduleWarning]]:
+    if not hits:
+        return []
+    fold, wall = hits[0]
+    clock = _clock(wall)
+    what = {
+        Fold.FIRST: f"runs once, at the first {clock} ({fold.first_name}) (dst.fold: first)",
+        Fold.LAST: f"runs once, at the second {clock} ({fold.second_name}) (dst.fold: last)",
+        Fold.BOTH: (
+            f"runs twice, at {clock} {fold.first_name} and at {clock} {fold.second_name}"
+            " (dst.fold: both)"
+        ),
+    }[spec.dst.fold]
+    message = (
+        f"{clock} happens twice on {wall:%Y-%m-%d} in {spec.timezone} (clocks go back "
+        f"from {fold.wall_end:%H:%M} to {fold.wall_start:%H:%M}): the schedule {what}"
+        f"{_more(hits)}"
+    )
+    return [(fold.start_ms, ScheduleWarning(code=WarningCode.TIME_IN_DST_FOLD, message=message))]
+
+
+def _clock(wall: datetime) -> str:
+    return f"{wall:%H:%M}" + (f":{wall:%S}" if wall.second else "")
+
+
+def _more(hits: Sized) -> str:
+    return f" ({len(hits) - 1} more such day(s) within the next year)" if len(hits) > 1 else ""
 
 
 def _no_fire(timing: Timing, now: int) -> list[ScheduleWarning]:

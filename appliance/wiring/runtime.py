@@ -50,6 +50,7 @@ from appliance.engine.notifier import NotifierConfig
 from appliance.engine.pruner import PrunerConfig
 from appliance.engine.restarts import report_restart
 from appliance.settings.model import Settings
+from appliance.store.events import latest_seq
 from appliance.store.figures.operator import active_targets
 from appliance.store.incarnations import (
     end_incarnation,
@@ -119,6 +120,7 @@ async def _run(
 ) -> None:
     notify("STATUS=reclaiming runs left by an earlier process")
     started_at = clock.now_ms()
+    events_at_start = await db.read(latest_seq)  # /metrics counts from here (core.lifecycle)
     incarnation = await db.write(register_incarnation, pid=os.getpid(), now=started_at)
     previous, reclaimed = None, 0
     if not settings.uses_postgres:  # replicas: another one's runs are live, not left behind
@@ -126,7 +128,7 @@ async def _run(
         reclaimed = await db.write(reclaim_previous, incarnation_id=incarnation, now=started_at)
     if reclaimed:
         log.warning("reclaimed %d runs left running by an earlier process", reclaimed)
-    lifecycle = Lifecycle()
+    lifecycle = Lifecycle(events_at_start=events_at_start)
     async with delivery_client(settings, policy) as client, trio.open_nursery() as nursery:
         engine = build_engine(
             db=db,

@@ -115,8 +115,9 @@ async def test_create_and_update_answers_carry_warnings(api: Api) -> None:
     assert [w["code"] for w in again.body["warnings"]] == ["jitter_exceeds_period"]
     assert "warnings" not in (await get(api, plain["id"]))
     gap = await api.create(cron="30 2 * * *", timezone=BERLIN)
-    assert [w["code"] for w in gap["warnings"]] == ["time_in_dst_gap"]
+    assert [w["code"] for w in gap["warnings"]] == ["time_in_dst_gap", "time_in_dst_fold"]
     assert "2026-03-29" in gap["warnings"][0]["message"]
+    assert "2026-10-25" in gap["warnings"][1]["message"]
     # A replayed create answers what the first one did, warnings included.
     headers = {"Idempotency-Key": "k-1"}
     body = {
@@ -130,7 +131,10 @@ async def test_create_and_update_answers_carry_warnings(api: Api) -> None:
     assert replay.body["warnings"] == first.body["warnings"] != []
 
 
-async def test_the_preview_marks_transitions_describes_and_warns(api: Api) -> None:
+async def test_the_preview_marks_transitions_describes_and_warns(
+    api: Api, clock: FakeClock
+) -> None:
+    clock.now = parse_instant("2026-10-24T12:00:00Z")  # the warnings are as of now
     reply = await api.call(
         "POST",
         "/v1/cron/preview",
@@ -151,9 +155,14 @@ async def test_the_preview_marks_transitions_describes_and_warns(api: Api) -> No
         ("2026-10-26T01:30:00Z", None),
     ]
     assert reply.body["occurrences"][1]["dst_note"] == (
-        "02:30 happens twice on 2026-10-25: this is the second time"
+        "02:30 happens twice on 2026-10-25: this is the second time; it runs both times"
+        " (dst.fold: both)"
     )
-    assert [w["code"] for w in reply.body["warnings"]] == ["time_in_dst_gap"]
+    # In October the fold a day away comes first, not next March's gap.
+    assert [w["code"] for w in reply.body["warnings"]] == ["time_in_dst_fold", "time_in_dst_gap"]
+    assert reply.body["warnings"][0]["message"].startswith(
+        "02:30 happens twice on 2026-10-25 in Europe/Berlin"
+    )
     jittery = await api.call(
         "POST", "/v1/cron/preview", json_body={"cron": "*/5 * * * *", "jitter_seconds": 600}
     )

@@ -201,3 +201,29 @@ def test_every_policy_resumes_from_any_occurrence_the_same_way(
     found = take(spec, after_ms, 40)
     assert take(spec, found[index], 39 - index) == found[index + 1 :]
     assert take(spec, found[index] - 1, 40 - index) == found[index:]
+
+
+@pytest.mark.parametrize(
+    ("fold", "notes"),
+    [
+        (Fold.FIRST, ["this is the first time; the second is not run (dst.fold: first)"]),
+        (Fold.LAST, ["this is the second time; the first was not run (dst.fold: last)"]),
+        (
+            Fold.BOTH,
+            [
+                "this is the first time; it runs both times (dst.fold: both)",
+                "this is the second time; it runs both times (dst.fold: both)",
+            ],
+        ),
+    ],
+)
+def test_a_previewed_fold_says_what_becomes_of_the_other_instant(
+    fold: Fold, notes: list[str]
+) -> None:
+    from appliance.core.cron_preview import preview_occurrences
+    from tests.core.test_schedule_warnings import timing
+
+    after = parse_instant(OCTOBER[0])
+    items = preview_occurrences(timing("30 2 * * *", BERLIN, dst_fold=fold), after, 4)
+    found = [item.dst_note for item in items if item.dst_note is not None]
+    assert found == [f"02:30 happens twice on 2026-10-25: {note}" for note in notes]

@@ -1,7 +1,7 @@
-"""What ``GET /metrics`` counts: what happened since its last look, read from the event
-log by cursor (``events.seq``: one writer, so sequence numbers commit in order), beside
-the operator's gauges of the same snapshot
-(:func:`appliance.store.figures.operator.operator_figures`). The ``/metrics`` collector
+"""What ``GET /metrics`` counts: what happened since its last look (or, at its first,
+since the process started), read from the event log by cursor (``events.seq``: one
+writer, so sequence numbers commit in order), beside the operator's gauges of the same
+snapshot (:func:`appliance.store.figures.operator.operator_figures`). The ``/metrics`` collector
 keeps process-lifetime counters from it, so the engine carries no instrumentation of its
 own.
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from appliance.store.events import latest_seq
 from appliance.store.figures.basis import (
     FIRST_ATTEMPT_JOIN,
     LATENESS_SQL,
@@ -53,13 +52,12 @@ class Reading:
     events: list[SeenEvent]
 
 
-def read_since(conn: Connection, *, events_from: int | None, disk: Disk, now: int) -> Reading:
+def read_since(conn: Connection, *, events_from: int, disk: Disk, now: int) -> Reading:
     """The operator's figures (:func:`appliance.store.figures.operator.operator_figures`) plus the
-    counted events after ``events_from``; with None (the first scrape) the cursor starts
-    at the current end: counters count from now on."""
+    counted events after ``events_from``: the previous scrape's ``events_to``, or for the
+    first scrape the newest seq when the process started (``store.events.latest_seq``, read
+    by the runtime), so what the engine did before anyone scraped is counted too."""
     figures = operator_figures(conn, disk=disk, now=now)
-    if events_from is None:
-        return Reading(figures=figures, events_to=latest_seq(conn), events=[])
     events_to, events = _events_after(conn, events_from)
     return Reading(figures=figures, events_to=events_to, events=events)
 
