@@ -5,8 +5,10 @@ Signing-secret rules (ADR 0032):
 
 - Every active secret signs every delivery (one ``v1,`` entry each, newest first), so a
   receiver holding any one of them verifies. At most ``MAX_ACTIVE_SECRETS`` are active.
-- A rotation adds a new secret and gives every other active secret an expiry ``overlap``
-  from now (never later than one it already had): the receiver has that long to switch.
+- A rotation adds a new secret and gives the current one (no expiry yet) an expiry
+  ``overlap`` from now: the receiver has that long to switch. A secret already expiring
+  (an earlier rotation's) keeps its expiry, so a shorter overlap never cuts the time a
+  receiver was promised; an overlap of 0 expires every other secret at once.
 - An active secret can be expired at once (a leak), but never the last one: deliveries
   need a secret. Secrets are shown whole when created, and to an owner who reveals one
   (audited: :mod:`appliance.store.secret_reveal`).
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Final
 
 from appliance.core.events import Actor, EventType, JsonValue
 from appliance.core.ids import new_id
@@ -28,17 +29,13 @@ from appliance.errors import Conflict, NotFound, ValidationError
 from appliance.store.active_secrets import MAX_ACTIVE_SECRETS
 from appliance.store.api_keys import Scope, insert_api_key
 from appliance.store.events import append_event
-from appliance.store.infra.connection import Connection, Sql
+from appliance.store.infra.connection import Connection
 
 # How long replaced secrets keep signing after a rotation, unless the rotation says.
 DEFAULT_OVERLAP_SECONDS = 86_400
 MAX_OVERLAP_SECONDS = 7 * 86_400
 # A rotation's replaced secrets expire at the earlier of their own end and ``:until``
 # (scalar min: least).
-_EXPIRE_BY: Final = Sql(
-    sqlite="min(coalesce(expires_at, :until), :until)",
-    postgres="least(coalesce(expires_at, :until), :until)",
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,17 +126,20 @@ def list_signing_secrets(conn: Connection, *, tenant_id: str, now: int) -> list[
 def rotate_signing_secret(
     conn: Connection, *, tenant_id: str, overlap_ms: int, now: int, actor: Actor
 ) -> SigningSecret:
-    """A new current secret; the others expire ``overlap_ms`` from now (0: at once)."""
+    """A new current secret; the current one expires ``overlap_ms`` from now, those
+    already expiring keep their expiry (0: every other one expires at once)."""
     active = _active(conn, tenant_id, now)
     if overlap_ms > 0 and len(active) >= MAX_ACTIVE_SECRETS:
         raise TooManySecrets(
             f"{len(active)} secrets are active (at most {MAX_ACTIVE_SECRETS}): expire one"
             " first, or rotate with overlap_seconds 0"
         )
+    expiring = (
+        "expires_at IS NULL" if overlap_ms > 0 else "(expires_at IS NULL OR expires_at > :now)"
+    )
     conn.execute(
-        f"UPDATE signing_secrets SET expires_at = {_EXPIRE_BY.on(conn)}"
-        " WHERE tenant_id = :tenant AND revoked_at IS NULL"
-        " AND (expires_at IS NULL OR expires_at > :now)",
+        "UPDATE signing_secrets SET expires_at = :until"
+        f" WHERE tenant_id = :tenant AND revoked_at IS NULL AND {expiring}",
         {"until": now + overlap_ms, "tenant": tenant_id, "now": now},
     )
     secret = _add_secret(conn, tenant_id=tenant_id, now=now)

@@ -46,6 +46,20 @@ async def test_the_default_overlap_is_a_day_and_zero_replaces_at_once(
     assert [s["id"] for s in await listed(api)] == [newest["id"]]
 
 
+async def test_a_shorter_overlap_never_cuts_an_earlier_rotations(
+    api: Api, clock: FakeClock
+) -> None:
+    (first,) = await listed(api)
+    await rotate(api, overlap=3600)
+    clock.advance(60_000)
+    second = await rotate(api, overlap=60)
+    expiries = {s["id"]: s["expires_at"] for s in await listed(api)}
+    assert expiries[first["id"]] == format_instant(clock.now - 60_000 + 3_600_000)
+    assert len(expiries) == 3 and expiries[second["id"]] is None
+    clock.advance(120_000)  # the second rotation's overlap is over, the first's is not
+    assert first["id"] in {s["id"] for s in await listed(api)}
+
+
 async def test_at_most_three_are_active(api: Api) -> None:
     await rotate(api, overlap=60)
     await rotate(api, overlap=60)
