@@ -49,3 +49,16 @@ async def test_a_fired_one_off_is_completed_in_the_list_and_on_its_page(
     assert "once" in completed.text
     active = await browser.get("/schedules?status=active")
     assert 'href="/schedules/' + one_off + '"' not in active.text
+
+
+async def test_a_paused_schedule_lists_no_times_as_if_they_fire(
+    browser: Browser, alpha: Tenant
+) -> None:
+    await browser.sign_in(alpha.editor)
+    schedule_id = await create(browser, kind="every", cron="", every="7s")
+    await browser.post(f"/schedules/{schedule_id}/pause", {"note": ""})
+    shown = await browser.get(f"/schedules/{schedule_id}")
+    assert "nothing fires until it is resumed" in shown.text
+    section = shown.text.split('id="upcoming"')[1].split("</section>")[0]
+    assert "(in " not in section
+    assert "would fire if resumed now" in section
