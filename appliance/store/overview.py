@@ -88,11 +88,16 @@ def find_schedules(
     return _schedules(conn, tenant_id, [str(row[0]) for row in rows])
 
 
+# A run waiting to retry has an outcome already: its last attempt failed.
+_OUTCOME_STATES: Final = TERMINAL | {RunState.RETRY_WAIT}
+
+
 def last_outcome(conn: Connection, *, schedule_id: str) -> RunRecord | None:
-    """The newest finished run of a schedule (by occurrence), or None."""
+    """The newest run of a schedule (by occurrence) that finished or whose last attempt
+    failed and that waits to retry, or None."""
     row = conn.execute(
         f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE schedule_id = ?"
-        f" AND state IN {state_list(TERMINAL)} ORDER BY scheduled_for DESC LIMIT 1",
+        f" AND state IN {state_list(_OUTCOME_STATES)} ORDER BY scheduled_for DESC LIMIT 1",
         (schedule_id,),
     ).fetchone()
     return None if row is None else RUN_COLUMNS.one(row)

@@ -8,6 +8,10 @@ from __future__ import annotations
 import re
 
 from appliance.core.instants import format_instant
+from appliance.core.runs import AttemptOutcome, RunState, Transition
+from appliance.store.claims import claim_runs
+from appliance.store.completions import Completion, complete_run
+from appliance.store.incarnations import register_incarnation
 from appliance.store.infra.database import Database
 from appliance.store.schedules import get_schedule
 from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
@@ -62,3 +66,38 @@ async def test_a_paused_schedule_lists_no_times_as_if_they_fire(
     section = shown.text.split('id="upcoming"')[1].split("</section>")[0]
     assert "(in " not in section
     assert "would fire if resumed now" in section
+
+
+def retry_twice(db: Database, now: int) -> None:
+    """Two attempts of the due run fail with 503; it waits for its third."""
+    for attempt in range(2):
+        owner = db.write_now(register_incarnation, pid=1, now=now)
+        batch = db.write_now(claim_runs, owner=owner, now=now, lease_ms=60_000, limit=10)
+        assert len(batch.runs) == 1, attempt
+        completion = Completion(
+            outcome=AttemptOutcome.RETRYABLE,
+            transition=Transition.RETRY,
+            due_at=now + 1000,
+            failure_reason=None,
+            http_status=503,
+            error="HTTP 503",
+            latency_ms=12,
+            response_excerpt="busy",
+        )
+        assert db.write_now(complete_run, run=batch.runs[0], completion=completion, now=now)
+        now += 1000
+
+
+async def test_a_run_waiting_to_retry_is_the_last_outcome(
+    browser: Browser, alpha: Tenant, db: Database, clock: FakeClock
+) -> None:
+    await browser.sign_in(alpha.editor)
+    at = START - START % 1000 + 60 * SECOND
+    await create(browser, kind="at", cron="", at=format_instant(at), name="flaky")
+    db.write_now(plan_once, now=at - SECOND, config=PlannerConfig())
+    retry_twice(db, at)
+    clock.advance(at + 2000 - START)
+    listing = await browser.get("/schedules")
+    assert "none yet" not in listing.text
+    assert RunState.RETRY_WAIT.value in badge(listing.text)
+    assert "HTTP 503" in listing.text and "attempt 2 failed" in listing.text
