@@ -101,3 +101,20 @@ async def test_a_run_waiting_to_retry_is_the_last_outcome(
     assert "none yet" not in listing.text
     assert RunState.RETRY_WAIT.value in badge(listing.text)
     assert "HTTP 503" in listing.text and "attempt 2 failed" in listing.text
+
+
+async def test_the_form_and_the_api_default_to_the_same_catch_up(
+    browser: Browser, alpha: Tenant, db: Database
+) -> None:
+    await browser.sign_in(alpha.editor)
+    blank = await browser.get("/schedules/new")
+    assert '<option value="all" selected' in blank.text
+    form = schedule_form()
+    del form["catchup_policy"]  # a form without the field: the API's default
+    schedule_id = await create(browser)
+    made = await browser.post("/schedules/new", form | {"form_key": "m" * 43})
+    assert made.status == 302
+    without = str(made.headers["Location"]).split("/")[2].split("?")[0]
+    spec = db.read_now(get_schedule, tenant_id=alpha.id, schedule_id=without)
+    assert spec is not None and spec.spec.catchup_policy.value == "all"
+    assert schedule_id != without
