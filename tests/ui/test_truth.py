@@ -118,3 +118,15 @@ async def test_the_form_and_the_api_default_to_the_same_catch_up(
     spec = db.read_now(get_schedule, tenant_id=alpha.id, schedule_id=without)
     assert spec is not None and spec.spec.catchup_policy.value == "all"
     assert schedule_id != without
+
+
+async def test_next_up_lists_distinct_schedules_by_their_next_occurrence(
+    browser: Browser, alpha: Tenant
+) -> None:
+    await browser.sign_in(alpha.editor)
+    await create(browser, kind="every", cron="", every="7s", name="fast")
+    await create(browser, cron="0 3 * * *", name="nightly", form_key="n" * 43)
+    dashboard = await browser.get("/")
+    section = dashboard.text.split('id="next"')[1].split("</section>")[0]
+    assert section.count(">fast</a>") == 1
+    assert section.count(">nightly</a>") == 1
