@@ -128,7 +128,20 @@ def in_words(timing: Timing) -> str:
         return "(no longer a valid expression)"
 
 
+def plural(n: int, singular: str, many: str | None = None) -> str:
+    """The noun for ``n`` of it: ``run`` for 1, ``runs`` otherwise (``many`` when the
+    plural is not ``singular + "s"``). The one rule every count on a page uses."""
+    return singular if n == 1 else many or f"{singular}s"
+
+
+def counted(n: int, singular: str, many: str | None = None) -> str:
+    """``1 failed run``, ``2 failed runs``: a count and its noun (:func:`plural`)."""
+    return f"{n} {plural(n, singular, many)}"
+
+
 def register_filters(blueprint: Blueprint) -> None:
+    blueprint.add_app_template_filter(plural, "plural")
+    blueprint.add_app_template_filter(counted, "counted")
     blueprint.add_app_template_filter(lambda s: str(schedule_status(s)), "status")
     blueprint.add_app_template_filter(capped, "capped")
     blueprint.add_app_template_filter(countdown, "countdown")

@@ -15,8 +15,9 @@ from appliance.store.incarnations import register_incarnation
 from appliance.store.infra.database import Database
 from appliance.store.schedules import get_schedule
 from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
-from tests.api.conftest import START, FakeClock
-from tests.ui.conftest import Browser, Tenant, schedule_form
+from appliance.store.users import Role, create_user
+from tests.api.conftest import START, FakeClock, deliver_due, plan_runs
+from tests.ui.conftest import _HASH, Browser, Tenant, schedule_form
 
 SECOND = 1000
 
@@ -130,3 +131,62 @@ async def test_next_up_lists_distinct_schedules_by_their_next_occurrence(
     section = dashboard.text.split('id="next"')[1].split("</section>")[0]
     assert section.count(">fast</a>") == 1
     assert section.count(">nightly</a>") == 1
+
+
+async def test_the_preview_names_each_zone_once_and_styles_a_refusal(
+    browser: Browser, alpha: Tenant
+) -> None:
+    await browser.sign_in(alpha.editor)
+    utc = await browser.post("/schedules/preview", schedule_form(timezone="UTC"))
+    assert "in UTC and in UTC" not in utc.text and "in UTC" in utc.text
+    refused = await browser.post(
+        "/schedules/preview", schedule_form(target_url="http://127.0.0.1/x")
+    )
+    assert 'role="alert"' in refused.text and 'class="verdict field-error"' in refused.text
+
+
+async def test_counts_say_one_run_not_one_runs(
+    browser: Browser, alpha: Tenant, db: Database, clock: FakeClock
+) -> None:
+    await browser.sign_in(alpha.editor)
+    schedule_id = await create(browser, cron="* * * * * *")
+    schedule = db.read_now(get_schedule, tenant_id=alpha.id, schedule_id=schedule_id)
+    assert schedule is not None
+    plan_runs(db, schedule, after=START, count=1)
+    clock.advance(5000)
+    assert len(deliver_due(db, now=clock.now, status=410)) == 1
+    clock.advance(1000)
+    confirm = await browser.get("/failed/replay-all")
+    assert "exactly <strong>1</strong> failed run," in confirm.text
+    done = await browser.post(
+        "/failed/replay-all", {"as_of": format_instant(clock.now // 1000 * 1000)}
+    )
+    assert done.headers["Location"] == "/failed?replayed=1"
+    replayed = await browser.get("/failed?replayed=1")
+    assert "1 run replayed with its same idempotency key." in replayed.text
+    dashboard = await browser.get("/")
+    assert "1 runs" not in dashboard.text + replayed.text + confirm.text
+
+
+async def test_the_operator_tenant_list_names_tenants_with_their_ids_copyable(
+    browser: Browser, alpha: Tenant, db: Database
+) -> None:
+    db.write_now(
+        create_user,
+        email="ops@example.com",
+        tenant_id=None,
+        role=Role.OWNER,
+        operator=True,
+        password_hash=_HASH,
+        now=START,
+    )
+    await browser.sign_in("ops@example.com")
+    listing = await browser.get("/admin/tenants")
+    assert f"<td><code>{alpha.id}</code></td>" not in listing.text
+    assert f'<span title="{alpha.id}">alpha</span>' in listing.text
+    assert f'class="visually-hidden">{alpha.id}</code>' in listing.text
+    created = await browser.post("/admin/tenants", {"name": "gamma"})
+    assert created.status == 201
+    assert re.search(
+        r'Tenant <strong title="ten_[0-9A-Za-z]+">gamma</strong> created', created.text
+    )
