@@ -7,7 +7,6 @@ second-precision form that is also ``X-Scheduled-For`` (ADR 0037). A schedule ec
 
 from __future__ import annotations
 
-import enum
 import itertools
 from collections.abc import Sequence
 from operator import attrgetter
@@ -18,7 +17,7 @@ from appliance.core.jitter import planned_timing
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.schedule_batch import timing_key
 from appliance.core.schedule_input import body_field, schedule_document
-from appliance.core.schedules import Schedule, ScheduleSpec
+from appliance.core.schedules import Schedule, ScheduleSpec, schedule_status
 from appliance.store.runs import AttemptRecord, RunRecord
 
 NEXT_RUNS = 5
@@ -81,18 +80,6 @@ def _document(
     document["status"] = schedule_status(schedule).value
     document["next_runs"] = runs
     return document
-
-
-class ScheduleStatus(enum.StrEnum):
-    ACTIVE = "active"  # planned
-    PAUSED = "paused"
-    COMPLETED = "completed"  # nothing more will be planned: a one-off done, past end_at
-
-
-def schedule_status(schedule: Schedule) -> ScheduleStatus:
-    if schedule.spec.paused:
-        return ScheduleStatus.PAUSED
-    return ScheduleStatus.ACTIVE if schedule.next_fire_at is not None else ScheduleStatus.COMPLETED
 
 
 def next_runs(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 from zoneinfo import ZoneInfo
@@ -84,15 +84,15 @@ _FOLD_WORDS: Final = {
 }
 
 
-def soonest_occurrences(
+def soonest_each(
     timings: Sequence[tuple[str, Timing]], after: int, count: int
 ) -> list[tuple[str, int]]:
-    """The ``count`` soonest occurrences after ``after`` across several timings, each as
-    ``(key, epoch ms)`` in time order (ties by key): a dashboard's "next up"."""
-    streams = [_keyed(key, timing, after, count) for key, timing in timings]
-    return [(key, ms) for ms, key in itertools.islice(heapq.merge(*streams), count)]
-
-
-def _keyed(key: str, timing: Timing, after: int, count: int) -> Iterator[tuple[int, str]]:
-    for ms in itertools.islice(occurrences(timing, after_ms=after), count):
-        yield ms, key
+    """Each timing's next occurrence after ``after``, the ``count`` soonest as ``(key,
+    epoch ms)`` in time order (ties by key): a dashboard's "next up", one line per
+    schedule however often it fires. A timing that never fires again has no line."""
+    firsts = (
+        (ms, key)
+        for key, timing in timings
+        for ms in itertools.islice(occurrences(timing, after_ms=after), 1)
+    )
+    return [(key, ms) for ms, key in heapq.nsmallest(count, firsts)]

@@ -42,6 +42,7 @@ from appliance.core.json_fields import FieldReader
 from appliance.core.payload_template import template_problems
 from appliance.core.retry_input import merge_retry, read_retry, retry_document
 from appliance.core.schedules import (
+    DEFAULT_CATCHUP_POLICY,
     DEFAULT_CATCHUP_WINDOW_SECONDS,
     DEFAULT_CONTENT_TYPE,
     DEFAULT_TIMEOUT_SECONDS,
@@ -294,7 +295,7 @@ def _choice(fields: FieldReader, key: str, choices: type[E], default: E) -> E:
 
 def _catchup(fields: FieldReader) -> tuple[CatchupPolicy, int]:
     fields.unknown(_CATCHUP_FIELDS)
-    policy = _choice(fields, "policy", CatchupPolicy, CatchupPolicy.ALL)
+    policy = _choice(fields, "policy", CatchupPolicy, DEFAULT_CATCHUP_POLICY)
     window = fields.integer(
         "window_seconds",
         default=DEFAULT_CATCHUP_WINDOW_SECONDS,

@@ -21,6 +21,12 @@ class CatchupPolicy(enum.StrEnum):
     SKIP = "skip"  # none: every misfired occurrence becomes a `missed` row
 
 
+# The one default: an API create without ``catchup.policy`` and the web form's blank
+# form and a form post without the field (a schedule behaves the same after an outage
+# wherever it was made).
+DEFAULT_CATCHUP_POLICY = CatchupPolicy.ALL
+
+
 class Overlap(enum.StrEnum):
     """What an occurrence due while an earlier run of its schedule is still open becomes
     (docs/schedules.md, "Overlap")."""
@@ -81,3 +87,19 @@ class Schedule:
     next_fire_at: int | None  # forward-only planning cursor (ms); None: never fires again
     created_at: int
     updated_at: int
+
+
+class ScheduleStatus(enum.StrEnum):
+    """What a schedule is doing, as the API's ``status`` and every page of the UI show it."""
+
+    ACTIVE = "active"  # planned
+    PAUSED = "paused"
+    COMPLETED = "completed"  # nothing more will be planned: a one-off done, past end_at
+
+
+def schedule_status(schedule: Schedule) -> ScheduleStatus:
+    """Paused wins; otherwise a schedule with no next occurrence is completed. The store's
+    status filter (``store.overview.find_schedules``) says the same rule in SQL."""
+    if schedule.spec.paused:
+        return ScheduleStatus.PAUSED
+    return ScheduleStatus.ACTIVE if schedule.next_fire_at is not None else ScheduleStatus.COMPLETED

@@ -17,7 +17,7 @@ from typing import Final
 
 from appliance.core.events import Event
 from appliance.core.runs import TERMINAL, RunState
-from appliance.core.schedules import Schedule
+from appliance.core.schedules import Schedule, ScheduleStatus
 from appliance.store.events import SYSTEM_TENANT, list_events
 from appliance.store.figures.basis import (
     BY_TENANT_FINISHED,
@@ -31,9 +31,21 @@ from appliance.store.schedules import get_schedule
 
 
 class Status(enum.StrEnum):
+    """The list's status filter: any, or one :class:`ScheduleStatus`."""
+
     ANY = ""
-    ACTIVE = "active"
-    PAUSED = "paused"
+    ACTIVE = ScheduleStatus.ACTIVE.value
+    PAUSED = ScheduleStatus.PAUSED.value
+    COMPLETED = ScheduleStatus.COMPLETED.value
+
+
+# ``core.schedules.schedule_status`` in SQL: paused wins, then no next occurrence is
+# completed.
+_STATUS_SQL: Final = {
+    Status.ACTIVE: " AND paused = 0 AND next_fire_at IS NOT NULL",
+    Status.PAUSED: " AND paused = 1",
+    Status.COMPLETED: " AND paused = 0 AND next_fire_at IS NULL",
+}
 
 
 def next_due(conn: Connection, *, tenant_id: str, limit: int) -> list[Schedule]:
@@ -65,9 +77,7 @@ def find_schedules(
     (case-insensitive)."""
     sql = "SELECT id FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL"
     params: list[object] = [tenant_id]
-    if status is not Status.ANY:
-        sql += " AND paused = ?"
-        params.append(int(status is Status.PAUSED))
+    sql += _STATUS_SQL.get(status, "")
     if name_contains:
         sql += _NAME_CONTAINS.on(conn)
         params.append(name_contains.lower())
@@ -78,11 +88,16 @@ def find_schedules(
     return _schedules(conn, tenant_id, [str(row[0]) for row in rows])
 
 
+# A run waiting to retry has an outcome already: its last attempt failed.
+_OUTCOME_STATES: Final = TERMINAL | {RunState.RETRY_WAIT}
+
+
 def last_outcome(conn: Connection, *, schedule_id: str) -> RunRecord | None:
-    """The newest finished run of a schedule (by occurrence), or None."""
+    """The newest run of a schedule (by occurrence) that finished or whose last attempt
+    failed and that waits to retry, or None."""
     row = conn.execute(
         f"SELECT {RUN_COLUMNS.select} FROM job_runs WHERE schedule_id = ?"
-        f" AND state IN {state_list(TERMINAL)} ORDER BY scheduled_for DESC LIMIT 1",
+        f" AND state IN {state_list(_OUTCOME_STATES)} ORDER BY scheduled_for DESC LIMIT 1",
         (schedule_id,),
     ).fetchone()
     return None if row is None else RUN_COLUMNS.one(row)

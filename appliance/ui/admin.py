@@ -60,8 +60,14 @@ async def health() -> Response:
 
 
 async def tenant_list(
-    *, created: NewTenant | None = None, link: str | None = None, status: int = 200
+    *,
+    created: NewTenant | None = None,
+    created_name: str = "",
+    link: str | None = None,
+    status: int = 200,
 ) -> Response:
+    """The tenants, each by name (its id in the title, copyable); ``created`` and
+    ``created_name``: a tenant just created, its key and secret shown once."""
     require_operator()
     now = ui().clock.now_ms()
     listed = await ui().db.read(tenant_summaries, now=now)
@@ -70,6 +76,7 @@ async def tenant_list(
         status=status,
         tenants=listed,
         created=created,
+        created_name=created_name,
         link=link,
         roles=list(Role),
     )
@@ -80,7 +87,7 @@ async def add_tenant() -> Response:
     ctx = ui()
     name = check_tenant_name((await request.form).get("name", ""))
     created = await ctx.db.write(create_tenant, name=name, now=ctx.clock.now_ms())
-    return await tenant_list(created=created, status=201)
+    return await tenant_list(created=created, created_name=name, status=201)
 
 
 async def add_tenant_user() -> Response:

@@ -24,7 +24,7 @@ import trio
 from quart import Blueprint, Response, redirect, request
 
 from appliance.clock import WallClock
-from appliance.core.cron_preview import soonest_occurrences
+from appliance.core.cron_preview import soonest_each
 from appliance.core.events import Actor, Event, EventType, read_cursor
 from appliance.core.schedules import Schedule
 from appliance.errors import FieldError, NotFound, ValidationError
@@ -80,11 +80,12 @@ async def dashboard() -> Response:
 
 
 def _next_up(schedules: list[Schedule], now: int) -> list[tuple[Schedule, int]]:
-    """The next occurrences across the schedules that fire soonest: any of the first
-    ``UPCOMING`` occurrences belongs to one of the ``UPCOMING`` soonest schedules."""
+    """The ``UPCOMING`` schedules that fire soonest, each once, by its next occurrence
+    after now (docs/ui.md, "Pages"). The store picks them by planning cursor, which runs
+    at most the planner's lookahead ahead of the next occurrence."""
     by_id = {s.id: s for s in schedules}
     timings = [(s.id, s.spec) for s in schedules]
-    return [(by_id[key], ms) for key, ms in soonest_occurrences(timings, now, UPCOMING)]
+    return [(by_id[key], ms) for key, ms in soonest_each(timings, now, UPCOMING)]
 
 
 async def events() -> Response:

@@ -15,6 +15,7 @@ from quart import Blueprint, Response, make_response, render_template, request
 
 from appliance.core.cron_words import describe_timing
 from appliance.core.instants import format_instant, to_datetime
+from appliance.core.schedules import schedule_status
 from appliance.core.timing import Timing
 from appliance.errors import ValidationError
 from appliance.store.figures.tenants import COUNT_CAP
@@ -145,9 +146,23 @@ def nav_current(href: str) -> bool:
     return path == href or path.startswith(href + "/")
 
 
+def plural(n: int, singular: str, many: str | None = None) -> str:
+    """The noun for ``n`` of it: ``run`` for 1, ``runs`` otherwise (``many`` when the
+    plural is not ``singular + "s"``). The one rule every count on a page uses."""
+    return singular if n == 1 else many or f"{singular}s"
+
+
+def counted(n: int, singular: str, many: str | None = None) -> str:
+    """``1 failed run``, ``2 failed runs``: a count and its noun (:func:`plural`)."""
+    return f"{n} {plural(n, singular, many)}"
+
+
 def register_filters(blueprint: Blueprint) -> None:
     blueprint.add_app_template_global(nav_current, "nav_current")
     blueprint.add_app_template_global(advanced_open, "advanced_open")
+    blueprint.add_app_template_filter(plural, "plural")
+    blueprint.add_app_template_filter(counted, "counted")
+    blueprint.add_app_template_filter(lambda s: str(schedule_status(s)), "status")
     blueprint.add_app_template_filter(capped, "capped")
     blueprint.add_app_template_filter(countdown, "countdown")
     blueprint.add_app_template_filter(in_words, "in_words")

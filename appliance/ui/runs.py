@@ -12,6 +12,7 @@ from __future__ import annotations
 from quart import Blueprint, Response, redirect, request
 
 from appliance.core.instants import format_scheduled_for, parse_instant
+from appliance.core.json_text import whole_number
 from appliance.core.runs import RunState
 from appliance.errors import ValidationError
 from appliance.store.run_search import RunFilter, search_runs
@@ -70,8 +71,14 @@ async def failed() -> Response:
         "failed.html",
         runs=shown.runs,
         names=shown.schedule_names,
-        replayed=request.args.get("replayed"),
+        replayed=_replayed(request.args.get("replayed", "")),
     )
+
+
+def _replayed(text: str) -> int | None:
+    """How many runs the replay that redirected here replayed; None after no replay."""
+    value = whole_number(text)
+    return value if value is not None and value >= 0 else None
 
 
 async def replay_selected() -> Response:

@@ -30,7 +30,7 @@ from typing import Final
 
 from appliance.core.json_text import JsonTextError, parse_json_text, whole_number
 from appliance.core.retry_input import MAX_AGE_SECONDS, backoff_document
-from appliance.core.schedules import CatchupPolicy, Overlap, PayloadKind, ScheduleSpec
+from appliance.core.schedules import DEFAULT_CATCHUP_POLICY, Overlap, PayloadKind, ScheduleSpec
 from appliance.core.timing import ScheduleKind, format_every, kind_of
 from appliance.errors import FieldError
 from appliance.ui.form_instants import instant_text, shown_instant
@@ -99,7 +99,7 @@ def blank_form() -> ScheduleForm:
         "max_attempts": "8",
         "backoff": "default",
         "jitter_seconds": "0",
-        "catchup_policy": str(CatchupPolicy.LATEST),
+        "catchup_policy": str(DEFAULT_CATCHUP_POLICY),
         "overlap": str(Overlap.ALLOW),
     }
     return ScheduleForm(values=values)
@@ -159,7 +159,8 @@ def document_of(
     _payload(form, kind, templated, document, errors)
     document["retry"] = _retry(form, errors)
     document["jitter_seconds"] = _number(form, "jitter_seconds", errors)
-    document["catchup"] = {"policy": form.get("catchup_policy") or str(CatchupPolicy.LATEST)}
+    if "catchup_policy" in form:  # blank or absent: the API's default (or, editing, kept)
+        document["catchup"] = {"policy": form["catchup_policy"] or None}
     if "overlap" in form:
         document["overlap"] = form["overlap"] or None
     return document, errors
