@@ -149,3 +149,19 @@ def schedule_strip(
         )
         for run_id, state, scheduled_for, attempt, late in reversed(rows)
     ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DashboardFigures:
+    start: int  # the window's first hour
+    deliveries: list[HourDeliveries]
+    lateness: list[HourLateness]
+
+
+def dashboard_figures(conn: Connection, *, tenant_id: str, now: int) -> DashboardFigures:
+    """Both dashboard charts' figures, read in one snapshot."""
+    return DashboardFigures(
+        start=window_start(now),
+        deliveries=deliveries_per_hour(conn, tenant_id=tenant_id, now=now),
+        lateness=lateness_per_hour(conn, tenant_id=tenant_id, now=now),
+    )
