@@ -19,8 +19,6 @@ from tests.ui.test_browser import (  # noqa: F401 (browser: the shared Chromium 
     add_user,
     axe_on,
     browser,
-    screenshots,
-    shoot,
     sign_in,
 )
 
@@ -32,7 +30,6 @@ OWNER = "owner@acme.example"
 def test_the_dashboard_chart_renders_with_an_accessible_name(
     tmp_path: Path,
     browser: object,  # noqa: F811 (the fixture imported above)
-    screenshots: Path,  # noqa: F811
 ) -> None:
     from playwright.sync_api import Browser, expect
 
@@ -72,7 +69,6 @@ def test_the_dashboard_chart_renders_with_an_accessible_name(
         assert ok.strip() == "#176b2c" and fill == "rgb(23, 107, 44)"  # charts.css, light
         expect(page.get_by_role("img", name=re.compile(r"^Lateness p50 and p95"))).to_be_visible()
         expect(page.locator("#deliveries-table")).to_be_attached()
-        shoot(page, "charts-dashboard", screenshots)
 
         page.goto(f"{app.base_url}/schedules/{schedule_id}")
         cell = page.locator("#run-strip a.succeeded").first
