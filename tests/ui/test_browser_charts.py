@@ -82,6 +82,17 @@ def test_the_dashboard_chart_renders_with_an_accessible_name(
         copied = page.evaluate("navigator.clipboard.readText()")
         assert copied.startswith("curl --request POST --url ") and "<masked>" in copied
         run_path = page.url.removeprefix(app.base_url)
+        page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing of ours overflows
+        for path, ids in (
+            ("/", ["#chart-deliveries", "#chart-lateness"]),
+            (f"/schedules/{schedule_id}", ["#run-strip", "#payload", "#retry-policy"]),
+            (run_path, ["#request-headers", "#request-body", "#curl-command"]),
+        ):
+            page.goto(f"{app.base_url}{path}")
+            for selector in ids:
+                box = page.locator(selector).bounding_box()
+                assert box is not None and box["x"] + box["width"] <= 390, (path, selector, box)
+        page.set_viewport_size({"width": 1280, "height": 720})
         assert axe_on(page, app.base_url, ["/", f"/schedules/{schedule_id}", run_path]) == {}
     finally:
         context.close()
