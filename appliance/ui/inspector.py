@@ -25,7 +25,6 @@ from appliance import __version__
 from appliance.core.curl import BodyNotShellSafe, curl_command
 from appliance.core.delivery import RESEND_HEADER, build_request
 from appliance.core.retry import ExponentialBackoff, RetryPolicy
-from appliance.core.retry_input import retry_document
 from appliance.core.runs import AttemptOutcome, RunState
 from appliance.core.schedules import ScheduleSpec
 from appliance.core.secret_headers import MASK, looks_secret
@@ -160,22 +159,30 @@ def payload_text(spec: ScheduleSpec) -> str:
 
 
 def retry_lines(policy: RetryPolicy) -> list[tuple[str, str]]:
-    """The retry policy as (term, value) lines, in the API's terms."""
-    document = retry_document(policy)
+    """The retry policy as (term, value) lines: the API's `retry` object in words."""
     backoff = policy.backoff
     if isinstance(backoff, ExponentialBackoff):
         delays = (
-            f"exponential: {backoff.initial_s} s × {backoff.factor:g}, at most {backoff.max_s} s"
+            f"exponential: {seconds(backoff.initial_s)} × {backoff.factor:g},"
+            f" at most {seconds(backoff.max_s)}"
         )
     else:
-        delays = ", ".join(f"{s} s" for s in backoff) + " (the last repeats)"
+        delays = ", ".join(seconds(s) for s in backoff) + " (the last repeats)"
     lines = [
         ("Attempts", str(policy.max_attempts)),
         ("Delays", delays + "; ×0.8–1.2 at random"),
-        ("Gives up after", f"{document['max_age_seconds']} s from the occurrence"),
+        ("Gives up after", f"{seconds(policy.window_ms // 1000)} from the occurrence"),
     ]
     if policy.retry_on_status is not None:
         lines.append(("Retries only", ", ".join(map(str, sorted(policy.retry_on_status)))))
     if policy.non_retryable_status:
         lines.append(("Never retries", ", ".join(map(str, sorted(policy.non_retryable_status)))))
     return lines
+
+
+def seconds(value: int) -> str:
+    """``45 s``, ``5 min``, ``2 h``, ``7 d``: the largest unit that divides ``value``."""
+    for unit, size in (("d", 86_400), ("h", 3600), ("min", 60)):
+        if value and value % size == 0:
+            return f"{value // size} {unit}"
+    return f"{value} s"

@@ -231,6 +231,7 @@ async def detail(
         paused_note=shown.paused_note,
         strip=strip,
         sparkline=charts.sparkline(strip),
+        sparkline_label=charts.sparkline_label(strip),
         marks=charts.STATE_MARKS,
         payload=payload_text(schedule.spec),
         retry_lines=retry_lines(schedule.spec.retry),

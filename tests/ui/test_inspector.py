@@ -68,7 +68,17 @@ def test_the_retry_policy_reads_in_words() -> None:
     )
     assert retry_lines(policy) == [
         ("Attempts", "3"),
-        ("Delays", "exponential: 10 s × 2, at most 600 s; ×0.8–1.2 at random"),
-        ("Gives up after", "3600 s from the occurrence"),
+        ("Delays", "exponential: 10 s × 2, at most 10 min; ×0.8–1.2 at random"),
+        ("Gives up after", "1 h from the occurrence"),
         ("Never retries", "400, 404"),
+    ]
+
+
+def test_default_delays_read_in_their_largest_unit() -> None:
+    assert retry_lines(RetryPolicy())[1:3] == [
+        (
+            "Delays",
+            "5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (the last repeats); ×0.8–1.2 at random",
+        ),
+        ("Gives up after", "7 d from the occurrence"),
     ]
