@@ -33,12 +33,14 @@ from appliance.live.limits import Holder, Surface, admit, holding
 from appliance.store import overview
 from appliance.store.actors import actor_names
 from appliance.store.events import list_events
+from appliance.store.figures.charts import dashboard_figures
 from appliance.store.infra.backend import Store
 from appliance.store.infra.connection import Connection
 from appliance.store.sessions import find_session
 from appliance.store.usecases.pages import dashboard as dashboard_of
 from appliance.store.usecases.pages import schedule_names
 from appliance.store.users import Role
+from appliance.ui import charts
 from appliance.ui.context import public_base_url, ui
 from appliance.ui.render import page
 from appliance.ui.security import COOKIE, current_session, require
@@ -70,12 +72,14 @@ async def dashboard() -> Response:
     upcoming = await trio.to_thread.run_sync(
         _next_up, shown.soonest, now, limiter=ctx.cpu, abandon_on_cancel=False
     )
+    figures = await ctx.db.read(dashboard_figures, tenant_id=tenant_id, now=now)
     return await page(
         "dashboard.html",
         counts=shown.counts,
         upcoming=upcoming,
         attention=shown.attention,
         names=shown.schedule_names,
+        charts=charts.dashboard_charts(figures),
     )
 
 

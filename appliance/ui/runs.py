@@ -18,9 +18,9 @@ from appliance.errors import ValidationError
 from appliance.store.run_search import RunFilter, search_runs
 from appliance.store.usecases import manual
 from appliance.store.usecases.pages import run_list
-from appliance.store.usecases.pages import run_page as run_page_of
 from appliance.store.users import Role
 from appliance.ui.context import ui
+from appliance.ui.inspector import NOT_STORED, decision, inspect_run
 from appliance.ui.render import page
 from appliance.ui.security import require
 
@@ -40,12 +40,20 @@ def register(bp: Blueprint) -> None:
 async def run_page(run_id: str) -> Response:
     _, tenant_id = require(Role.VIEWER)
 
-    shown = await ui().db.read(run_page_of, tenant_id=tenant_id, run_id=run_id)
+    ctx = ui()
+    inspected = await ctx.db.read(
+        inspect_run, tenant_id=tenant_id, run_id=run_id, now=ctx.clock.now_ms()
+    )
+    shown = inspected.page
     run = shown.run
     return await page(
         "run.html",
         run=run,
         attempts=shown.attempts,
+        decisions=[decision(run, shown.attempts, i) for i in range(len(shown.attempts))],
+        sent=inspected.request,
+        sent_missing=inspected.missing,
+        headers_not_stored=NOT_STORED,
         zone=shown.zone,
         schedule_name=shown.schedule_name,
         scheduled_for=format_scheduled_for(run.scheduled_for),

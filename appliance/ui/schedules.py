@@ -28,11 +28,13 @@ from appliance.core.secret_headers import masked_headers
 from appliance.errors import FieldError, ValidationError
 from appliance.store import overview, request_keys
 from appliance.store import schedules as store
+from appliance.store.figures.charts import schedule_strip
 from appliance.store.request_keys import StoredResponse
 from appliance.store.usecases import pages
 from appliance.store.users import Role
-from appliance.ui import preview
+from appliance.ui import charts, preview
 from appliance.ui.context import UiContext, ui
+from appliance.ui.inspector import payload_text, retry_lines
 from appliance.ui.render import page
 from appliance.ui.schedule_form import (
     ScheduleForm,
@@ -217,6 +219,7 @@ async def detail(
         pages.schedule_page, tenant_id=tenant_id, schedule_id=schedule_id, runs=PAGE_SIZE
     )
     schedule = shown.schedule
+    strip = await ctx.db.read(schedule_strip, tenant_id=tenant_id, schedule_id=schedule_id)
     upcoming = await preview.upcoming(schedule.spec, count=5)
     return await page(
         "schedule.html",
@@ -226,6 +229,12 @@ async def detail(
         runs=shown.runs,
         upcoming=upcoming,
         paused_note=shown.paused_note,
+        strip=strip,
+        sparkline=charts.sparkline(strip),
+        sparkline_label=charts.sparkline_label(strip),
+        marks=charts.STATE_MARKS,
+        payload=payload_text(schedule.spec),
+        retry_lines=retry_lines(schedule.spec.retry),
         note=note,
         note_error=note_error,
     )
