@@ -33,6 +33,7 @@ from appliance.store.usecases import pages
 from appliance.store.users import Role
 from appliance.ui import preview
 from appliance.ui.context import UiContext, ui
+from appliance.ui.live_pages import live_marker
 from appliance.ui.render import page
 from appliance.ui.schedule_form import (
     ScheduleForm,
@@ -226,6 +227,7 @@ async def detail(
         runs=shown.runs,
         upcoming=upcoming,
         paused_note=shown.paused_note,
+        live=live_marker(shown.newest_seq, schedule_id=schedule.id),
         note=note,
         note_error=note_error,
     )
