@@ -65,10 +65,13 @@ def test_a_run_shows_up_on_its_schedule_page_and_its_run_page_without_a_reload(
         )
         expect(run_tab.locator("#run-summary .badge")).to_have_text("running")
         run_tab.evaluate(f"{NOT_RELOADED} = true")
+        schedule_link = run_tab.locator("#run-summary").get_by_role("link", name="live")
+        schedule_link.focus()  # a keyboard user's place, kept across the swap
 
         receiver.release()
         expect(run_tab.locator("#run-summary .badge")).to_have_text("succeeded", timeout=TIMEOUT_MS)
         expect(run_tab.locator("#run-attempts")).to_contain_text("HTTP 200", timeout=TIMEOUT_MS)
+        expect(schedule_link).to_be_focused()
         rows = schedule_tab.locator("#schedule-runs tbody tr")
         expect(rows).to_have_count(1, timeout=TIMEOUT_MS)
         expect(rows.first.locator(".badge")).to_have_text("succeeded", timeout=TIMEOUT_MS)
@@ -77,6 +80,21 @@ def test_a_run_shows_up_on_its_schedule_page_and_its_run_page_without_a_reload(
         expect(rows.first.locator("td").nth(1)).to_have_attribute("data-label", "State")
         assert schedule_tab.evaluate(NOT_RELOADED) is True
         assert run_tab.evaluate(NOT_RELOADED) is True
+
+        # a browser without EventSource: the pages stay as loaded, the feed polls, no error
+        bare = browser.new_context()
+        bare.add_init_script("delete window.EventSource")
+        errors: list[str] = []
+        tab = bare.new_page()
+        tab.on("pageerror", lambda error: errors.append(str(error)))
+        sign_in(tab, app.base_url, "viewer@acme.example")
+        tab.goto(f"{app.base_url}/schedules/{schedule_id}")
+        expect(tab.locator("#schedule-runs tbody tr")).to_have_count(1)
+        tab.goto(f"{app.base_url}/events")
+        expect(tab.locator("#new-events")).to_have_attribute("data-mode", "poll")
+        assert tab.evaluate("typeof EventSource") == "undefined"
+        assert errors == []
+        bare.close()
     finally:
         context.close()
         app.kill()

@@ -189,13 +189,26 @@ const liveFeed = (() => {
   let busy = false;
   let again = false;
 
+  // The focused element of a swapped region is found again in the fresh one by what
+  // names it (its id, link, copy target or label), so a keyboard user keeps their place.
+  const handle = (element) => {
+    for (const name of ["id", "href", "data-copy", "aria-label"]) {
+      const value = element.getAttribute(name);
+      if (value) return `${element.localName}[${name}="${CSS.escape(value)}"]`;
+    }
+    return null;
+  };
   const swap = (fetched) => {
     for (const region of document.querySelectorAll("[data-live-region][id]")) {
       const fresh = fetched.getElementById(region.id);
       if (!fresh) continue;
+      const focused = region.contains(document.activeElement) ? document.activeElement : null;
+      const key = focused && handle(focused);
       const adopted = document.importNode(fresh, true);
       region.replaceWith(adopted);
       labelTables(adopted);
+      const again = key && adopted.querySelector(key);
+      if (again) again.focus();
     }
     main.dataset.liveRefreshed = String(seen);
   };
