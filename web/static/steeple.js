@@ -207,6 +207,7 @@ const liveFeed = (() => {
       const adopted = document.importNode(fresh, true);
       region.replaceWith(adopted);
       labelTables(adopted);
+      if (window.htmx) window.htmx.process(adopted); // any hx-* attributes in the fresh HTML
       const again = key && adopted.querySelector(key);
       if (again) again.focus();
     }
