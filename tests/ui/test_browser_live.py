@@ -80,6 +80,10 @@ def test_a_run_shows_up_on_its_schedule_page_and_its_run_page_without_a_reload(
         expect(rows.first.locator("td").nth(1)).to_have_attribute("data-label", "State")
         assert schedule_tab.evaluate(NOT_RELOADED) is True
         assert run_tab.evaluate(NOT_RELOADED) is True
+        schedule_tab.close(run_before_unload=True)  # its lease ends: the run tab takes over
+        expect(run_tab.locator("main")).to_have_attribute(
+            "data-live-mode", "stream", timeout=TIMEOUT_MS
+        )
 
         # a browser without EventSource: the pages stay as loaded, the feed polls, no error
         bare = browser.new_context()
