@@ -208,8 +208,8 @@ const liveFeed = (() => {
       region.replaceWith(adopted);
       labelTables(adopted);
       if (window.htmx) window.htmx.process(adopted); // any hx-* attributes in the fresh HTML
-      const again = key && adopted.querySelector(key);
-      if (again) again.focus();
+      const refocus = key && adopted.querySelector(key);
+      if (refocus) refocus.focus();
     }
     main.dataset.liveRefreshed = String(seen);
   };
