@@ -187,6 +187,22 @@ def latest_seq(conn: Connection) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
+def newest_feed_seq(conn: Connection, *, tenant_id: str) -> int:
+    """The ``seq`` of the newest event of the tenant's feed (its own and the ``system``
+    tenant's; 0 when there is none): a page read in the same snapshot shows everything up
+    to it, so a stream from there misses nothing and repeats nothing. One backwards step
+    of ``events_tenant`` per tenant."""
+    tenants = [tenant_id] if tenant_id == SYSTEM_TENANT else [tenant_id, SYSTEM_TENANT]
+    newest = 0
+    for tenant in tenants:
+        row = conn.execute(
+            "SELECT seq FROM events WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1", (tenant,)
+        ).fetchone()
+        if row is not None:
+            newest = max(newest, int(row[0]))
+    return newest
+
+
 def events_after(conn: Connection, *, after: int, limit: int) -> list[Event]:
     """Every tenant's events with ``seq > after``, oldest first (the live stream's hub)."""
     return _COLUMNS.all(

@@ -8,7 +8,8 @@ events" link instead of moving rows under the reader. One tab per browser follow
 ``/events/stream`` — the API's stream function and hub (:mod:`appliance.live.hub`) behind
 the session instead of a key; the others ask ``/events/new`` every five seconds
 (``web/static/steeple.js``: HTTP/1.1 allows six connections per host, and each stream
-holds one). Without JavaScript, reloading the page does the same. A stream counts toward
+holds one; the schedule and run pages share that stream, :mod:`appliance.ui.live_pages`).
+Without JavaScript, reloading the page does the same. A stream counts toward
 its session's, tenant's and the process's caps (:mod:`appliance.live.limits`); over one,
 or with a cursor that is not an event ``seq``, it answers a problem document (429, 422)
 instead of streaming.

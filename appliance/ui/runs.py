@@ -21,6 +21,7 @@ from appliance.store.usecases.pages import run_list
 from appliance.store.users import Role
 from appliance.ui.context import ui
 from appliance.ui.inspector import NOT_STORED, decision, inspect_run
+from appliance.ui.live_pages import live_marker
 from appliance.ui.render import page
 from appliance.ui.security import require
 
@@ -57,6 +58,7 @@ async def run_page(run_id: str) -> Response:
         zone=shown.zone,
         schedule_name=shown.schedule_name,
         scheduled_for=format_scheduled_for(run.scheduled_for),
+        live=live_marker(shown.newest_seq, schedule_id=run.schedule_id, run_id=run.id),
         replayable=run.state
         in (RunState.SUCCEEDED, RunState.FAILED, RunState.MISSED, RunState.CANCELLED),
     )

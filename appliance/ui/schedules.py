@@ -35,6 +35,7 @@ from appliance.store.users import Role
 from appliance.ui import charts, preview
 from appliance.ui.context import UiContext, ui
 from appliance.ui.inspector import payload_text, retry_lines
+from appliance.ui.live_pages import live_marker
 from appliance.ui.render import page
 from appliance.ui.schedule_form import (
     ScheduleForm,
@@ -235,6 +236,7 @@ async def detail(
         marks=charts.STATE_MARKS,
         payload=payload_text(schedule.spec),
         retry_lines=retry_lines(schedule.spec.retry),
+        live=live_marker(shown.newest_seq, schedule_id=schedule.id),
         note=note,
         note_error=note_error,
     )

@@ -24,7 +24,7 @@ from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.store import claims, notifications
 from appliance.store.breaker import release_waiting
 from appliance.store.claims import claim_runs
-from appliance.store.events import list_events
+from appliance.store.events import list_events, newest_feed_seq
 from appliance.store.figures.tenants import FINISHED_SINCE_SQL
 from appliance.store.infra.backend import Store
 from appliance.store.infra.connection import SKIP_LOCKED, Connection, row_locks
@@ -199,6 +199,16 @@ def test_every_event_feed_filter_reads_an_index_range_in_seq_order(
     assert found, "no query ran"
     for detail in found:
         assert "USING INDEX" in detail or "USING COVERING INDEX" in detail, found
+        assert "TEMP B-TREE" not in detail, found
+
+
+@SQLITE_ONLY
+def test_a_live_pages_newest_seq_is_one_backwards_seek_per_tenant(db: Database) -> None:
+    """The schedule and run pages read it on every load (appliance/ui/live_pages.py)."""
+    found = plans_of(db, newest_feed_seq, "events", tenant_id="ten_a")
+    assert len(found) == 2, found  # the tenant's and the system's
+    for detail in found:
+        assert "USING COVERING INDEX events_tenant" in detail, found
         assert "TEMP B-TREE" not in detail, found
 
 

@@ -14,6 +14,10 @@ Rules this module guards:
 - A run is shown by its schedule's name (:func:`schedule_names`), read in the same
   snapshot: only the tenant's schedules are named, a deleted one by the name it had; the
   ids stay beside the names (docs/ui.md, "Names, not ids").
+- The run page and the schedule page carry the newest ``seq`` of the tenant's feed read
+  in the same snapshot (:func:`appliance.store.events.newest_feed_seq`): the page's live
+  stream starts after it, so no event after what the page shows goes unseen
+  (docs/ui.md, "Live pages").
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 from appliance.core.schedules import Schedule
 from appliance.store import overview, pauses
 from appliance.store import runs as run_store
+from appliance.store.events import newest_feed_seq
 from appliance.store.figures.tenants import Counts, counts
 from appliance.store.infra import rows
 from appliance.store.infra.connection import Connection
@@ -59,6 +64,7 @@ class RunPage:
     attempts: list[AttemptRecord]
     zone: str  # the schedule's time zone; UTC once the schedule is deleted
     schedule_name: str | None  # the name it has, or had before it was deleted
+    newest_seq: int  # the tenant's newest event as of this read: the live stream's start
 
 
 def run_page(conn: Connection, *, tenant_id: str, run_id: str) -> RunPage:
@@ -69,7 +75,13 @@ def run_page(conn: Connection, *, tenant_id: str, run_id: str) -> RunPage:
     schedule = get_schedule(conn, tenant_id=tenant_id, schedule_id=run.schedule_id)
     zone = "UTC" if schedule is None else schedule.spec.timezone
     names = schedule_names(conn, tenant_id=tenant_id, schedule_ids=[run.schedule_id])
-    return RunPage(run=run, attempts=attempts, zone=zone, schedule_name=names.get(run.schedule_id))
+    return RunPage(
+        run=run,
+        attempts=attempts,
+        zone=zone,
+        schedule_name=names.get(run.schedule_id),
+        newest_seq=newest_feed_seq(conn, tenant_id=tenant_id),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,6 +89,7 @@ class SchedulePage:
     schedule: Schedule
     runs: list[RunRecord]  # newest occurrence first
     paused_note: str | None  # the note of the pause in force; None when not paused
+    newest_seq: int  # the tenant's newest event as of this read: the live stream's start
 
 
 def schedule_page(conn: Connection, *, tenant_id: str, schedule_id: str, runs: int) -> SchedulePage:
@@ -89,7 +102,12 @@ def schedule_page(conn: Connection, *, tenant_id: str, schedule_id: str, runs: i
         if schedule.spec.paused
         else None
     )
-    return SchedulePage(schedule=schedule, runs=listed, paused_note=note)
+    return SchedulePage(
+        schedule=schedule,
+        runs=listed,
+        paused_note=note,
+        newest_seq=newest_feed_seq(conn, tenant_id=tenant_id),
+    )
 
 
 def schedule_list(
