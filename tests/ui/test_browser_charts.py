@@ -74,7 +74,7 @@ def test_the_dashboard_chart_renders_with_an_accessible_name(
         cell = page.locator("#run-strip a.succeeded").first
         expect(cell).to_have_attribute("title", re.compile(r"^succeeded · 20"))
         cell.click()
-        expect(page.get_by_role("heading", level=1)).to_contain_text("Run run_")
+        expect(page.get_by_role("heading", level=1)).to_contain_text("Run of ")
         expect(page.locator("#request-headers")).to_contain_text("Authorization")
         expect(page.locator("body")).not_to_contain_text("hush-42")
         page.get_by_role("button", name="Copy curl command").click()
