@@ -22,7 +22,6 @@ from appliance.api.auth import authenticate
 from appliance.api.bodies import json_response
 from appliance.api.context import context
 from appliance.core.curl import BodyNotShellSafe, curl_command
-from appliance.core.delivery import RESEND_HEADER, build_request
 from appliance.core.instants import format_instant
 from appliance.core.signing import SignatureError
 from appliance.errors import Conflict, ValidationError
@@ -54,23 +53,8 @@ async def run_curl(run_id: str) -> Response:
 
 
 def _render(parts: RunRequest, *, signed: str, user_agent: str) -> dict[str, object]:
-    run = parts.run
     try:
-        built = build_request(
-            target_url=parts.target_url,
-            body=parts.body,
-            content_type=parts.content_type,
-            tenant_headers=parts.headers,
-            schedule_id=run.schedule_id,
-            run_id=run.id,
-            attempt=parts.attempt,
-            scheduled_for_ms=run.scheduled_for,
-            idempotency_key=run.idempotency_key,
-            secrets=parts.secrets,
-            signed_at_s=parts.signed_at_s,
-            user_agent=user_agent,
-            marks=() if run.resend_of is None else ((RESEND_HEADER, run.resend_of),),
-        )
+        built = parts.build(user_agent=user_agent)
         command = curl_command(
             built,
             tenant_headers=[name for name, _ in parts.headers],

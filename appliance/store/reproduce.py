@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from appliance.core.delivery import RESEND_HEADER, DeliveryRequest, build_request
 from appliance.core.schedules import Schedule
 from appliance.errors import Conflict, NotFound, StoreError
 from appliance.store.active_secrets import MAX_ACTIVE_SECRETS, active_secrets
@@ -45,6 +46,26 @@ class RunRequest:
     attempt: int  # the last attempt's number; 1 for a run never attempted
     signed_at_s: int
     secrets: tuple[str, ...]
+
+    def build(self, *, user_agent: str) -> DeliveryRequest:
+        """The request these parts make, signed as they say (the API's curl and the run
+        page's inspector). Raises SignatureError when there is no secret."""
+        run = self.run
+        return build_request(
+            target_url=self.target_url,
+            body=self.body,
+            content_type=self.content_type,
+            tenant_headers=self.headers,
+            schedule_id=run.schedule_id,
+            run_id=run.id,
+            attempt=self.attempt,
+            scheduled_for_ms=run.scheduled_for,
+            idempotency_key=run.idempotency_key,
+            secrets=self.secrets,
+            signed_at_s=self.signed_at_s,
+            user_agent=user_agent,
+            marks=() if run.resend_of is None else ((RESEND_HEADER, run.resend_of),),
+        )
 
 
 # Active at some moment of one second (the signature names only the second).

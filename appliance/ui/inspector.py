@@ -23,7 +23,6 @@ from typing import Final
 
 from appliance import __version__
 from appliance.core.curl import BodyNotShellSafe, curl_command
-from appliance.core.delivery import RESEND_HEADER, build_request
 from appliance.core.retry import ExponentialBackoff, RetryPolicy
 from appliance.core.runs import AttemptOutcome, RunState
 from appliance.core.schedules import ScheduleSpec
@@ -85,22 +84,7 @@ def inspect_run(conn: Connection, *, tenant_id: str, run_id: str, now: int) -> I
 
 def sent_request(parts: RunRequest) -> SentRequest:
     """``parts`` as the request went out, with its curl command. Raises SignatureError."""
-    run = parts.run
-    built = build_request(
-        target_url=parts.target_url,
-        body=parts.body,
-        content_type=parts.content_type,
-        tenant_headers=parts.headers,
-        schedule_id=run.schedule_id,
-        run_id=run.id,
-        attempt=parts.attempt,
-        scheduled_for_ms=run.scheduled_for,
-        idempotency_key=run.idempotency_key,
-        secrets=parts.secrets,
-        signed_at_s=parts.signed_at_s,
-        user_agent=USER_AGENT,
-        marks=() if run.resend_of is None else ((RESEND_HEADER, run.resend_of),),
-    )
+    built = parts.build(user_agent=USER_AGENT)
     tenant = {name.lower() for name, _ in parts.headers}
     headers = tuple(
         (name, MASK if name.lower() in tenant and looks_secret(name) else value)

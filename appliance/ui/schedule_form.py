@@ -53,6 +53,18 @@ _NESTED: Final = (
     ("payload_template", "payload"),
     ("payload", "payload"),
 )
+# The form's advanced options: grouped in a <details> collapsed by default
+# (schedule_form.html), shown open when one holds an error or differs from a blank form.
+ADVANCED_FIELDS: Final = (
+    "max_attempts",
+    "backoff",
+    "max_age_seconds",
+    "jitter_seconds",
+    "catchup_policy",
+    "overlap",
+    "dst_gap",
+    "dst_fold",
+)
 FORM_FIELDS: Final = (
     "name",
     "kind",
@@ -65,14 +77,7 @@ FORM_FIELDS: Final = (
     "target_url",
     "payload",
     "templated",
-    "max_attempts",
-    "backoff",
-    "max_age_seconds",
-    "jitter_seconds",
-    "catchup_policy",
-    "overlap",
-    "dst_gap",
-    "dst_fold",
+    *ADVANCED_FIELDS,
 )
 KINDS: Final = tuple(kind.value for kind in ScheduleKind)
 _INSTANTS: Final = ("start_at", "end_at")
@@ -300,20 +305,6 @@ def _number(form: Mapping[str, str], key: str, errors: list[FieldError]) -> obje
     if value is None:
         errors.append(FieldError(field=key, message="must be a whole number"))
     return value
-
-
-# The form's advanced options: grouped in a <details> collapsed by default
-# (schedule_form.html), shown open when one holds an error or differs from a blank form.
-ADVANCED_FIELDS: Final = (
-    "max_attempts",
-    "backoff",
-    "max_age_seconds",
-    "jitter_seconds",
-    "catchup_policy",
-    "overlap",
-    "dst_gap",
-    "dst_fold",
-)
 
 
 def advanced_open(form: ScheduleForm) -> bool:
