@@ -23,6 +23,7 @@ class DowntimeReport:
     down_since: int  # the previous process's clean end, or its last liveness mark
     restarted_at: int  # when this process started
     clean_shutdown: bool
+    restored_at: int | None = None  # ``steeple restore`` put a copy in place before this start
     reclaimed: int  # runs it left in flight, taken back at boot and delivered again
     late: Mapping[CatchupPolicy, int]  # occurrences due while down, delivered after the start
     missed: Mapping[CatchupPolicy, int]  # occurrences due while down, recorded as missed
@@ -45,6 +46,7 @@ class DowntimeReport:
             "down_since": format_instant(self.down_since),
             "downtime_ms": self.downtime_ms,
             "clean_shutdown": self.clean_shutdown,
+            "restored_at": None if self.restored_at is None else format_instant(self.restored_at),
             "reclaimed": self.reclaimed,
             "late": self.total_late,
             "missed": self.total_missed,
@@ -55,11 +57,17 @@ class DowntimeReport:
         return data
 
     def summary(self) -> str:
-        """The log line."""
-        how = "after a clean stop" if self.clean_shutdown else "after the process died"
+        """The log line. After a restore, "down since" is the copy's own last record (its
+        previous process was running when the copy was taken), not a crash."""
+        if self.restored_at is not None:
+            how = f"from a copy restored at {format_instant(self.restored_at)}"
+            since = f"since {format_instant(self.down_since)}, the copy's last record"
+        else:
+            how = "after a clean stop" if self.clean_shutdown else "after the process died"
+            since = f"since {format_instant(self.down_since)}"
         return (
-            f"restarted {how}: down {format_duration(self.downtime_ms)} (since"
-            f" {format_instant(self.down_since)}); {self.total_late} occurrences due meanwhile"
+            f"restarted {how}: down {format_duration(self.downtime_ms)} ({since});"
+            f" {self.total_late} occurrences due meanwhile"
             f" delivered late ({_by_policy(self.late)}), {self.total_missed} recorded as"
             f" missed ({_by_policy(self.missed)}); {self.reclaimed} runs in flight taken back"
         )

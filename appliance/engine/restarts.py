@@ -30,16 +30,22 @@ async def report_restart(
     previous: PreviousIncarnation,
     restarted_at: int,
     reclaimed: int,
+    restored_at: int | None,
     caught_up: trio.Event | None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> DowntimeReport:
     """Wait for ``caught_up`` (None: no planner runs, nothing to wait for), then record
-    and log the report; returns it."""
+    and log the report; returns it. ``restored_at``: when ``steeple restore`` put the
+    database in place before this start (None: it was not restored)."""
     task_status.started()
     if caught_up is not None:
         await caught_up.wait()
     report = await db.read(
-        downtime_report, previous=previous, restarted_at=restarted_at, reclaimed=reclaimed
+        downtime_report,
+        previous=previous,
+        restarted_at=restarted_at,
+        reclaimed=reclaimed,
+        restored_at=restored_at,
     )
     await db.write(record_restart, report=report, now=clock.now_ms())
     log.log(logging.WARNING if report.total_missed else logging.INFO, "%s", report.summary())

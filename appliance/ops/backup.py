@@ -20,7 +20,14 @@ from appliance.store.infra.database import Database
 from appliance.store.infra.lockfile import LockFile
 from appliance.store.infra.migrate import current_version, migrations, pending
 from appliance.store.infra.schema import needed_version, schema_version
-from appliance.store.infra.snapshot import Snapshot, backup_into, put_in_place, verify_copy
+from appliance.store.infra.snapshot import (
+    RestoreRecord,
+    Snapshot,
+    backup_into,
+    put_in_place,
+    record_restore,
+    verify_copy,
+)
 from appliance.wiring.storage import open_configured_store
 
 RESTORE_NOTE = """\
@@ -44,11 +51,14 @@ class Restored:
 
 
 def restore(settings: Settings, source: Path) -> Restored:
-    """Put a verified copy in place of the database; refuses while an appliance runs."""
+    """Put a verified copy in place of the database; refuses while an appliance runs. The
+    next start's downtime report says it started from a restored copy."""
     with LockFile(settings.lock_path):
         version = verify_copy(source)
-        stamp = format_instant(SystemClock().now_ms()).replace(":", "")
+        now = SystemClock().now_ms()
+        stamp = format_instant(now).replace(":", "")
         moved = put_in_place(source, settings.db_path, aside_suffix=f".before-restore-{stamp}")
+        record_restore(settings.data_dir, RestoreRecord(at_ms=now, source=str(source)))
     return Restored(schema_version=version, moved_aside=moved)
 
 

@@ -81,6 +81,7 @@ def _restart(restart: LastRestart | None) -> dict[str, object]:
         "last_restart": format_instant(restart.at),
         "last_restart_downtime_seconds": data["downtime_ms"] / 1000,
         "last_restart_clean": data["clean_shutdown"],
+        "last_restart_restored_at": data.get("restored_at"),  # absent from older reports
         "last_restart_late": data["late"],
         "last_restart_missed": data["missed"],
         "last_restart_reclaimed": data["reclaimed"],

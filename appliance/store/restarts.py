@@ -77,6 +77,7 @@ def downtime_report(
     previous: PreviousIncarnation,
     restarted_at: int,
     reclaimed: int,
+    restored_at: int | None = None,
 ) -> DowntimeReport:
     """The report of the downtime before ``restarted_at`` (a read). Call it once the
     restart's planning has caught up: every occurrence scheduled before the start has its
@@ -88,6 +89,7 @@ def downtime_report(
         down_since=down_since,
         restarted_at=restarted_at,
         clean_shutdown=previous.ended_at is not None,
+        restored_at=restored_at,
         reclaimed=reclaimed,
         late=tally.late,
         missed=tally.missed,

@@ -30,6 +30,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Any
 
 import trio
 
@@ -59,6 +60,7 @@ from appliance.store.incarnations import (
     register_incarnation,
 )
 from appliance.store.infra.backend import Store
+from appliance.store.infra.snapshot import RestoreRecord, forget_restore, pending_restore
 from appliance.store.usecases.plan_pass import PlannerConfig
 from appliance.store.usecases.reclaim import reclaim_previous
 from appliance.wiring import http, storage
@@ -111,6 +113,23 @@ async def serve(
             db.close()  # after the nursery: a hard cancel skips the app's after_serving
 
 
+async def _report_restart(
+    settings: Settings,
+    restored: RestoreRecord | None,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    **report: Any,
+) -> None:
+    """The downtime report; a restore it reported is then forgotten (a start that dies
+    before reporting leaves it for the next one)."""
+    restored_at = None if restored is None else restored.at_ms
+    task_status.started()
+    await report_restart(restored_at=restored_at, **report)
+    if restored is not None:
+        log.info("the restored copy came from %s", restored.source)
+        forget_restore(settings.data_dir)
+
+
 async def _run(
     settings: Settings,
     clock: WallClock,
@@ -122,8 +141,9 @@ async def _run(
     started_at = clock.now_ms()
     events_at_start = await db.read(latest_seq)  # /metrics counts from here (core.lifecycle)
     incarnation = await db.write(register_incarnation, pid=os.getpid(), now=started_at)
-    previous, reclaimed = None, 0
+    previous, reclaimed, restored = None, 0, None
     if not settings.uses_postgres:  # replicas: another one's runs are live, not left behind
+        restored = pending_restore(settings.data_dir)
         previous = await db.read(previous_incarnation, incarnation_id=incarnation)
         reclaimed = await db.write(reclaim_previous, incarnation_id=incarnation, now=started_at)
     if reclaimed:
@@ -145,7 +165,9 @@ async def _run(
         if previous is not None:  # a restart: report the downtime once planning caught up
             await nursery.start(
                 partial(
-                    report_restart,
+                    _report_restart,
+                    settings,
+                    restored,
                     db=db,
                     clock=clock,
                     previous=previous,
@@ -154,6 +176,8 @@ async def _run(
                     caught_up=None if engine.planner is None else engine.planner.caught_up,
                 )
             )
+        elif restored is not None:  # a copy no process ever ran on: nothing to report
+            forget_restore(settings.data_dir)
         await nursery.start(_check, db, incarnation, clock)
         await nursery.start(_audit_destinations, db, policy)
 

@@ -103,6 +103,7 @@ async def restart(
             previous=previous,
             restarted_at=BOOT,
             reclaimed=reclaimed,
+            restored_at=None,
             caught_up=engine.planner.caught_up,
         )
         await trio.sleep(deliver_for_s)

@@ -44,6 +44,7 @@ from appliance.store.infra.migrate import current_version, migrations
 
 BACKUPS_DIRNAME = "backups"
 LAST_BACKUP = "last-backup.json"  # in the data directory: the last successful backup
+RESTORED = "restored.json"  # in the data directory: a restore the next start has not reported
 # How far a restored copy's event sequence jumps when the file it replaces cannot be read:
 # more events than any appliance writes between a backup and its restore, and still far
 # below 2**53 (an exact number in every JSON reader) after millions of restores.
@@ -262,13 +263,48 @@ class LastBackup:
 
 def record_backup(data_dir: Path, last: LastBackup) -> None:
     """Replace the record of the last successful backup (atomically)."""
-    record = data_dir / LAST_BACKUP
-    temporary = record.with_name(f".{LAST_BACKUP}.{secrets.token_hex(8)}")
+    record = {"at": format_instant(last.at_ms), "path": last.path, "bytes": last.bytes}
+    _write_record(data_dir, LAST_BACKUP, record)
+
+
+def _write_record(data_dir: Path, name: str, record: dict[str, object]) -> None:
+    """Replace the data directory's record ``name`` atomically (a fresh ``0600`` file)."""
+    temporary = data_dir / f".{name}.{secrets.token_hex(8)}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(temporary, flags, FILE_MODE)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump({"at": format_instant(last.at_ms), "path": last.path, "bytes": last.bytes}, out)
-    temporary.rename(record)
+        json.dump(record, out)
+    temporary.rename(data_dir / name)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RestoreRecord:
+    """A restore the next start reports (core/downtime.py): the copy's state ends at its
+    own last record, not where the replaced database stopped."""
+
+    at_ms: int
+    source: str
+
+
+def record_restore(data_dir: Path, restore: RestoreRecord) -> None:
+    """Note a restore for the next start's downtime report."""
+    _write_record(
+        data_dir, RESTORED, {"at": format_instant(restore.at_ms), "source": restore.source}
+    )
+
+
+def pending_restore(data_dir: Path) -> RestoreRecord | None:
+    """The restore no start has reported yet, or None (none, or unreadable)."""
+    try:
+        raw = json.loads((data_dir / RESTORED).read_text(encoding="utf-8"))
+        return RestoreRecord(at_ms=parse_instant(raw["at"]), source=str(raw["source"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def forget_restore(data_dir: Path) -> None:
+    """Drop the record once a start reported the restore."""
+    (data_dir / RESTORED).unlink(missing_ok=True)
 
 
 def last_backup(data_dir: Path) -> LastBackup | None:
