@@ -216,6 +216,11 @@ def sparkline_label(runs: Sequence[StripRun]) -> str:
     lates = [r.lateness_ms for r in runs if r.lateness_ms is not None]
     if not lates:
         return "Lateness: no run finished at its first attempt"
+    if len(lates) == 1:
+        return (
+            "Lateness of the one run so far finished at its first attempt:"
+            f" {short_duration(lates[0])}"
+        )
     return (
         f"Lateness of the last {len(lates)} runs finished at their first attempt:"
         f" lowest {short_duration(min(lates))}, highest {short_duration(max(lates))},"
@@ -230,10 +235,14 @@ def sparkline(runs: Sequence[StripRun]) -> Markup:
         return Markup("")
     label = sparkline_label(runs)
     body = _element("title", {}, escape(label))
-    path = " ".join(f"{x},{y}" for x, y in points)
-    body += _element("polyline", {"class": "spark", "points": path}, Markup(""))
-    for x, y in points:
-        body += _element("circle", {"class": "spark-dot", "cx": x, "cy": y, "r": 2}, Markup(""))
+    lates = [r.lateness_ms for r in runs if r.lateness_ms is not None]
+    if len(lates) == 1:
+        body += _lone_point(points[0][0], lates[0])
+    else:
+        path = " ".join(f"{x},{y}" for x, y in points)
+        body += _element("polyline", {"class": "spark", "points": path}, Markup(""))
+        for x, y in points:
+            body += _element("circle", {"class": "spark-dot", "cx": x, "cy": y, "r": 2}, Markup(""))
     return _element(
         "svg",
         {
@@ -245,6 +254,20 @@ def sparkline(runs: Sequence[StripRun]) -> Markup:
         },
         body,
     )
+
+
+def _lone_point(x: float, lateness_ms: int) -> Markup:
+    """One lateness has no line to draw and no scale to sit on: a short level marker at
+    mid-height with its dot, and the value written beside it (on the side with room)."""
+    y = SPARK_HEIGHT / 2
+    body = _element(
+        "line", {"class": "spark", "x1": x - 12, "y1": y, "x2": x + 12, "y2": y}, Markup("")
+    )
+    body += _element("circle", {"class": "spark-dot", "cx": x, "cy": y, "r": 3}, Markup(""))
+    left = x <= SPARK_WIDTH / 2
+    text: dict[str, object] = {"class": "spark-value", "x": x + 18 if left else x - 18, "y": y + 4}
+    text["text-anchor"] = "start" if left else "end"
+    return body + _element("text", text, escape(f"one run so far: {short_duration(lateness_ms)}"))
 
 
 def _plot(name: str, label: str, bars: Sequence[Bar], start: int, top: str) -> Markup:
