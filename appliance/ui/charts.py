@@ -237,7 +237,7 @@ def sparkline(runs: Sequence[StripRun]) -> Markup:
     body = _element("title", {}, escape(label))
     lates = [r.lateness_ms for r in runs if r.lateness_ms is not None]
     if len(lates) == 1:
-        body += _lone_point(points[0][0], lates[0])
+        body += _lone_point(lates[0])
     else:
         path = " ".join(f"{x},{y}" for x, y in points)
         body += _element("polyline", {"class": "spark", "points": path}, Markup(""))
@@ -256,17 +256,14 @@ def sparkline(runs: Sequence[StripRun]) -> Markup:
     )
 
 
-def _lone_point(x: float, lateness_ms: int) -> Markup:
+def _lone_point(lateness_ms: int) -> Markup:
     """One lateness has no line to draw and no scale to sit on: a short level marker at
-    mid-height with its dot, and the value written beside it (on the side with room)."""
+    the left, at mid-height, with its dot, and the value written after it (the whole width
+    left for the text, so a phone's box does not clip it)."""
     y = SPARK_HEIGHT / 2
-    body = _element(
-        "line", {"class": "spark", "x1": x - 12, "y1": y, "x2": x + 12, "y2": y}, Markup("")
-    )
-    body += _element("circle", {"class": "spark-dot", "cx": x, "cy": y, "r": 3}, Markup(""))
-    left = x <= SPARK_WIDTH / 2
-    text: dict[str, object] = {"class": "spark-value", "x": x + 18 if left else x - 18, "y": y + 4}
-    text["text-anchor"] = "start" if left else "end"
+    body = _element("line", {"class": "spark", "x1": 2, "y1": y, "x2": 26, "y2": y}, Markup(""))
+    body += _element("circle", {"class": "spark-dot", "cx": 14, "cy": y, "r": 3}, Markup(""))
+    text = {"class": "spark-value", "x": 32, "y": y + 4}
     return body + _element("text", text, escape(f"one run so far: {short_duration(lateness_ms)}"))
 
 

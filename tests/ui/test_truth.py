@@ -158,6 +158,8 @@ async def test_counts_say_one_run_not_one_runs(
     clock.advance(5000)
     assert len(deliver_due(db, now=clock.now, status=410)) == 1
     clock.advance(1000)
+    listed = await browser.get("/failed")
+    assert "newest occurrence first (1 run)</caption>" in listed.text  # not "at most 1 shown"
     confirm = await browser.get("/failed/replay-all")
     assert "exactly <strong>1</strong> failed run," in confirm.text
     done = await browser.post(
