@@ -82,6 +82,7 @@ GET_PAGES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
 }
 # The pages docs/ui.md shows that other browser tests do not shoot: (role, path) -> name.
 SHOTS = {
+    ("owner", "/"): "dashboard-charts",
     ("owner", "/schedules/{schedule_id}"): "schedule-runs",
     ("owner", "/settings/account"): "account",
     ("owner", "/settings/keys/{key_id}/revoke"): "key-revoke",
