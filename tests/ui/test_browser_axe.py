@@ -2,18 +2,18 @@
 process, light and dark: each GET page as the roles that see it differently (owner,
 editor, viewer; the operator's pages), the error pages, the fragments pages swap in (the
 live preview, the feed's "new events" link) and the pages a POST answers with (a key
-shown once, a refused sign-in, a form with its errors…). A route the tables below do not
+shown once, a refused sign-in, a form with its errors…; those in
+test_browser_axe_answers.py, on this module's site). A route the tables below do not
 place fails ``test_every_ui_route_is_checked_by_axe``: a new page cannot skip the check.
 
 The site's pages are also shot for docs/ui.md (``shoot``; ``scripts/screenshots``).
 Waits are Playwright's auto-waiting assertions and the receiver's condition waits; a
-state the engine commits just after a delivery is awaited by reloading to a deadline.
+state the engine commits just after a delivery is awaited by asking the API to a deadline.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,7 +94,7 @@ SHOTS = {
     ("viewer", "/schedules/sch_00000000000000000000000000"): "not-found",
 }
 # Endpoints whose answer is a page or a fragment of one: checked by doing what a user does
-# (test_pages_that_answer_a_post_pass_axe records each as it checks it).
+# (test_browser_axe_answers.py records each as it checks it).
 ANSWER_PAGES = {
     "ui.login": "a refused sign-in",
     "ui.setup": "the setup form with its error",
@@ -189,15 +189,18 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     app = Appliance(data_dir).start()
     try:
         with app.client(tenant["api_key"]) as api:
-            ids = [_create(api, "every second", receiver.url, {"ok": True}, cron="* * * * * *"),
-                   _create(api, "always fails", receiver.url, {"fail": True})]  # fmt: skip
+            every = {"cron": "* * * * * *"}
+            ids = [
+                create_schedule(api, "every second", receiver.url, {"ok": True}, **every),
+                create_schedule(api, "always fails", receiver.url, {"fail": True}),
+            ]
             receiver.wait_for(lambda ds: len(ds) >= 3)  # the strip and sparkline get points
             assert api.post(f"/v1/schedules/{ids[0]}/pause", json={}).status_code == 200
             _wait_until(lambda: "running" not in _states(api, ids[0]))
             run_id = next(i for i, s in _states(api, ids[0]).items() if s == "succeeded")
             failed = api.post(f"/v1/schedules/{ids[1]}/trigger").json()["id"]
             at = (datetime.now(UTC) + timedelta(seconds=2)).isoformat(timespec="seconds")
-            one_off = _create(api, "once", receiver.url, {"once": True}, at=at)
+            one_off = create_schedule(api, "once", receiver.url, {"once": True}, at=at)
             receiver.wait_for(lambda ds: sum(b'"once"' in d.body for d in ds) >= 1)
             _wait_until(lambda: api.get(f"/v1/schedules/{one_off}").json()["status"] == "completed")
             _wait_until(lambda: api.get(f"/v1/runs/{failed}").json()["state"] == "failed")
@@ -212,7 +215,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         receiver.close()
 
 
-def _create(api: Any, name: str, url: str, payload: dict[str, bool], **when: str) -> str:
+def create_schedule(api: Any, name: str, url: str, payload: dict[str, bool], **when: str) -> str:
     body = {"name": name, "target_url": url, "payload": payload, "retry": {"max_attempts": 1}}
     created = api.post("/v1/schedules", json=body | (when or {"cron": "0 0 1 1 *"}))
     assert created.status_code == 201, created.text
@@ -240,7 +243,7 @@ ROLES = {
 }
 
 
-def _page_as(browser: Any, site: Site, role: str, **options: Any) -> Any:
+def page_as(browser: Any, site: Site, role: str, **options: Any) -> Any:
     context = browser.new_context(bypass_csp=True, **options)  # our CSP refuses axe's script
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
@@ -261,7 +264,7 @@ def _page_as(browser: Any, site: Site, role: str, **options: Any) -> Any:
 def test_every_page_passes_axe_as_each_role_that_sees_it(
     browser: Any, site: Site, screenshots: Path, role: str
 ) -> None:
-    page = _page_as(browser, site, role)
+    page = page_as(browser, site, role)
     try:
         paths = [site.path(p) for routes in GET_PAGES.values() for p, who in routes if role in who]
         assert paths
@@ -279,7 +282,7 @@ def test_every_page_passes_axe_as_each_role_that_sees_it(
 def test_error_pages_pass_axe(browser: Any, site: Site) -> None:
     from playwright.sync_api import expect
 
-    page = _page_as(browser, site, "viewer")
+    page = page_as(browser, site, "viewer")
     try:
         for path, status, heading in (
             ("/schedules/sch_00000000000000000000000000", 404, "Not found"),
@@ -289,12 +292,12 @@ def test_error_pages_pass_axe(browser: Any, site: Site) -> None:
             answer = page.goto(f"{site.app.base_url}{path}")
             assert answer is not None and answer.status == status, path
             expect(page.get_by_role("heading", level=1)).to_have_text(heading)
-            assert _axe_here(page) == {}, path
+            assert axe_here(page) == {}, path
     finally:
         page.context.close()
 
 
-def _axe_here(page: Any) -> dict[str, list[str]]:
+def axe_here(page: Any) -> dict[str, list[str]]:
     """Serious and critical violations of the page as it is now, light and dark."""
     found = {}
     for scheme in ("light", "dark"):
@@ -303,137 +306,3 @@ def _axe_here(page: Any) -> dict[str, list[str]]:
             found[scheme] = violations
     page.emulate_media(color_scheme="light")
     return found
-
-
-@pytest.mark.slow
-def test_pages_that_answer_a_post_pass_axe(browser: Any, site: Site) -> None:
-    """Each page a POST answers with (or a fragment swapped in), reached as a user does."""
-    checked: dict[str, dict[str, list[str]]] = {}
-    pages = {role: _page_as(browser, site, role) for role in ROLES}
-    try:
-        for role, flow in (
-            ("signed out", _signed_out_answers),
-            ("editor", _editor_answers),
-            ("owner", _owner_answers),
-            ("operator", _operator_answers),
-        ):
-            for endpoint in flow(pages[role], site):
-                checked[endpoint] = _axe_here(pages[role])
-    finally:
-        for page in pages.values():
-            page.context.close()
-    assert {e: v for e, v in checked.items() if v} == {}
-    assert set(checked) == set(ANSWER_PAGES)
-
-
-def _signed_out_answers(page: Any, site: Site) -> Iterator[str]:
-    from playwright.sync_api import expect
-
-    page.goto(f"{site.app.base_url}/login")
-    page.get_by_label("Email").fill(OWNER)
-    page.get_by_label("Password").fill("not the password at all")
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("alert")).to_be_visible()
-    yield "ui.login"
-    page.goto(f"{site.app.base_url}/{site.path('setup/{setup_token}')}")
-    page.get_by_label("Password", exact=True).fill("a long enough password")
-    page.get_by_label("Repeat password").fill("another long password")
-    page.get_by_role("button", name="Set password").click()
-    expect(page.get_by_text("the two passwords differ")).to_be_visible()
-    yield "ui.setup"
-
-
-def _editor_answers(page: Any, site: Site) -> Iterator[str]:
-    from playwright.sync_api import expect
-
-    base = site.app.base_url
-    page.goto(f"{base}/schedules/new")
-    page.get_by_label("Name").fill("refused")
-    page.get_by_role("radio", name="Cron").check()
-    page.get_by_role("textbox", name="Cron", exact=True).fill("0 3 * * *")
-    page.get_by_label("Target URL").fill(REFUSED_URL)
-    expect(page.locator("#preview").get_by_role("table")).to_be_visible()
-    expect(page.locator("#preview")).to_contain_text("169.254.169.254")
-    page.get_by_role("button", name="Preview").click()
-    expect(page.locator("#preview").get_by_role("table")).to_be_visible()
-    yield "ui.preview_page"
-    page.get_by_role("button", name="Create schedule").click()
-    expect(page.locator(".field-error").first).to_be_visible()
-    yield "ui.create"
-    page.goto(f"{base}/{site.path('schedules/{schedule_id}/edit')}")
-    page.get_by_label("Target URL").fill(REFUSED_URL)
-    page.get_by_role("button", name="Save", exact=True).click()
-    expect(page.locator(".field-error").first).to_be_visible()
-    yield "ui.save"
-    page.goto(f"{base}/events")
-    expect(page.locator("#new-events")).to_have_attribute("data-mode", re.compile("stream|poll"))
-    with site.app.client(site.api_key) as api:
-        url = api.get(f"/v1/schedules/{site.schedule_id}").json()["target_url"]
-        _create(api, "made meanwhile", url, {})  # a schedule.created event
-    expect(page.get_by_role("link", name=re.compile(r"new events?: show"))).to_be_visible()
-    yield "ui.new_events"
-
-
-def _owner_answers(page: Any, site: Site) -> Iterator[str]:
-    from playwright.sync_api import expect
-
-    base = site.app.base_url
-    page.goto(f"{base}/settings/keys")
-    page.get_by_label("Key name").fill("ci")
-    page.get_by_role("button", name="Create key").click()
-    expect(page.locator("#new-key")).to_be_visible()
-    yield "ui.create_key"
-    page.goto(f"{base}/settings/secrets")
-    page.get_by_label(re.compile("Overlap")).fill("60")
-    page.get_by_role("button", name="Rotate secret").click()
-    expect(page.locator("#new-secret")).to_be_visible()
-    yield "ui.rotate"
-    page.get_by_role("button", name=re.compile("^Reveal ")).first.click()
-    expect(page.locator("#revealed-secret")).to_be_visible()
-    yield "ui.reveal"
-    page.goto(f"{base}/settings/users")
-    page.get_by_label("Email").fill("pat@acme.example")
-    page.get_by_role("button", name="Add user").click()
-    expect(page.locator("#setup-link")).to_be_visible()
-    yield "ui.add_user"
-    page.get_by_label(f"Role of {SPARE}", exact=True).select_option("editor")
-    page.get_by_role("button", name=f"Change role of {SPARE}").click()
-    expect(page.get_by_role("status")).to_contain_text(f"Role of {SPARE} changed.")
-    yield "ui.set_role"
-    page.get_by_role("button", name=f"New setup link for {SPARE}").click()
-    expect(page.locator("#setup-link")).to_be_visible()
-    yield "ui.reset"
-    page.get_by_role("link", name=f"Remove {SPARE}…").click()
-    page.get_by_role("button", name=f"Remove {SPARE}").click()
-    expect(page.get_by_role("status")).to_contain_text(f"{SPARE} removed")
-    yield "ui.remove"
-    page.goto(f"{base}/settings/account")
-    page.get_by_label("Current password").fill("not the password at all")
-    page.get_by_label("New password", exact=True).fill("a new horse battery staple")
-    page.get_by_label("Repeat the new password").fill("a new horse battery staple")
-    page.get_by_role("button", name="Change password").click()
-    expect(page.locator(".field-error, [role=alert]").first).to_be_visible()
-    yield "ui.new_password"
-    page.get_by_role("button", name="End my other sessions").click()
-    expect(page.get_by_role("status")).to_be_visible()
-    yield "ui.end_sessions"
-    page.goto(f"{base}/settings/notifications")
-    page.get_by_label("Notification URL").fill(REFUSED_URL)
-    page.get_by_role("button", name="Save URL").click()
-    expect(page.get_by_role("alert")).to_contain_text("The URL was not saved")
-    yield "ui.save_notifications"
-
-
-def _operator_answers(page: Any, site: Site) -> Iterator[str]:
-    from playwright.sync_api import expect
-
-    page.goto(f"{site.app.base_url}/admin/tenants")
-    page.get_by_label("Tenant name").fill("beta")
-    page.get_by_role("button", name="Create tenant").click()
-    expect(page.locator("#new-tenant-id")).to_be_visible()
-    yield "ui.add_tenant"
-    page.get_by_label("Tenant (id or name)").fill("beta")
-    page.get_by_label("Email").fill("bo@beta.example")
-    page.get_by_role("button", name="Add user").click()
-    expect(page.locator("#setup-link")).to_be_visible()
-    yield "ui.add_tenant_user"
