@@ -241,3 +241,12 @@ def test_every_readme_command_runs_after_the_quick_start_as_written() -> None:
     for placeholder in PLACEHOLDERS:  # each is printed by a command before its first use
         first_use = next(i for i, c in enumerate(found) if placeholder.text in c)
         assert any(placeholder.source in c for c in found[:first_use]), placeholder
+
+
+def test_every_screenshot_is_in_the_ui_guide_and_every_one_it_shows_exists() -> None:
+    """docs/ui.md's table shows each PNG under docs/ui/ (``scripts/screenshots`` writes
+    them): none stale and unshown, none shown and missing."""
+    shown = set(re.findall(r"\]\(ui/([\w-]+\.png)\)", read(ROOT / "docs" / "ui.md")))
+    kept = {path.name for path in (ROOT / "docs" / "ui").glob("*.png")}
+    assert kept - shown == set(), "screenshots docs/ui.md does not show"
+    assert shown - kept == set(), "screenshots docs/ui.md shows that are not there"

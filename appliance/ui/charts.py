@@ -216,6 +216,11 @@ def sparkline_label(runs: Sequence[StripRun]) -> str:
     lates = [r.lateness_ms for r in runs if r.lateness_ms is not None]
     if not lates:
         return "Lateness: no run finished at its first attempt"
+    if len(lates) == 1:
+        return (
+            "Lateness of the one run so far finished at its first attempt:"
+            f" {short_duration(lates[0])}"
+        )
     return (
         f"Lateness of the last {len(lates)} runs finished at their first attempt:"
         f" lowest {short_duration(min(lates))}, highest {short_duration(max(lates))},"
@@ -230,10 +235,14 @@ def sparkline(runs: Sequence[StripRun]) -> Markup:
         return Markup("")
     label = sparkline_label(runs)
     body = _element("title", {}, escape(label))
-    path = " ".join(f"{x},{y}" for x, y in points)
-    body += _element("polyline", {"class": "spark", "points": path}, Markup(""))
-    for x, y in points:
-        body += _element("circle", {"class": "spark-dot", "cx": x, "cy": y, "r": 2}, Markup(""))
+    lates = [r.lateness_ms for r in runs if r.lateness_ms is not None]
+    if len(lates) == 1:
+        body += _lone_point(lates[0])
+    else:
+        path = " ".join(f"{x},{y}" for x, y in points)
+        body += _element("polyline", {"class": "spark", "points": path}, Markup(""))
+        for x, y in points:
+            body += _element("circle", {"class": "spark-dot", "cx": x, "cy": y, "r": 2}, Markup(""))
     return _element(
         "svg",
         {
@@ -245,6 +254,17 @@ def sparkline(runs: Sequence[StripRun]) -> Markup:
         },
         body,
     )
+
+
+def _lone_point(lateness_ms: int) -> Markup:
+    """One lateness has no line to draw and no scale to sit on: a short level marker at
+    the left, at mid-height, with its dot, and the value written after it (the whole width
+    left for the text, so a phone's box does not clip it)."""
+    y = SPARK_HEIGHT / 2
+    body = _element("line", {"class": "spark", "x1": 2, "y1": y, "x2": 26, "y2": y}, Markup(""))
+    body += _element("circle", {"class": "spark-dot", "cx": 14, "cy": y, "r": 3}, Markup(""))
+    text = {"class": "spark-value", "x": 32, "y": y + 4}
+    return body + _element("text", text, escape(f"one run so far: {short_duration(lateness_ms)}"))
 
 
 def _plot(name: str, label: str, bars: Sequence[Bar], start: int, top: str) -> Markup:

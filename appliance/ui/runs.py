@@ -80,6 +80,7 @@ async def failed() -> Response:
     return await page(
         "failed.html",
         runs=shown.runs,
+        limit=PAGE_SIZE,
         names=shown.schedule_names,
         replayed=_replayed(request.args.get("replayed", "")),
     )

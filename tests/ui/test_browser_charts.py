@@ -73,6 +73,9 @@ def test_the_dashboard_chart_renders_with_an_accessible_name(
         page.goto(f"{app.base_url}/schedules/{schedule_id}")
         cell = page.locator("#run-strip a.succeeded").first
         expect(cell).to_have_attribute("title", re.compile(r"^succeeded · 20"))
+        # the sparkline sits under the strip at its own size, not centred in a page-wide box
+        strip, spark = (page.locator(s).bounding_box() for s in ("#run-strip", "svg.sparkline"))
+        assert strip and spark and spark["x"] == strip["x"] and spark["width"] <= 240, spark
         cell.click()
         expect(page.get_by_role("heading", level=1)).to_contain_text("Run of ")
         expect(page.locator("#request-headers")).to_contain_text("Authorization")

@@ -1,26 +1,40 @@
 """The pages at a phone's width (390 × 844) in real Chromium against a real appliance
 process: no page scrolls sideways (long URLs, ids and keys wrap or scroll in their own
 box), tables collapse to labelled rows, and the live preview sits above the submit
-button. The site (a delivered run to a long URL, a failed run) is test_browser_layout's."""
+button. The site (a delivered run to a long URL, a failed run) is test_browser_layout's.
+The pages are shot at this width for docs/ui.md (``*-phone-light.png``, ``*-phone-dark.png``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.ui.test_browser import PASSWORD, sign_in
+from tests.ui.test_browser import PASSWORD, screenshots, shoot, sign_in
 from tests.ui.test_browser_layout import Site, browser, new_page, owner_pages, site
 
-__all__ = ["browser", "site"]  # the shared module-scoped fixtures
+__all__ = ["browser", "screenshots", "site"]  # the shared module-scoped fixtures
 
 pytestmark = pytest.mark.slow
 
 PHONE = {"width": 390, "height": 844}
 
 
+# The pages docs/ui.md shows at a phone's width, by the name of their screenshot.
+PHONE_SHOTS = {
+    "/": "dashboard",
+    "/schedules": "schedules",
+    "/schedules/new": "schedule-new",
+    "/schedules/{schedule_id}": "schedule",
+    "/runs/{run_id}": "run",
+    "/failed": "failed",
+    "/events": "events",
+}
+
+
 def test_at_390_px_no_page_scrolls_sideways_and_tables_become_rows(
-    browser: Any, site: Site
+    browser: Any, site: Site, screenshots: Path
 ) -> None:
     from playwright.sync_api import expect
 
@@ -30,9 +44,14 @@ def test_at_390_px_no_page_scrolls_sideways_and_tables_become_rows(
         page.goto(f"{base}/login")
         wide = {"/login": page.evaluate("document.documentElement.scrollWidth")}
         sign_in(page, base, "owner@acme.example")
+        shots = {template.format(**vars(site)): name for template, name in PHONE_SHOTS.items()}
         for path in owner_pages(site):
             page.goto(f"{base}{path}")
             wide[path] = page.evaluate("document.documentElement.scrollWidth")
+            if path in shots:
+                page.wait_for_load_state("networkidle")  # the live preview in, then shot
+                shoot(page, f"{shots.pop(path)}-phone", screenshots)
+        assert shots == {}  # every phone shot is of a page the width check visits
         page.get_by_role("button", name="Sign out").click()
         page.goto(f"{base}/login")
         page.get_by_label("Email").fill("ops@example.com")

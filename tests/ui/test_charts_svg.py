@@ -100,3 +100,25 @@ def test_the_sparkline_skips_runs_without_lateness() -> None:
 def test_text_in_a_chart_is_escaped() -> None:
     element = charts._element("text", {"x": '"><script>'}, charts.escape("<b>&"))
     assert str(element) == '<text x="&#34;&gt;&lt;script&gt;">&lt;b&gt;&amp;</text>'
+
+
+def test_a_lone_lateness_is_a_marker_with_its_value_not_a_stray_dot() -> None:
+    runs = [
+        StripRun(
+            id="run_0", state=RunState.SUCCEEDED, scheduled_for=START, attempts=1, lateness_ms=850
+        )
+    ]
+    svg = str(charts.sparkline(runs))
+    root = ET.fromstring(svg)
+    assert root.get("aria-label") == (
+        "Lateness of the one run so far finished at its first attempt: 850 ms"
+    )
+    assert root.find(f"{SVG}polyline") is None  # a line through one point draws nothing
+    marker = root.find(f"{SVG}line")
+    assert marker is not None and marker.get("class") == "spark"
+    assert float(marker.get("x2", "0")) - float(marker.get("x1", "0")) == 24
+    assert marker.get("y1") == marker.get("y2") == str(charts.SPARK_HEIGHT / 2)
+    text = root.find(f"{SVG}text")
+    assert text is not None and text.text == "one run so far: 850 ms"
+    # at the left, past the marker: the rest of the 240-unit box is room for the words
+    assert float(marker.get("x1", "")) < float(text.get("x", "")) <= 40

@@ -6,7 +6,9 @@ schedules, and the wording counts right."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import appliance.ui
 from appliance.core.instants import format_instant
 from appliance.core.runs import AttemptOutcome, RunState, Transition
 from appliance.store.claims import claim_runs
@@ -156,6 +158,8 @@ async def test_counts_say_one_run_not_one_runs(
     clock.advance(5000)
     assert len(deliver_due(db, now=clock.now, status=410)) == 1
     clock.advance(1000)
+    listed = await browser.get("/failed")
+    assert "newest occurrence first (1 run)</caption>" in listed.text  # not "at most 1 shown"
     confirm = await browser.get("/failed/replay-all")
     assert "exactly <strong>1</strong> failed run," in confirm.text
     done = await browser.post(
@@ -166,6 +170,31 @@ async def test_counts_say_one_run_not_one_runs(
     assert "1 run replayed with its same idempotency key." in replayed.text
     dashboard = await browser.get("/")
     assert "1 runs" not in dashboard.text + replayed.text + confirm.text
+    page = await browser.get(f"/schedules/{schedule_id}")
+    assert "The last 1 run, oldest first" in page.text
+    account = await browser.get("/settings/account")
+    assert "0 other sessions are open" in account.text
+    events = await browser.get("/events")
+    shown = re.search(r"The newest (\d+) (events?), newest first", events.text)
+    assert shown is not None and shown.group(2) == ("event" if shown.group(1) == "1" else "events")
+
+
+COUNT_THEN_NOUN = re.compile(r"\{\{(?P<expr>[^}]*)\}\} (?P<noun>[a-z]+s)\b")
+UNITS = {"ms", "s"}  # "1 s" is right: a unit symbol has no plural
+
+
+def test_every_count_in_a_template_goes_through_the_plural_rule() -> None:
+    """``{{ n }} runs`` says "1 runs"; a count followed by a plural noun must use
+    ``counted`` or ``plural`` (appliance/ui/render.py), so a new one cannot slip in."""
+    templates = Path(appliance.ui.__file__).parent / "web" / "templates"
+    bare = [
+        f"{path.name}: {found.group(0)}"
+        for path in sorted(templates.glob("*.html"))
+        for found in COUNT_THEN_NOUN.finditer(path.read_text())
+        if found.group("noun") not in UNITS
+        and not re.search(r"\|\s*(counted|plural)\b", found.group("expr"))
+    ]
+    assert bare == []
 
 
 async def test_the_operator_tenant_list_names_tenants_with_their_ids_copyable(
@@ -190,3 +219,29 @@ async def test_the_operator_tenant_list_names_tenants_with_their_ids_copyable(
     assert re.search(
         r'Tenant <strong title="ten_[0-9A-Za-z]+">gamma</strong> created', created.text
     )
+
+
+def _luminance(colour: str) -> float:
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_a_completed_badge_has_a_colour_of_its_own_readable_light_and_dark() -> None:
+    """``completed`` is neither success nor trouble: its own colour, at WCAG AA (4.5:1)
+    on the page and on a panel in both schemes (axe checks the rendered badge too)."""
+    css = (Path(appliance.ui.__file__).parent / "web" / "static" / "steeple.css").read_text()
+    rule = re.search(r"\.badge\.completed\s*\{\s*color:\s*var\(--(?P<var>[a-z-]+)\)", css)
+    assert rule is not None
+    others = re.findall(r"\.badge\.[a-z_]+[^{]*\{\s*color:\s*var\(--([a-z-]+)\)", css)
+    assert others.count(rule.group("var")) == 1  # no other badge shares it
+    light, dark = [dict(re.findall(r"--([a-z-]+):\s*(#[0-9a-f]{6})", block)) for block in
+                   re.findall(r":root\s*\{([^}]*)\}", css)[:2]]  # fmt: skip
+    for scheme in (light, dark):
+        colour = scheme[rule.group("var")]
+        assert _contrast(colour, scheme["bg"]) >= 4.5 and _contrast(colour, scheme["panel"]) >= 4.5
