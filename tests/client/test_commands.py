@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 import signal
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.client.cli import Lines, environment, ok_json, run
-from tests.e2e.harness import Appliance, Receiver, create_tenant
+from tests.e2e.harness import Action, Appliance, Receiver, create_tenant
 
 pytestmark = pytest.mark.slow
 
@@ -192,3 +194,46 @@ def test_events_lists_the_feed_and_follow_streams_it_until_ctrl_c(env: dict[str,
     finally:
         follow.close()
     assert (code, err) == (0, "")  # Ctrl-C ends a follow quietly
+
+
+def wait_for_state(env: dict[str, str], run_id: str, state: str) -> dict[str, Any]:
+    """The run once it is in ``state``, read with `runs get` (a deadline, not a sleep)."""
+    deadline = time.monotonic() + 30
+    while (found := ok_json(env, "runs", "get", run_id))["state"] != state:
+        assert time.monotonic() < deadline, found
+        time.sleep(0.1)
+    return found
+
+
+def test_failed_runs_are_listed_and_replayed(env: dict[str, str]) -> None:
+    refusing = Receiver(respond=lambda _d: Action(status=500))
+    try:
+        body = {
+            "name": "refused",
+            "cron": "0 3 * * *",
+            "target_url": refusing.url,
+            "payload": {},
+            "retry": {"max_attempts": 1},
+        }
+        created = run(env, "schedules", "create", "--from-json", "-", "--json",
+                      stdin=json.dumps(body))  # fmt: skip
+        schedule_id = json.loads(created.stdout)["id"]
+        run_id = ok_json(env, "schedules", "trigger", schedule_id)["id"]
+        failed = wait_for_state(env, run_id, "failed")
+        assert failed["attempts"][0]["http_status"] == 500
+
+        listed = ok_json(env, "runs", "failed", "--schedule", schedule_id)
+        assert [r["id"] for r in listed["items"]] == [run_id]
+        table = run(env, "runs", "failed", "--schedule", schedule_id).stdout.splitlines()
+        assert table[1].startswith(run_id) and "  failed  " in table[1]
+
+        replayed = ok_json(env, "schedules", "replay", schedule_id)
+        assert replayed["matched"] == 1 and replayed["replayed"] == 1
+        refusing.wait_for(lambda ds: len([d for d in ds if d.run_id == run_id]) == 2)
+        wait_for_state(env, run_id, "failed")
+        again = ok_json(env, "runs", "replay", run_id)
+        assert again["replayed"] == 1
+        unknown = run(env, "runs", "replay", run_id, "run_nope")  # all or none: refused
+        assert unknown.returncode == 1 and "404" in unknown.stderr and "run_nope" in unknown.stderr
+    finally:
+        refusing.close()
