@@ -11,8 +11,9 @@ for ``events --follow``). Refusals and notes always go to stderr.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO, TypeAlias
 
@@ -30,7 +31,7 @@ RUN_STATES = ("pending", "running", "retry_wait", "succeeded", "failed", "missed
 
 def register(commands: Commands) -> None:
     """Add the client commands to ``steeple``'s parser."""
-    common = _connection_options()
+    common = connection_options()
     _add_schedules(commands, common)
     _add_runs(commands, common)
     _add_events(commands, common)
@@ -44,7 +45,9 @@ def register(commands: Commands) -> None:
     login.add_argument("--profile", default=DEFAULT_PROFILE, metavar="NAME")
 
 
-def _connection_options() -> argparse.ArgumentParser:
+def connection_options() -> argparse.ArgumentParser:
+    """``--url``, ``--profile`` and ``--json``, as a parent parser: every client command
+    (``steeple apply`` too) takes them."""
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("appliance")
     group.add_argument("--url", help="the appliance's URL (else STEEPLE_URL, else the profile)")
@@ -142,14 +145,30 @@ def _add_events(commands: Commands, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, *, environ: Mapping[str, str]) -> int:
     """Run one client command; its exit status (module docstring)."""
-    as_json = bool(getattr(args, "json", False))
-    try:
-        if args.command == "login":
-            return _login(args, environ)
-        client = resolve_client(url=args.url, profile=args.profile, environ=environ)
+    if args.command == "login":
+        return exit_status(lambda: _login(args), as_json=False)
+
+    def command() -> int:
+        client = client_from(args, environ)
         if args.command == "events" and args.follow:
-            return _follow(client, args, as_json)
-        _print(_dispatch(client, args), as_json)
+            return _follow(client, args, bool(args.json))
+        _print(_dispatch(client, args), bool(args.json))
+        return 0
+
+    return exit_status(command, as_json=bool(args.json))
+
+
+def client_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Client:
+    """The client that ``--url`` and ``--profile`` (:func:`connection_options`), the
+    environment and the profile file choose."""
+    return resolve_client(url=args.url, profile=args.profile, environ=environ)
+
+
+def exit_status(command: Callable[[], int], *, as_json: bool) -> int:
+    """Run ``command``; a usage error (ValidationError) is 2, a refusal (printed as the
+    problem) or no answer is 1, Ctrl-C 130, a closed stdout (``| head``) 0."""
+    try:
+        return command()
     except ValidationError as exc:
         for error in exc.errors:
             _say(f"steeple: error: {error.field}: {error.message}")
@@ -160,7 +179,13 @@ def run(args: argparse.Namespace, *, environ: Mapping[str, str]) -> int:
     except ClientError as exc:
         _say(f"steeple: error: {exc}")
         return 1
-    return 0
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader left (`steeple events --follow | head -1`): done, and quietly — the
+        # interpreter's own flush of stdout at exit must not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _dispatch(client: Client, args: argparse.Namespace) -> Shown:
@@ -248,7 +273,7 @@ def _read_text(source: str, *, flag: str) -> str:
         raise ValidationError.single(flag, f"cannot read {source}: {exc}") from exc
 
 
-def _login(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+def _login(args: argparse.Namespace) -> int:
     key = _read_text(args.key_file, flag="--key-file").strip()
     if not key:
         raise ValidationError.single("--key-file", f"{args.key_file} holds no API key")

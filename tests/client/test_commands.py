@@ -51,6 +51,7 @@ def test_a_schedule_through_its_life(env: dict[str, str], receiver: Receiver) ->
         "--payload", '{"report": "nightly"}', "--header", "X-Team: ops",
     )  # fmt: skip
     assert created.returncode == 0, created.stderr
+    assert created.stderr == ""  # no database named: the client opens none
     schedule_id = created.stdout.split()[1]
     assert created.stdout.startswith(f"created {schedule_id}\n")
     assert "  X-Team: ops" in created.stdout.splitlines()
