@@ -165,8 +165,8 @@ def trigger_schedule(client: Client, schedule_id: str) -> Shown:
 
 
 def schedule_runs(client: Client, schedule_id: str, *, limit: int, every_page: bool) -> Shown:
-    path = schedule_path(schedule_id, "runs")
-    page = read_list(client, path, {}, limit=limit, every_page=every_page)
+    runs_path = schedule_path(schedule_id, "runs")
+    page = read_list(client, runs_path, {}, limit=limit, every_page=every_page)
     return Shown(document=page, text=run_rows(items_of(page)), notes=_more(page))
 
 

@@ -238,3 +238,10 @@ def test_failed_runs_are_listed_and_replayed(env: dict[str, str]) -> None:
         assert unknown.returncode == 1 and "404" in unknown.stderr and "run_nope" in unknown.stderr
     finally:
         refusing.close()
+
+
+def test_follow_with_a_refused_key_ends_at_once_with_1(env: dict[str, str]) -> None:
+    """A 401 is not waited out: retrying cannot make the key work."""
+    done = run(env | {"STEEPLE_API_KEY": "stk_" + "x" * 32}, "events", "--follow")
+    assert done.returncode == 1
+    assert done.stderr.startswith("steeple: refused: 401 ") and "reconnecting" not in done.stderr
