@@ -7,8 +7,9 @@ Rules this module guards:
 2. A refusal (any status but 2xx) raises :class:`ApiProblem` carrying the status and the
    RFC 9457 problem as sent; an answer that is no problem gets a problem made from the
    status line, so callers read one shape.
-3. Not getting an answer (DNS, connect, TLS, a reset, a timeout, a body that is not JSON)
-   raises :class:`ClientError`, naming the URL; nothing else escapes.
+3. Not getting an answer (DNS, connect, TLS, a reset, a timeout, a 2xx body that does
+   not parse, a header http.client cannot send) raises :class:`ClientError`, naming the
+   URL; nothing else escapes.
 4. Each request opens its own connection and closes it: nothing is retried here, so a
    POST is never sent twice behind the caller's back.
 5. TLS uses ``ssl.create_default_context()``: the system's CA store, hostname checked.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import enum
 import http.client
 import json as jsonlib
+import re
 import socket
 import ssl
 from collections.abc import Iterator, Mapping, Sequence
@@ -37,6 +39,7 @@ JsonObject = dict[str, JsonValue]
 Params = Mapping[str, str | int | Sequence[str]]
 
 DEFAULT_TIMEOUT_S = 30.0
+API_KEY = re.compile(r"[\x21-\x7e]+")  # what a header value may carry, and no space
 USER_AGENT = f"steeple-cli/{__version__}"
 
 
@@ -127,7 +130,7 @@ class Client:
     key. Methods raise :class:`ApiProblem` on a refusal, :class:`ClientError` otherwise."""
 
     base_url: str
-    api_key: str
+    api_key: str = field(repr=False)  # never in a traceback or a log line
     timeout_s: float = DEFAULT_TIMEOUT_S
     tls: ssl.SSLContext | None = field(default=None, repr=False)  # https only
 
@@ -147,8 +150,8 @@ class Client:
             raise ClientError(f"the appliance URL must be http(s)://host[:port], not {url!r}")
         if parts.query or parts.fragment:
             raise ClientError(f"the appliance URL takes no query or fragment: {url!r}")
-        if not key.strip():
-            raise ClientError("the API key is empty")
+        if not API_KEY.fullmatch(key.strip()):
+            raise ClientError("the API key must be one word of printable ASCII (stk_…)")
         base_url = url.strip().rstrip("/")
         return cls(base_url=base_url, api_key=key.strip(), timeout_s=timeout_s, tls=tls)
 
@@ -188,9 +191,9 @@ class Client:
         with self._exchange(method, path, params, body, headers) as response:
             raw = self._read(response)
             answer = _headers(response)
-        document = self._decode(method, path, raw, answer)
         if not 200 <= response.status < 300:
-            raise ApiProblem(response.status, _problem(response, document, raw))
+            raise ApiProblem(response.status, _problem(response, _lenient(raw, answer)))
+        document = self._decode(method, path, raw, answer)
         return Reply(status=response.status, headers=answer, json=document)
 
     @contextmanager
@@ -204,8 +207,8 @@ class Client:
         with self._exchange("GET", path, params, None, headers) as response:
             if response.status != 200:
                 raw = self._read(response)
-                document = self._decode("GET", path, raw, _headers(response))
-                raise ApiProblem(response.status, _problem(response, document, raw))
+                document = _lenient(raw, _headers(response))
+                raise ApiProblem(response.status, _problem(response, document))
             yield self._lines(response, path)
 
     def _lines(self, response: http.client.HTTPResponse, path: str) -> Iterator[str]:
@@ -244,6 +247,8 @@ class Client:
                 response = connection.getresponse()
             except (OSError, http.client.HTTPException) as exc:
                 raise ClientError(f"cannot reach {self._url(path)}: {_reason(exc)}") from exc
+            except ValueError as exc:  # http.client refuses a header or path it cannot send
+                raise ClientError(f"cannot send {method} {target}: {exc}") from exc
             yield response
         finally:
             connection.close()
@@ -290,7 +295,19 @@ def _headers(response: http.client.HTTPResponse) -> dict[str, str]:
     return {name.lower(): value for name, value in response.getheaders()}
 
 
-def _problem(response: http.client.HTTPResponse, document: JsonValue, raw: bytes) -> JsonObject:
+def _lenient(raw: bytes, headers: Mapping[str, str]) -> JsonValue:
+    """A refusal's body: its JSON if it is JSON, else its text (a proxy's error page)."""
+    text = raw.decode("utf-8", "replace")
+    if "json" in headers.get("content-type", ""):
+        try:
+            document: JsonValue = jsonlib.loads(text)
+        except ValueError:
+            return text
+        return document
+    return text
+
+
+def _problem(response: http.client.HTTPResponse, document: JsonValue) -> JsonObject:
     if isinstance(document, dict):
         return document
     title = response.reason or http.client.responses.get(response.status, "")

@@ -245,3 +245,13 @@ def test_follow_with_a_refused_key_ends_at_once_with_1(env: dict[str, str]) -> N
     done = run(env | {"STEEPLE_API_KEY": "stk_" + "x" * 32}, "events", "--follow")
     assert done.returncode == 1
     assert done.stderr.startswith("steeple: refused: 401 ") and "reconnecting" not in done.stderr
+
+
+def test_a_create_says_its_timing_warnings_on_stderr_only(env: dict[str, str]) -> None:
+    args = ["schedules", "create", "--name", "month-end", "--cron", "0 0 31 * *",
+            "--target-url", "http://127.0.0.1:9/", "--payload", "{}", "--json"]  # fmt: skip
+    done = run(env, *args)
+    assert done.returncode == 0, done.stderr
+    codes = [w["code"] for w in json.loads(done.stdout)["warnings"]]
+    assert "day_skips_months" in codes
+    assert "warning: day_skips_months: " in done.stderr

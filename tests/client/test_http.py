@@ -4,8 +4,10 @@ that is not there as :class:`ClientError`."""
 
 from __future__ import annotations
 
+import http.server
 import signal
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -158,3 +160,37 @@ def test_without_any_profile_the_error_says_how_to_give_one(tmp_path: Path) -> N
         resolve_client(url=None, profile=None, environ={}, directory=tmp_path)
     with pytest.raises(ClientError, match="STEEPLE_API_KEY"):
         resolve_client(url="http://box", profile=None, environ={}, directory=tmp_path)
+
+
+def test_a_proxy_error_page_is_a_problem_made_from_its_status_line() -> None:
+    class Proxy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            page = b"<html><body>502 Bad Gateway</body></html>"
+            self.send_response(502)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=server.handle_request, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(ApiProblem) as refused:
+            Client.from_settings(url, "stk_key").get("/v1/schedules")
+    finally:
+        server.server_close()
+    assert refused.value.status == 502
+    assert refused.value.summary == "502 Bad Gateway: <html><body>502 Bad Gateway</body></html>"
+
+
+def test_what_http_cannot_carry_is_refused_before_anything_is_sent() -> None:
+    with pytest.raises(ClientError, match="printable ASCII"):
+        Client.from_settings("http://127.0.0.1:9", "stk_two words")
+    client = Client.from_settings("http://127.0.0.1:9", "stk_key")
+    with pytest.raises(ClientError, match="cannot send GET"):
+        client.get("/v1/schedules", headers={"X-Bad": "line\r\nInjected: 1"})
+    assert "stk_key" not in repr(client)
