@@ -55,10 +55,18 @@ def parse_json_document(text: str, *, flag: str) -> JsonObject:
     return document
 
 
-def schedule_body(flags: ScheduleFlags, *, stored_headers: JsonValue = None) -> JsonObject:
-    """The request body: ``--from-json`` with the flags over it. For an edit,
-    ``stored_headers`` are the schedule's headers that ``--header`` and
-    ``--remove-header`` change; a timing flag resets the other timing kinds."""
+def create_body(flags: ScheduleFlags) -> JsonObject:
+    """A create's body: ``--from-json`` with the flags over it."""
+    return _body(flags, stored_headers={}, edit=False)
+
+
+def patch_body(flags: ScheduleFlags, *, stored_headers: JsonValue) -> JsonObject:
+    """An edit's merge patch: as a create's body, but ``--header`` and ``--remove-header``
+    change the schedule's ``stored_headers``, and a timing flag resets the other kinds."""
+    return _body(flags, stored_headers=stored_headers, edit=True)
+
+
+def _body(flags: ScheduleFlags, *, stored_headers: JsonValue, edit: bool) -> JsonObject:
     errors: list[FieldError] = []
     body: JsonObject = dict(flags.from_json or {})
     simple = {
@@ -74,7 +82,7 @@ def schedule_body(flags: ScheduleFlags, *, stored_headers: JsonValue = None) -> 
     timing = {"cron": flags.cron, "every": flags.every, "at": flags.at}
     for kind, value in timing.items():
         if value is not None:
-            if stored_headers is not None:  # an edit: the kind changes with the value
+            if edit:  # the kind changes with the value: the stored kind's field is reset
                 body |= {other: None for other in TIMING_FIELDS if other != kind}
             body[kind] = value
     if flags.payload is not None:
@@ -91,19 +99,29 @@ def schedule_body(flags: ScheduleFlags, *, stored_headers: JsonValue = None) -> 
 
 
 def _changed_headers(base: JsonValue, flags: ScheduleFlags, errors: list[FieldError]) -> JsonObject:
-    headers: JsonObject = dict(base) if isinstance(base, dict) else {}
+    """``base`` (an object, or the API's list of [name, value] pairs) with the flags'
+    headers set and removed; names compare case-insensitively, one entry per name."""
+    headers: JsonObject = {}
+    pairs = base.items() if isinstance(base, dict) else base if isinstance(base, list) else []
+    for pair in pairs:
+        name, value = pair if isinstance(pair, tuple | list) and len(pair) == 2 else ("", "")
+        if isinstance(name, str) and name:
+            headers[name] = value
     for given in flags.headers:
         name, colon, value = given.partition(":")
         if not colon or not name.strip():
             errors.append(FieldError(field="--header", message=f"takes Name:value, not {given!r}"))
             continue
-        for existing in [k for k in headers if k.lower() == name.strip().lower()]:
-            del headers[existing]  # header names are case-insensitive: one entry per name
+        _drop(headers, name)
         headers[name.strip()] = value.strip()
     for name in flags.remove_headers:
-        for existing in [k for k in headers if k.lower() == name.strip().lower()]:
-            del headers[existing]
+        _drop(headers, name)
     return headers
+
+
+def _drop(headers: JsonObject, name: str) -> None:
+    for existing in [k for k in headers if k.lower() == name.strip().lower()]:
+        del headers[existing]
 
 
 def schedule_path(schedule_id: str, action: str = "") -> str:
@@ -127,13 +145,13 @@ def get_schedule(client: Client, schedule_id: str) -> Shown:
 
 
 def create_schedule(client: Client, flags: ScheduleFlags) -> Shown:
-    body = schedule_body(flags)
+    body = create_body(flags)
     return _shown_schedule(client.post("/v1/schedules", json=body).object(), changed="created")
 
 
 def edit_schedule(client: Client, schedule_id: str, flags: ScheduleFlags) -> Shown:
     read = client.get(schedule_path(schedule_id))
-    patch = schedule_body(flags, stored_headers=read.object().get("headers") or {})
+    patch = patch_body(flags, stored_headers=read.object().get("headers"))
     if not patch:
         raise ValidationError.single("schedules edit", "give a field to change, or --from-json")
     headers = MERGE_PATCH | ({"If-Match": read.etag} if read.etag else {})
