@@ -191,11 +191,18 @@ def body_field(spec: ScheduleSpec) -> tuple[str, object] | None:
 
 
 def drop_bodiless_content_type(document: dict[str, object], patch: Mapping[str, object]) -> None:
-    """After a merge patch is applied to ``document``: with no body left (a patch to a
-    bodiless method drops it), the stored content type goes too unless the patch sets it,
-    as it is Steeple's default or chosen for the body, not a field of its own."""
-    if "content_type" not in patch and all(document.get(k) is None for k in BODY_FIELDS):
+    """After a merge patch is applied to ``document``: with no body left, or a bodiless
+    method, the stored content type goes too unless the patch sets it (it is Steeple's
+    default or was chosen for the body, not a field of its own): only the body is then
+    refused, naming what to drop."""
+    method = document.get("method")
+    bodiless = isinstance(method, str) and method in _BODILESS
+    no_body = all(document.get(key) is None for key in BODY_FIELDS)
+    if "content_type" not in patch and (bodiless or no_body):
         document.pop("content_type", None)
+
+
+_BODILESS: Final = frozenset(m.value for m in Method if not m.carries_body)
 
 
 def switch_body_kind(document: dict[str, object], patch: Mapping[str, object]) -> None:
