@@ -34,7 +34,13 @@ from appliance.core.addresses import AddressPolicy, check_target_url
 from appliance.core.delivery import check_tenant_headers
 from appliance.core.json_fields import FieldReader
 from appliance.core.payload_template import template_problems
-from appliance.core.schedules import DEFAULT_CONTENT_TYPE, Method, PayloadKind, ScheduleSpec
+from appliance.core.schedules import (
+    BODILESS_METHODS,
+    DEFAULT_CONTENT_TYPE,
+    Method,
+    PayloadKind,
+    ScheduleSpec,
+)
 from appliance.core.secret_headers import keep_masked
 from appliance.errors import ValidationError
 
@@ -196,13 +202,10 @@ def drop_bodiless_content_type(document: dict[str, object], patch: Mapping[str, 
     default or was chosen for the body, not a field of its own): only the body is then
     refused, naming what to drop."""
     method = document.get("method")
-    bodiless = isinstance(method, str) and method in _BODILESS
+    bodiless = isinstance(method, str) and method in BODILESS_METHODS
     no_body = all(document.get(key) is None for key in BODY_FIELDS)
     if "content_type" not in patch and (bodiless or no_body):
         document.pop("content_type", None)
-
-
-_BODILESS: Final = frozenset(m.value for m in Method if not m.carries_body)
 
 
 def switch_body_kind(document: dict[str, object], patch: Mapping[str, object]) -> None:

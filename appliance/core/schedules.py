@@ -52,6 +52,10 @@ class Method(enum.StrEnum):
         return self not in (Method.GET, Method.DELETE)
 
 
+# The methods' names whose requests carry no body, as tenant JSON and forms spell them.
+BODILESS_METHODS = frozenset(m.value for m in Method if not m.carries_body)
+
+
 class PayloadKind(enum.StrEnum):
     JSON = "json"  # tenant gave `payload` (any JSON value), sent as compact JSON
     BODY = "body"  # tenant gave `body` (a string), sent verbatim

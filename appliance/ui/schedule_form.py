@@ -35,6 +35,7 @@ from appliance.core.json_text import JsonTextError, parse_json_text, whole_numbe
 from appliance.core.request_input import BODY_FIELDS
 from appliance.core.retry_input import MAX_AGE_SECONDS, backoff_document
 from appliance.core.schedules import (
+    BODILESS_METHODS,
     DEFAULT_CATCHUP_POLICY,
     Method,
     Overlap,
@@ -91,7 +92,6 @@ FORM_FIELDS: Final = (
     "templated",
     *ADVANCED_FIELDS,
 )
-METHODS: Final = tuple(method.value for method in Method)
 KINDS: Final = tuple(kind.value for kind in ScheduleKind)
 _INSTANTS: Final = ("start_at", "end_at")
 
@@ -180,7 +180,7 @@ def document_of(
     method = form.get("method", "")
     if method:  # absent: a form before methods (editing, the stored one is kept)
         document["method"] = method
-    if method in ("GET", "DELETE"):
+    if method in BODILESS_METHODS:
         document |= dict.fromkeys(BODY_FIELDS)
     else:
         _payload(form, kind, templated, document, errors)
