@@ -5,9 +5,19 @@ payload, and a method the API refuses lands on the field."""
 
 from __future__ import annotations
 
+import html
+
+from appliance.core.addresses import AddressPolicy
+from appliance.core.runs import AttemptOutcome, Transition
+from appliance.core.schedule_input import parse_schedule
 from appliance.core.schedules import Method
+from appliance.store.claims import claim_runs
+from appliance.store.completions import Completion, complete_run
+from appliance.store.incarnations import register_incarnation
 from appliance.store.infra.database import Database
-from appliance.store.schedules import get_schedule, list_schedules
+from appliance.store.schedules import create_schedule, get_schedule, list_schedules
+from appliance.store.usecases.manual import trigger_schedule
+from tests.api.conftest import START
 from tests.ui.conftest import Browser, Tenant, schedule_form, submitted_fields
 
 
@@ -76,3 +86,32 @@ async def test_a_body_method_without_a_payload_is_refused_on_the_payload(
     page = await browser.post("/schedules/new", schedule_form(method="PATCH", payload=""))
     assert page.status == 422 and 'id="payload-error"' in page.text
     assert db.read_now(list_schedules, tenant_id=alpha.id, limit=10) == []
+
+
+async def test_a_get_runs_page_shows_no_body_and_a_curl_without_data(
+    browser: Browser, alpha: Tenant, db: Database
+) -> None:
+    spec = parse_schedule(
+        {"name": "rollup", "cron": "0 3 1 1 *", "target_url": "https://h.example/r",
+         "method": "GET"},
+        policy=AddressPolicy(),
+    )  # fmt: skip
+    made = db.write_now(create_schedule, tenant_id=alpha.id, spec=spec, now=START)
+    run, _ = db.write_now(trigger_schedule, tenant_id=alpha.id, schedule_id=made.id, now=START)
+    owner = db.write_now(register_incarnation, pid=1, now=START)
+    (claimed,) = db.write_now(claim_runs, owner=owner, now=START, lease_ms=30_000, limit=1).runs
+    done = Completion(
+        outcome=AttemptOutcome.OK, transition=Transition.SUCCEED, due_at=None,
+        failure_reason=None, http_status=200, error=None, latency_ms=1,
+        response_excerpt="ok", signed_at=START // 1000,
+    )  # fmt: skip
+    assert db.write_now(complete_run, run=claimed, completion=done, now=START + 5)
+    await browser.sign_in(alpha.viewer)
+    page = (await browser.get(f"/runs/{run.id}")).text
+    assert "<dt>Method</dt><dd><code>GET</code></dd>" in page
+    assert '<p id="request-body">None: a GET carries no body' in page
+    headers = page.split('id="request-headers"', 1)[1].split("</dl>", 1)[0]
+    assert "X-Signature" in headers and "Content-Type" not in headers
+    curl = html.unescape(page.split('id="curl-command">', 1)[1].split("</pre>", 1)[0])
+    assert curl.startswith("curl --request GET --url https://h.example/r")
+    assert "--data-raw" not in curl and "Expect:" not in curl
