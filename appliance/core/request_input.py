@@ -1,7 +1,7 @@
 """The request fields of tenant schedule JSON: ``target_url``, ``method``, ``payload`` /
-``body`` / ``payload_template``, ``content_type`` and ``headers`` — what every delivery sends, read
-for :mod:`appliance.core.schedule_input` (which reads the rest and owns the rules of the
-document as a whole).
+``body`` / ``payload_template``, ``content_type`` and ``headers`` — what every delivery
+sends, read for :mod:`appliance.core.schedule_input` (which reads the rest and owns the
+rules of the document as a whole).
 
 Rules this module guards (ADR 0032, ADR 0034):
 

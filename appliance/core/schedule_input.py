@@ -279,7 +279,10 @@ def merge_patch(
     ``null`` removes a field so it takes its default. Giving one of ``payload``, ``body``
     and ``payload_template`` drops the stored other; between ``body`` and a JSON kind it
     also resets ``content_type`` to its default unless the patch sets it too: a content
-    type chosen for text rarely fits JSON."""
+    type chosen for text rarely fits JSON. With a bodiless ``method`` (or no body) left,
+    the stored ``content_type`` goes unless the patch sets it
+    (:func:`~appliance.core.request_input.drop_bodiless_content_type`); the stored body
+    does not: the patch must drop it (``"payload": null``), or the 422 says so."""
     if not isinstance(obj, dict):
         raise ValidationError.single("$", "a merge patch must be a JSON object")
     document = schedule_document(current)
