@@ -15,6 +15,8 @@ another module name it in brackets; a test keeps this drawing and the classes in
      │    └── LastSecret        expiring it would leave deliveries unsigned [store.tenants]
      ├── IllegalTransition      a run state change the transition table refuses
      ├── StreamLimitReached     too many open live streams (-> 429) [live.limits]
+     ├── ClientError            the CLI client got no usable answer [client.http]
+     │    └── ApiProblem        the appliance refused: status + RFC 9457 problem [client.http]
      ├── StoreError             the database failed (disk full, I/O, corruption)
      │    ├── DatabaseLocked    another appliance holds the data directory's lock file
      │    └── CommitUnknown     a lost commit PostgreSQL forgot [store.infra.postgres.database]
