@@ -51,7 +51,7 @@ from appliance.api.problems import Problem, bad_request
 from appliance.api.rendering import render_run, render_schedule
 from appliance.core.cursor import anchored
 from appliance.core.occurrence_cache import OccurrenceCache
-from appliance.core.schedule_input import merge_patch, parse_schedule
+from appliance.core.schedule_input import KEY_PATTERN, merge_patch, parse_schedule
 from appliance.core.schedule_warnings import schedule_warnings, warning_documents
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.core.secret_headers import masked_headers
@@ -185,10 +185,10 @@ def _stored(response: StoredResponse, *, replayed: bool) -> Response:
 
 async def list_schedules() -> Response:
     ctx = context()
-    page = await checked_inputs(lambda: page_request("sch"))
+    page, key = await checked_inputs(lambda: (page_request("sch"), _key_filter()))
     caller, schedules = await read_as_caller(
         lambda conn, tenant_id: store.list_schedules(
-            conn, tenant_id=tenant_id, limit=page.limit + 1, after_id=page.position
+            conn, tenant_id=tenant_id, limit=page.limit + 1, after_id=page.position, key=key
         )
     )
     now = ctx.clock.now_ms()
@@ -199,6 +199,15 @@ async def list_schedules() -> Response:
     more = len(schedules) > page.limit
     cursor = encode_cursor("sch", schedules[page.limit - 1].id) if more else None
     return json_response({"items": items, "next_cursor": cursor})
+
+
+def _key_filter() -> str | None:
+    """``?key=``: only the schedule with this key (exact match); ValidationError if no
+    schedule could have it."""
+    key = request.args.get("key")
+    if key is not None and not KEY_PATTERN.fullmatch(key):
+        raise ValidationError.single("key", f"{key!r} is not a key a schedule can have")
+    return key
 
 
 async def get_schedule(schedule_id: str) -> Response:
