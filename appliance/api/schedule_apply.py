@@ -98,8 +98,10 @@ async def _apply(
     specs = await trio.to_thread.run_sync(read, limiter=ctx.cpu)
     plan = plan_apply(specs, current, prune=wanted.prune)
     await _check_targets(ctx, plan)
-    if wanted.dry_run:
-        return json_response(render_plan(plan, applied=False))
+    unchanged = all(step.action is Action.UNCHANGED for step in plan.steps)
+    if wanted.dry_run or (unchanged and request_key is None):
+        # nothing to write (an unchanged set, applied in a loop, never takes the writer)
+        return json_response(render_plan(plan, applied=not wanted.dry_run))
     response, applied = await ctx.db.write(
         _write,
         tenant_id=caller.tenant_id,

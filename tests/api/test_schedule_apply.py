@@ -5,10 +5,16 @@ deletes only keyed schedules the set lost; any refused item refuses the whole se
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
+
+from appliance.core.events import Actor, ActorKind
 from appliance.store.api_keys import Scope, insert_api_key
 from appliance.store.infra.database import Database
+from appliance.store.schedules import VersionMismatch
+from appliance.store.usecases.apply import apply_schedules, keyed_versions, live_schedules
 from tests.api.conftest import START, Api, FakeClock, Nudges, load_schedule, schedule_json
 
 APPLY = "/v1/schedules/apply"
@@ -210,3 +216,21 @@ async def test_the_request_itself_is_checked(api: Api) -> None:
     reply = await api.call("POST", APPLY, json_body={"schedule": [], "prune": "yes"})
     assert reply.status == 422
     assert sorted(reply.fields) == ["prune", "schedule", "schedules"]
+
+
+async def test_an_apply_read_against_other_versions_is_refused_whole(
+    api: Api, db: Database, clock: FakeClock
+) -> None:
+    """The view reads the keyed schedules, then writes: if one changed in between, the
+    write refuses (the view reads again) and changes nothing."""
+    await apply(api, item("a"), item("b"))
+    current = db.read_now(live_schedules, tenant_id=api.tenant_id)
+    seen = keyed_versions(current)
+    await api.call("PATCH", f"/v1/schedules/{current[0].id}", json_body={"name": "edited"})
+    spec = replace(current[1].spec, name="b, renamed")
+    with pytest.raises(VersionMismatch):
+        db.write_now(
+            apply_schedules, tenant_id=api.tenant_id, specs=[spec], prune=True, seen=seen,
+            now=clock.now, max_schedules=None, actor=Actor(kind=ActorKind.OPERATOR, id="cli"),
+        )  # fmt: skip
+    assert [s["version"] for s in await listed(api)] == [2, 1]
