@@ -44,7 +44,7 @@ _timing = st.one_of(
         },
     ),
     st.fixed_dictionaries({"every": st.sampled_from(["15m", "1h", "90s"])}),
-    st.fixed_dictionaries({"at": st.just("2026-12-24T18:00:00Z")}),
+    st.fixed_dictionaries({"at": st.just("2099-12-24T18:00:00Z")}),
 )
 _body = st.one_of(
     st.fixed_dictionaries({"payload": _json_values.filter(lambda v: v is not None)}),
@@ -71,18 +71,26 @@ _rest = st.fixed_dictionaries(
 
 
 @st.composite
-def schedules(draw: st.DrawFn) -> list[Schedule]:
-    count = draw(st.integers(1, 4))
-    found = []
-    for n in range(count):
-        document: dict[str, Any] = {
+def schedule_documents(draw: st.DrawFn, target_url: str) -> list[dict[str, Any]]:
+    """1 to 4 apply items (``s-0``, ``s-1`` …) of every timing kind and body kind, with
+    headers secret-bearing or not; ``at`` lies far ahead, in 2099."""
+    return [
+        {
             "key": f"s-{n}",
             "name": draw(_words),
-            "target_url": "https://hooks.example.com/x",
+            "target_url": target_url,
             **draw(_timing),
             **draw(_body),
             **draw(_rest),
         }
+        for n in range(draw(st.integers(1, 4)))
+    ]
+
+
+@st.composite
+def schedules(draw: st.DrawFn) -> list[Schedule]:
+    found = []
+    for n, document in enumerate(draw(schedule_documents("https://hooks.example.com/x"))):
         spec = anchored(parse_schedule(document, policy=POLICY), now=NOW)
         found.append(
             Schedule(id=f"sch_{n:026d}", tenant_id="ten_1", spec=spec, version=1,
