@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -186,6 +187,9 @@ def _plain(value: object, path: str, fail: _Fail) -> object:
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
         text = value.isoformat()
         return text[:-6] + "Z" if text.endswith("+00:00") else text
+    if isinstance(value, float) and not math.isfinite(value):
+        fail(path, f"is {value}, which JSON has no number for")
+        return None
     if isinstance(value, dt.date | dt.time):
         fail(
             path,
@@ -198,6 +202,8 @@ def _plain(value: object, path: str, fail: _Fail) -> object:
 def _substitute(value: object, path: str, env: Mapping[str, str], fail: _Fail) -> object:
     if isinstance(value, dict):
         return {k: _substitute(v, f"{path}.{k}", env, fail) for k, v in value.items()}
+    if isinstance(value, list):  # headers as [name, value] pairs
+        return [_substitute(v, path, env, fail) for v in value]
     if not isinstance(value, str):
         return value
 

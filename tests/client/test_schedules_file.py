@@ -217,3 +217,12 @@ def test_every_item_and_field_line_points_into_its_own_table(
     for item in load(text, env={}):
         assert item.line is not None and lines[item.line - 1] == "[[schedule]]"
         assert lines[item.line_of("key") - 1].startswith("key = ")  # type: ignore[operator]
+
+
+def test_pairs_of_headers_are_substituted_and_infinity_is_refused() -> None:
+    text = '[[schedule]]\nkey = "a"\nheaders = [["X-Token", "${T}"]]\n'
+    (item,) = load(text, env={"T": "t0k"})
+    assert item.document["headers"] == [["X-Token", "t0k"]]
+    assert problems('[[schedule]]\nkey = "a"\npayload = { x = inf }\n') == [
+        "schedules.toml:3: payload.x: is inf, which JSON has no number for"
+    ]
