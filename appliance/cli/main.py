@@ -13,7 +13,7 @@ import trio
 
 from appliance import __version__
 from appliance.cli import ops as ops_cli
-from appliance.cli import schedules_as_code
+from appliance.cli import remote, schedules_as_code
 from appliance.cli import tenants as admin
 from appliance.cli import users as cli_users
 from appliance.core.instants import format_instant
@@ -27,7 +27,11 @@ from appliance.wiring import logs, runtime
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="steeple", description="Steeple: cron schedules to signed HTTP deliveries."
+        prog="steeple",
+        description="Steeple: cron schedules to signed HTTP deliveries.",
+        epilog="schedules, runs, events and login talk to a running appliance over its API"
+        " with a tenant API key (docs/cli.md); the other commands act on this machine's"
+        " data directory or database.",
     )
     parser.add_argument("--version", action="version", version=f"steeple {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -64,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_secret_commands(commands)
     ops_cli.add_commands(commands, _add_common)
     cli_users.register(commands, _add_common)
+    remote.register(commands)
     schedules_as_code.register(commands)
     return parser
 
@@ -204,7 +209,9 @@ PRIVATE_UMASK = 0o077
 def main(argv: Sequence[str] | None = None) -> int:
     os.umask(PRIVATE_UMASK)
     args = _parser().parse_args(argv)
-    if args.command in schedules_as_code.COMMANDS:  # a client of an appliance: no database
+    if args.command in remote.COMMANDS:  # a client of an appliance: no settings, no database
+        return remote.run(args, environ=os.environ)
+    if args.command in schedules_as_code.COMMANDS:  # the same, for schedules as code
         return schedules_as_code.run(args, environ=os.environ)
     try:
         settings = _settings(args)

@@ -3,7 +3,8 @@ tenant's schedules kept in a file, over the HTTP API (docs/schedules-in-git.md).
 
 Exit status: 0 applied, planned or exported (also when nothing changes); 1 the file or
 the appliance refused (every problem printed, by file line, to stderr) or the appliance
-could not be reached; 2 the command line is wrong. ``--json`` prints the API's plan.
+could not be reached; 2 the command line is wrong. ``--json``: ``apply`` prints the
+API's plan, ``export`` the body of an apply of the keyed schedules (secrets masked).
 """
 
 from __future__ import annotations
@@ -14,22 +15,18 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO, TypeAlias
+from typing import TextIO
 
-from appliance.client.apply import apply_items, export_text
-from appliance.client.http import ApiProblem, Client, ClientError
-from appliance.client.profiles import resolve_client
+from appliance.cli.remote import Commands, client_from, connection_options, exit_status
+from appliance.client.apply import apply_items, export_items, export_text
+from appliance.client.http import Client
 from appliance.client.schedules_file import FileRefused, load
 
-Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 COMMANDS = ("apply", "export")
 
 
 def register(commands: Commands) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    group = common.add_argument_group("appliance")
-    group.add_argument("--url", help="the appliance's URL (else STEEPLE_URL, else the profile)")
-    group.add_argument("--profile", metavar="NAME", help="a profile saved by `steeple login`")
+    common = connection_options()
     apply = commands.add_parser(
         "apply", parents=[common], help="make the tenant's keyed schedules match a file"
     )
@@ -40,7 +37,6 @@ def register(commands: Commands) -> None:
     apply.add_argument(
         "--prune", action="store_true", help="delete keyed schedules the file does not list"
     )
-    apply.add_argument("--json", action="store_true", help="print the API's plan as JSON")
     export = commands.add_parser(
         "export", parents=[common], help="write the tenant's schedules as a schedules file"
     )
@@ -55,21 +51,16 @@ def run(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    out, err = out or sys.stdout, err or sys.stderr
-    try:
-        client = resolve_client(url=args.url, profile=args.profile, environ=environ)
+    """Run ``apply`` or ``export``; the exit status (module docstring)."""
+    stdout, stderr = out or sys.stdout, err or sys.stderr
+
+    def command() -> int:
+        client = client_from(args, environ)
         if args.command == "apply":
-            return _apply(client, args, environ, out, err)
-        return _export(client, args, out)
-    except ApiProblem as problem:
-        print(f"steeple: refused: {problem.summary}", file=err)
-        for error in problem.errors:
-            where = f"item {error.index}: " if error.index is not None else ""
-            print(f"  {where}{error.field}: {error.message}", file=err)
-        return 1
-    except ClientError as error:
-        print(f"steeple: error: {error}", file=err)
-        return 1
+            return _apply(client, args, environ, stdout, stderr)
+        return _export(client, args, stdout)
+
+    return exit_status(command, as_json=bool(args.json))
 
 
 def _apply(
@@ -101,7 +92,11 @@ def _apply(
 
 
 def _export(client: Client, args: argparse.Namespace, out: TextIO) -> int:
-    text = export_text(client)
+    if args.json:  # the body of an apply of them, for scripts
+        keyed, _ = export_items(client)
+        text = json.dumps({"schedules": keyed}, ensure_ascii=False) + "\n"
+    else:
+        text = export_text(client)
     if args.output is None:
         out.write(text)
         return 0

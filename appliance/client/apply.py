@@ -145,15 +145,22 @@ HEADER: Final = """\
 """
 
 
-def export_text(client: Client) -> str:
-    """Every schedule of the tenant as a schedules file (keyed ones as tables, the rest
-    commented out)."""
+def export_items(client: Client) -> tuple[list[dict[str, object]], list[JsonObject]]:
+    """The tenant's keyed schedules as file items (secrets masked), and the documents of
+    those without a key (which apply never touches)."""
     keyed, unkeyed = [], []
     for document in list_schedules(client):
         if document.get("key"):
             keyed.append(exported(document))
         else:
             unkeyed.append(document)
+    return keyed, unkeyed
+
+
+def export_text(client: Client) -> str:
+    """Every schedule of the tenant as a schedules file (keyed ones as tables, the rest
+    commented out)."""
+    keyed, unkeyed = export_items(client)
     parts = [HEADER.format(mask=MASK)]
     if keyed:
         parts.append(dump(keyed))
