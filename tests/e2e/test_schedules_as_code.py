@@ -6,7 +6,11 @@ line, nothing changed), and export then apply (a no-op)."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -170,6 +174,18 @@ def test_apply_change_prune_refuse_and_export(tmp_path: Path, receiver: Receiver
             assert "nothing to change" in done.stdout
             done = apply("--prune", file=exported)
             assert "nothing to change" in done.stdout
+            # from standard input; export --json is an apply's body
+            piped = subprocess.run(
+                [sys.executable, "-m", "appliance", "apply", "-f", "-", "--json"],
+                input=text, capture_output=True, text=True, timeout=60, env={**os.environ, **env},
+            )  # fmt: skip
+            assert piped.returncode == 0, piped.stderr
+            assert json.loads(piped.stdout)["changed"] is False
+            done = steeple("export", "--json", env=env)
+            body = json.loads(done.stdout)
+            assert sorted(s["key"] for s in body["schedules"]) == ["nightly", "tick"]
+            made = api.post("/v1/schedules/apply", json={**body, "prune": True})
+            assert made.json()["changed"] is False
     finally:
         assert app.kill(signal.SIGTERM) == 0, "".join(app.log)
     # the cursor was kept across the change: every second once, none replayed or missed
