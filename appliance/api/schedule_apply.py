@@ -34,6 +34,7 @@ from appliance.api.context import ApiContext, context
 from appliance.api.problems import Problem
 from appliance.api.schedule_batch import MAX_BATCH_REQUEST_BYTES, check_destinations
 from appliance.api.schedules import request_hash, request_key_header
+from appliance.core.cursor import anchored
 from appliance.core.schedule_apply import (
     Action,
     ApplyRequest,
@@ -43,6 +44,7 @@ from appliance.core.schedule_apply import (
     read_items,
     read_request,
 )
+from appliance.core.schedule_batch import batch_warnings
 from appliance.core.schedules import ScheduleSpec
 from appliance.store import request_keys
 from appliance.store.api_keys import Caller
@@ -98,16 +100,18 @@ async def _apply(
     specs = await trio.to_thread.run_sync(read, limiter=ctx.cpu)
     plan = plan_apply(specs, current, prune=wanted.prune)
     await _check_targets(ctx, plan)
+    warnings = await _warnings(ctx, plan)
     unchanged = all(step.action is Action.UNCHANGED for step in plan.steps)
     if wanted.dry_run or (unchanged and request_key is None):
         # nothing to write (an unchanged set, applied in a loop, never takes the writer)
-        return json_response(render_plan(plan, applied=not wanted.dry_run))
+        return json_response(render_plan(plan, applied=not wanted.dry_run, warnings=warnings))
     response, applied = await ctx.db.write(
         _write,
         tenant_id=caller.tenant_id,
         specs=specs,
         wanted=wanted,
         seen=keyed_versions(current),
+        warnings=warnings,
         request_key=request_key,
         request_hash=request_hash(obj),
         now=ctx.clock.now_ms(),
@@ -117,6 +121,24 @@ async def _apply(
     if applied and json.loads(response.body)["changed"]:
         ctx.nudge()
     return _stored(response, replayed=not applied)
+
+
+async def _warnings(ctx: ApiContext, plan: Plan) -> dict[int, list[dict[str, str]]]:
+    """The linter's warnings (as a create answers them) of each item that creates a
+    schedule or changes its timing, by item index; items without any are left out."""
+    linted = [
+        step
+        for step in plan.steps
+        if step.spec is not None and (step.action is Action.CREATE or step.timing_changed)
+    ]
+    now = ctx.clock.now_ms()
+    specs = [anchored(step.spec, now=now) for step in linted if step.spec is not None]
+    found = await trio.to_thread.run_sync(lambda: batch_warnings(specs, now=now), limiter=ctx.cpu)
+    return {
+        step.index: documents
+        for step, documents in zip(linted, found, strict=True)
+        if documents and step.index is not None
+    }
 
 
 async def _check_targets(ctx: ApiContext, plan: Plan) -> None:
@@ -138,6 +160,7 @@ def _write(
     specs: list[ScheduleSpec],
     wanted: ApplyRequest,
     seen: dict[str, int],
+    warnings: dict[int, list[dict[str, str]]],
     request_key: str | None,
     request_hash: str,
     now: int,
@@ -152,7 +175,8 @@ def _write(
             conn, tenant_id=tenant_id, specs=specs, prune=wanted.prune, seen=seen, now=now,
             max_schedules=max_schedules, actor=caller.actor,
         )  # fmt: skip
-        return StoredResponse(status=200, body=json.dumps(render_plan(plan, applied=True)))
+        document = render_plan(plan, applied=True, warnings=warnings)
+        return StoredResponse(status=200, body=json.dumps(document))
 
     if request_key is None:
         return apply(conn), True
@@ -162,20 +186,22 @@ def _write(
     )  # fmt: skip
 
 
-def render_plan(plan: Plan, *, applied: bool) -> dict[str, object]:
-    """The answer: each step, the counts, whether anything changes and whether it was
-    written (a dry run's: not)."""
+def render_plan(
+    plan: Plan, *, applied: bool, warnings: dict[int, list[dict[str, str]]]
+) -> dict[str, object]:
+    """The answer: each step (with the linter's ``warnings`` of its item, if any), the
+    counts, whether anything changes and whether it was written (a dry run's: not)."""
     counts = {action.value: len(plan.of(action)) for action in Action}
     changed = any(step.action is not Action.UNCHANGED for step in plan.steps)
     return {
         "applied": applied,
         "changed": changed,
-        "items": [_step(step) for step in plan.steps],
+        "items": [_step(step, warnings) for step in plan.steps],
         "counts": {**counts, "unkeyed": plan.unkeyed},
     }
 
 
-def _step(step: Step) -> dict[str, object]:
+def _step(step: Step, warnings: dict[int, list[dict[str, str]]]) -> dict[str, object]:
     document: dict[str, object] = {
         "key": step.key,
         "action": step.action.value,
@@ -185,6 +211,8 @@ def _step(step: Step) -> dict[str, object]:
     if step.action is Action.CHANGE:
         document["changes"] = [{"field": c.field, "old": c.old, "new": c.new} for c in step.changes]
         document["timing_changed"] = step.timing_changed
+    if step.index in warnings:
+        document["warnings"] = warnings[step.index]
     return document
 
 

@@ -100,7 +100,7 @@ def _step_lines(step: JsonObject) -> list[str]:
     action, key = step.get("action"), step.get("key")
     ident = f" ({step['schedule_id']})" if step.get("schedule_id") else ""
     if action == "create":
-        return [f"+ {key}"]
+        return [f"+ {key}", *_warning_lines(step)]
     if action == "delete":
         return [f"- {key}{ident}"]
     if action != "change":
@@ -116,7 +116,13 @@ def _step_lines(step: JsonObject) -> list[str]:
             line += " (timing changes: occurrences follow the new timing from now)"
             timing_noted = True
         lines.append(line)
-    return lines
+    return [*lines, *_warning_lines(step)]
+
+
+def _warning_lines(step: JsonObject) -> list[str]:
+    found = step.get("warnings")
+    items = found if isinstance(found, list) else []
+    return [f"  warning: {w.get('message')}" for w in items if isinstance(w, dict)]
 
 
 _TIMING_FIELDS: Final = ("cron", "at", "every_seconds", "timezone", "start_at", "end_at", "dst")

@@ -234,3 +234,16 @@ async def test_an_apply_read_against_other_versions_is_refused_whole(
             now=clock.now, max_schedules=None, actor=Actor(kind=ActorKind.OPERATOR, id="cli"),
         )  # fmt: skip
     assert [s["version"] for s in await listed(api)] == [2, 1]
+
+
+async def test_creates_and_timing_changes_carry_the_linters_warnings(api: Api) -> None:
+    gap = {"cron": "30 2 * * *", "timezone": "Europe/Berlin"}  # the spring DST gap
+    plan = await apply(api, item("a", **gap), item("b"))
+    created, plain = plan["items"]
+    alone = await api.create(**schedule_json(**gap))
+    assert created["warnings"] == alone["warnings"] != []
+    assert "warnings" not in plain
+    plan = await apply(api, item("a", **gap, name="renamed"), item("b", **gap))
+    renamed, moved = plan["items"]
+    assert "warnings" not in renamed  # the timing stays: nothing new to say
+    assert moved["timing_changed"] and moved["warnings"] == alone["warnings"]

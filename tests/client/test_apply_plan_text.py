@@ -18,7 +18,13 @@ def test_a_plan_prints_as_a_diff() -> None:
         "applied": True,
         "changed": True,
         "items": [
-            {"key": "new", "action": "create", "index": 0, "schedule_id": "sch_1"},
+            {
+                "key": "new",
+                "action": "create",
+                "index": 0,
+                "schedule_id": "sch_1",
+                "warnings": [{"code": "dst_gap", "message": "02:30 does not exist on 29 March"}],
+            },
             {
                 "key": "nightly",
                 "action": "change",
@@ -39,6 +45,7 @@ def test_a_plan_prints_as_a_diff() -> None:
     timing = " (timing changes: occurrences follow the new timing from now)"
     assert render_plan(plan, dry_run=False).splitlines() == [
         "+ new",
+        "  warning: 02:30 does not exist on 29 March",
         "~ nightly (sch_2)",
         '  name: "a" → "b"',
         '  cron: "0 3 * * *" → "0 4 * * *"' + timing,
