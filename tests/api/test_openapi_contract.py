@@ -16,6 +16,7 @@ from quart_trio import QuartTrio
 from appliance.core.delivery import CONTRACT_HEADERS
 from appliance.core.events import EventType
 from appliance.core.instants import format_instant
+from appliance.core.schedules import Method
 from tests.api.conftest import Api, deliver_due, schedule_json
 
 SPEC_PATH = Path(__file__).parents[2] / "contracts" / "openapi" / "scheduler.yaml"
@@ -100,16 +101,34 @@ def test_path_parameters_match_the_app(spec: dict[str, Any]) -> None:
 def test_webhooks_document_every_delivery_header_and_the_at_least_once_rule(
     spec: dict[str, Any],
 ) -> None:
-    delivery = spec["webhooks"]["scheduleDelivery"]["post"]
-    documented = {p["name"] for p in delivery["parameters"] if p["in"] == "header"}
+    item = spec["webhooks"]["scheduleDelivery"]
+    delivery = item["post"]
+    shared = item["parameters"]  # every method's
+    documented = {p["name"] for p in shared + delivery["parameters"] if p["in"] == "header"}
     assert set(CONTRACT_HEADERS) <= documented
     assert AT_LEAST_ONCE in delivery["description"]
-    key = next(p for p in delivery["parameters"] if p["name"] == "X-Idempotency-Key")
+    key = next(p for p in shared if p["name"] == "X-Idempotency-Key")
     assert "SHA-256" in key["description"]
     assert "immediately" in key["description"]
-    signature = next(p for p in delivery["parameters"] if p["name"] == "X-Signature")
+    signature = next(p for p in shared if p["name"] == "X-Signature")
     assert "v1,<base64>" in signature["description"]
     assert "id.timestamp.body" in signature["description"]
+
+
+def test_the_webhooks_draw_one_delivery_per_method(spec: dict[str, Any]) -> None:
+    """Each method a schedule may have is an operation of ``scheduleDelivery``: a body
+    method with ``Content-Type`` and a body, GET and DELETE with neither."""
+    item = spec["webhooks"]["scheduleDelivery"]
+    methods = spec["components"]["schemas"]["ScheduleFields"]["properties"]["method"]
+    assert methods["enum"] == [m.value for m in Method] and methods["default"] == "POST"
+    assert {m.lower() for m in methods["enum"]} == set(item) - {"description", "parameters"}
+    for method in Method:
+        operation = item[method.lower()]
+        headers = {p["name"] for p in item["parameters"] + operation.get("parameters", [])}
+        expected = set(CONTRACT_HEADERS) - (set() if method.carries_body else {"Content-Type"})
+        assert expected <= headers and ("Content-Type" in headers) is method.carries_body
+        assert ("requestBody" in operation) is method.carries_body
+        assert "2XX" in operation["responses"]
 
 
 async def test_a_created_schedule_has_every_required_field_of_the_schema(

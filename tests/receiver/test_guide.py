@@ -179,3 +179,15 @@ def test_the_two_phase_example_refuses_a_retry_while_the_first_handling_runs(
                 "duplicate, already done",
             )
     assert effects == [3]
+
+
+def test_the_guides_get_example_is_the_contract_vector(vectors: dict[str, Any]) -> None:
+    """docs/receiver.md, "Verifying a GET or DELETE": its signature is the GET vector's,
+    and its ways of verifying an empty body are the ones the tests prove."""
+    (get,) = [case for case in vectors["requests"] if case["method"] == "GET"]
+    signature = dict(get["headers"])["X-Signature"]
+    assert get["body"] == "" and signature == vectors["signatures"][3]["signature"]
+    section = TEXT.split("## Verifying a GET or DELETE")[1].split("\n## ")[0]
+    assert signature in section and get["timestamp"] in section
+    assert "json_parse=False" in section  # tests/e2e/test_http_methods.py verifies so
+    assert '`key + "." + timestamp + "."`' in section

@@ -1,4 +1,5 @@
-"""Delivery: one POST to a tenant's receiver, under the outbound address policy.
+"""Delivery: one request (in the schedule's method) to a tenant's receiver, under the
+outbound address policy.
 
     dispatcher ── send(exchange, request) ──▶ Exchange.exchange(request) -> Answer
                   (attempt.py: SendResult)      raises DeliveryFailed(TransportFailure)
@@ -6,8 +7,8 @@
                        production: DeliveryClient (client.py)
                          target.py      URL -> origin, Host, request target (checked once)
                          pool.py        per-origin turns, keep-alive, never resend
-                         connection.py  one trio stream: a POST out, its answer in, the excerpt cut
-                         request.py     the POST framed and validated (no header injection)
+                         connection.py  one trio stream: a request out, its answer in, excerpt cut
+                         request.py     the request framed and validated (no header injection)
                          response.py    the response parsed (llhttp), judged, reuse decided
                          connect.py     resolve, judge every address, TCP, TLS
                        tests: an in-memory fake of Exchange (tests/engine/fake_exchange.py)

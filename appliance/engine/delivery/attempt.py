@@ -53,7 +53,7 @@ class SendResult:
 
 
 async def send(exchange: Exchange, request: DeliveryRequest) -> SendResult:
-    """POST ``request`` once. Never raises for transport problems; cancellation propagates."""
+    """Send ``request`` once. Never raises for transport problems; cancellation propagates."""
     started = trio.current_time()
     try:
         answer = await exchange.exchange(request)

@@ -1,4 +1,4 @@
-"""The delivery interface: one POST out, the receiver's answer back, or one error.
+"""The delivery interface: one request out, the receiver's answer back, or one error.
 
     Exchange.exchange(request) -> Answer     the receiver answered (any status, 3xx too)
                                raises DeliveryFailed(failure, message)    it did not
