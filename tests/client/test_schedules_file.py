@@ -9,6 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from appliance.client.schedules_file import FileRefused, Placeholder, dump, load
+from appliance.core.addresses import AddressPolicy
+from appliance.core.schedule_input import parse_schedule
+from tests.conftest import ROOT
 
 EXAMPLE = textwrap.dedent(
     """\
@@ -226,3 +229,12 @@ def test_pairs_of_headers_are_substituted_and_infinity_is_refused() -> None:
     assert problems('[[schedule]]\nkey = "a"\npayload = { x = inf }\n') == [
         "schedules.toml:3: payload.x: is inf, which JSON has no number for"
     ]
+
+
+def test_the_guides_example_file_reads_as_valid_schedules() -> None:
+    guide = (ROOT / "docs" / "schedules-in-git.md").read_text(encoding="utf-8")
+    example = guide.split("```toml\n", 1)[1].split("```", 1)[0]
+    items = load(example, env={"ROLLUP_TOKEN": "t"})
+    specs = [parse_schedule(item.document, policy=AddressPolicy()) for item in items]
+    assert [spec.key for spec in specs] == ["nightly-rollup", "hourly-report"]
+    assert specs[0].method.value == "GET" and specs[0].body == b""

@@ -49,8 +49,7 @@ def schedules_file(receiver: Receiver, *, tick_name: str, team: str, with_gone: 
     cron = "0 3 * * *"
     timezone = "Europe/Berlin"
     target_url = "{receiver.url}"
-    body = "rollup"
-    content_type = "text/plain"
+    method = "GET"
     """
     if with_gone:
         text += f"""
@@ -144,7 +143,7 @@ def test_apply_change_prune_refuse_and_export(tmp_path: Path, receiver: Receiver
             assert done.returncode == 1
             problems = error_lines(done.stderr)
             assert problems[0].startswith(f"{bad}:12: cron: ")
-            assert problems[1].startswith(f"{bad}:21: every_seconds: ")
+            assert problems[1].startswith(f"{bad}:20: every_seconds: ")
             assert problems[-1] == f"steeple: {bad} refused (2 problems); nothing changed"
             assert {k: s["version"] for k, s in stored().items()} == {
                 k: s["version"] for k, s in before.items()
