@@ -72,19 +72,18 @@ _rest = st.fixed_dictionaries(
 
 @st.composite
 def schedule_documents(draw: st.DrawFn, target_url: str) -> list[dict[str, Any]]:
-    """1 to 4 apply items (``s-0``, ``s-1`` …) of every timing kind and body kind, with
-    headers secret-bearing or not; ``at`` lies far ahead, in 2099."""
-    return [
-        {
-            "key": f"s-{n}",
-            "name": draw(_words),
-            "target_url": target_url,
-            **draw(_timing),
-            **draw(_body),
-            **draw(_rest),
-        }
-        for n in range(draw(st.integers(1, 4)))
-    ]
+    """1 to 4 apply items (``s-0``, ``s-1`` …) of every timing kind, method and body kind,
+    with headers secret-bearing or not; ``at`` lies far ahead, in 2099."""
+    documents = []
+    for n in range(draw(st.integers(1, 4))):
+        method = draw(st.sampled_from(["POST", "PUT", "PATCH", "GET", "DELETE", None]))
+        body = {} if method in ("GET", "DELETE") else draw(_body)
+        document = {"key": f"s-{n}", "name": draw(_words), "target_url": target_url,
+                    **draw(_timing), **body, **draw(_rest)}  # fmt: skip
+        if method is not None:
+            document["method"] = method
+        documents.append(document)
+    return documents
 
 
 @st.composite
