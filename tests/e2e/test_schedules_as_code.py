@@ -40,7 +40,7 @@ def schedules_file(receiver: Receiver, *, tick_name: str, team: str, with_gone: 
     name = "{tick_name}"
     cron = "* * * * * *"
     target_url = "{receiver.url}"
-    payload = {{ n = 1 }}
+    payload = {{ team = "{team}" }}
     headers = {{ Authorization = "Bearer ${{TICK_TOKEN}}", X-Team = "{team}" }}
 
     [[schedule]]
@@ -104,16 +104,17 @@ def test_apply_change_prune_refuse_and_export(tmp_path: Path, receiver: Receiver
             )
             done = apply()
             assert done.returncode == 0, done.stderr
-            assert done.stdout.splitlines()[:4] == [
+            assert done.stdout.splitlines()[:5] == [
                 f"~ tick ({tick['id']})",
                 '  name: "Tick" → "Tick, renamed"',
+                '  payload: {"team": "ops"} → {"team": "dev"}',
                 '  headers.X-Team: "ops" → "dev"',
                 "= 2 unchanged",
-            ]
+            ]  # a new body re-plans the runs not yet due; the cursor is kept
             changed_at = len(seconds(receiver, tick["id"]))
             receiver.wait_for(lambda ds: len(seconds(receiver, tick["id"])) >= changed_at + 3)
             renamed = receiver.snapshot()[-1]
-            assert renamed.headers["x-team"] == "dev"
+            assert renamed.headers["x-team"] == "dev" and renamed.body == b'{"team":"dev"}'
 
             # unchanged: says so and writes nothing
             before = stored()
