@@ -4,6 +4,7 @@ another module name it in brackets; a test keeps this drawing and the classes in
     SteepleError
      ├── ConfigError            a setting is invalid; names the setting
      ├── ValidationError        tenant input is invalid; carries per-field errors (-> 422)
+     ├── FileRefused            a schedules file is unreadable, by line [client.schedules_file]
      ├── NotFound               no such resource for this tenant (-> 404)
      ├── Conflict               the resource's state forbids the change (-> 409)
      │    ├── VersionMismatch   If-Match named another version (-> 412) [store.schedules]

@@ -70,11 +70,12 @@ _MAX_REQUEST_KEY_CHARS = 255
 
 
 class ScheduleIdConverter(BaseConverter):
-    """A schedule id in a path: any segment but ``batch``, which is the bulk create's
-    (``/v1/schedules/batch``, :mod:`appliance.api.schedule_batch`), so that path advertises
-    only its own method in ``Allow``, not ``GET /v1/schedules/{schedule_id}``'s."""
+    """A schedule id in a path: any segment but ``batch`` and ``apply``, which are the bulk
+    create's and the apply's (``/v1/schedules/batch``, :mod:`appliance.api.schedule_batch`;
+    :mod:`appliance.api.schedule_apply`), so those paths advertise only their own method in
+    ``Allow``, not ``GET /v1/schedules/{schedule_id}``'s."""
 
-    regex = r"(?!batch$)[^/]+"
+    regex = r"(?!(?:batch|apply)$)[^/]+"
 
 
 def register(app: QuartTrio) -> None:

@@ -13,7 +13,7 @@ import trio
 
 from appliance import __version__
 from appliance.cli import ops as ops_cli
-from appliance.cli import remote
+from appliance.cli import remote, schedules_as_code
 from appliance.cli import tenants as admin
 from appliance.cli import users as cli_users
 from appliance.core.instants import format_instant
@@ -69,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     ops_cli.add_commands(commands, _add_common)
     cli_users.register(commands, _add_common)
     remote.register(commands)
+    schedules_as_code.register(commands)
     return parser
 
 
@@ -210,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in remote.COMMANDS:  # a client of an appliance: no settings, no database
         return remote.run(args, environ=os.environ)
+    if args.command in schedules_as_code.COMMANDS:  # the same, for schedules as code
+        return schedules_as_code.run(args, environ=os.environ)
     try:
         settings = _settings(args)
         ops_cli.guard(settings, args.command)
