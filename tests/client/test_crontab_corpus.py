@@ -1,0 +1,49 @@
+"""Every corpus line imports to its exact schedule, or is refused with its reason; each
+schedule is one Steeple's own schedule parser accepts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from appliance.client.crontab.convert import convert_crontab
+from appliance.core.addresses import AddressPolicy
+from appliance.core.schedule_input import parse_schedule
+from tests.client.crontab_corpus import CASES, ZONE, Case, Refusal
+
+KEY = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+def test_the_corpus_is_large_and_varied() -> None:
+    assert len(CASES) >= 60
+    assert len({case.id for case in CASES}) == len(CASES)
+    refused = sum(isinstance(case.expected, Refusal) for case in CASES)
+    assert 20 <= refused <= len(CASES) - 40
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_a_corpus_line_imports_as_cron_would_run_it(case: Case) -> None:
+    result = convert_crontab(case.crontab, zone=ZONE, system=case.system)
+    if isinstance(case.expected, Refusal):
+        assert result.moved == ()
+        reasons = [refused.reason for refused in result.not_moved]
+        assert any(case.expected.reason in reason for reason in reasons), reasons
+        return
+    assert result.not_moved == ()
+    [moved] = result.moved
+    schedule = dict(moved.schedule)
+    key = schedule.pop("key")
+    assert isinstance(key, str) and KEY.fullmatch(key)
+    assert schedule == case.expected
+    for note in case.notes:
+        assert any(note in written for written in moved.notes), moved.notes
+    _accepted_by_steeple(schedule)
+
+
+def _accepted_by_steeple(schedule: dict[str, object]) -> None:
+    """Steeple's own parser takes the schedule (less what h-fields adds: method)."""
+    document = {k: v for k, v in schedule.items() if k != "method"}
+    if "body" not in document:
+        document["body"] = ""  # before bodiless methods, every schedule has a body
+    parse_schedule(document, policy=AddressPolicy())
