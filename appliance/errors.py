@@ -4,6 +4,7 @@ another module name it in brackets; a test keeps this drawing and the classes in
     SteepleError
      ├── ConfigError            a setting is invalid; names the setting
      ├── ValidationError        tenant input is invalid; carries per-field errors (-> 422)
+     ├── FileRefused            a schedules file is unreadable, by line [client.schedules_file]
      ├── NotFound               no such resource for this tenant (-> 404)
      ├── Conflict               the resource's state forbids the change (-> 409)
      │    ├── VersionMismatch   If-Match named another version (-> 412) [store.schedules]
@@ -14,6 +15,8 @@ another module name it in brackets; a test keeps this drawing and the classes in
      │    └── LastSecret        expiring it would leave deliveries unsigned [store.tenants]
      ├── IllegalTransition      a run state change the transition table refuses
      ├── StreamLimitReached     too many open live streams (-> 429) [live.limits]
+     ├── ClientError            the CLI client got no usable answer [client.http]
+     │    └── ApiProblem        the appliance refused: status + RFC 9457 problem [client.http]
      ├── StoreError             the database failed (disk full, I/O, corruption)
      │    ├── DatabaseLocked    another appliance holds the data directory's lock file
      │    └── CommitUnknown     a lost commit PostgreSQL forgot [store.infra.postgres.database]
