@@ -12,6 +12,7 @@ from pathlib import Path
 import trio
 
 from appliance import __version__
+from appliance.cli import crontab as crontab_cli
 from appliance.cli import ops as ops_cli
 from appliance.cli import tenants as admin
 from appliance.cli import users as cli_users
@@ -63,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_secret_commands(commands)
     ops_cli.add_commands(commands, _add_common)
     cli_users.register(commands, _add_common)
+    crontab_cli.register(commands)
     return parser
 
 
@@ -202,6 +204,8 @@ PRIVATE_UMASK = 0o077
 def main(argv: Sequence[str] | None = None) -> int:
     os.umask(PRIVATE_UMASK)
     args = _parser().parse_args(argv)
+    if args.command == crontab_cli.COMMAND:
+        return crontab_cli.run(args)  # no settings: it reads only the crontab
     try:
         settings = _settings(args)
         ops_cli.guard(settings, args.command)

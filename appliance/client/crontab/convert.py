@@ -30,6 +30,7 @@ from appliance.client.crontab.lines import Entry, Setting, Unreadable, read_cron
 from appliance.client.crontab.request import Arguments, Expand, Refused, Request, Templated
 from appliance.client.crontab.shell import ShellRefusal, Word, split_command
 from appliance.client.crontab.wget import read_wget
+from appliance.client.schedules_file import Placeholder
 from appliance.core.cron import parse_cron
 from appliance.core.delivery import check_tenant_headers
 from appliance.errors import ValidationError
@@ -59,10 +60,18 @@ class NotMoved:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Remark:
+    """An environment line: what became of it (it moves nowhere)."""
+
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Conversion:
     moved: tuple[Moved, ...]
     not_moved: tuple[NotMoved, ...]
-    remarks: tuple[str, ...]  # one per environment line: "line 3: MAILTO=… …"
+    remarks: tuple[Remark, ...]  # one per environment line
 
 
 def convert_crontab(text: str, *, zone: str, system: bool) -> Conversion:
@@ -71,7 +80,7 @@ def convert_crontab(text: str, *, zone: str, system: bool) -> Conversion:
     env: dict[str, Setting] = {}
     moved: list[Moved] = []
     not_moved: list[NotMoved] = []
-    remarks: list[str] = []
+    remarks: list[Remark] = []
     keys: set[str] = set()
     for item in read_crontab(text, system=system):
         if isinstance(item, Setting):
@@ -87,12 +96,12 @@ def convert_crontab(text: str, *, zone: str, system: bool) -> Conversion:
     return Conversion(moved=tuple(moved), not_moved=tuple(not_moved), remarks=tuple(remarks))
 
 
-def _remark(setting: Setting) -> str:
+def _remark(setting: Setting) -> Remark:
     what = _ENVIRONMENT_REMARKS.get(
         setting.name, "the commands' environment: not moved (a header may use it as ${NAME})"
     )
     shown = setting.value if setting.name in ("CRON_TZ", "TZ", "MAILTO") else "…"
-    return f"line {setting.line}: {setting.name}={shown}: {what}"
+    return Remark(line=setting.line, text=f"{setting.name}={shown}: {what}")
 
 
 def _move(
@@ -130,6 +139,9 @@ def _request(command: str, expand: Expand, *, system: bool) -> Request:
     try:
         words = split_command(command)
     except ShellRefusal as refusal:
+        first = command.split()[0] if command.split() else ""
+        if re.fullmatch(r"[\w./-]+", first) and first.rsplit("/", 1)[-1] not in _PROGRAMS:
+            raise Refused(f"{_not_http(first, [], system=True)}; and {refusal}") from None
         raise Refused(str(refusal)) from None
     if not words:
         raise Refused("no command")
@@ -203,7 +215,10 @@ def _schedule(entry: Entry, request: Request, *, zone: str) -> dict[str, object]
         "timezone": zone,
     }
     if request.headers:
-        schedule["headers"] = dict(request.headers)
+        schedule["headers"] = {
+            name: Placeholder(value) if isinstance(value, Templated) else value
+            for name, value in request.headers
+        }
     if request.body is not None:
         schedule["body"] = request.body
         if request.content_type is not None:
