@@ -47,3 +47,15 @@ def _accepted_by_steeple(schedule: dict[str, object]) -> None:
     if "body" not in document:
         document["body"] = ""  # before bodiless methods, every schedule has a body
     parse_schedule(document, policy=AddressPolicy())
+
+
+def test_keys_are_unique_and_follow_the_line_not_its_place() -> None:
+    line = "0 * * * * curl -s https://example.com/jobs/tick\n"
+    twice = convert_crontab(line + line, zone=ZONE, system=False)
+    first, second = (moved.schedule["key"] for moved in twice.moved)
+    assert second == f"{first}-2"
+    moved_down = convert_crontab("# a note\n\n" + line, zone=ZONE, system=False)
+    assert moved_down.moved[0].schedule["key"] == first
+    other_zone = convert_crontab(line, zone="UTC", system=False)
+    assert other_zone.moved[0].schedule["key"] != first
+    assert isinstance(first, str) and first.startswith("example-jobs-tick-")

@@ -250,11 +250,12 @@ def _header_option(header: str) -> Callable[[_Call, str, str], None]:
     return handle
 
 
-def _flag(attribute: str) -> Callable[[_Call, str, str], None]:
-    def handle(call: _Call, value: str, name: str) -> None:
-        setattr(call, attribute, attribute == "get")
+def _get(call: _Call, value: str, name: str) -> None:
+    call.get = True
 
-    return handle
+
+def _globoff(call: _Call, value: str, name: str) -> None:
+    call.glob = False
 
 
 _HANDLERS: dict[str, Callable[[_Call, str, str], None]] = {
@@ -277,8 +278,8 @@ _HANDLERS: dict[str, Callable[[_Call, str, str], None]] = {
     "--retry-max-time": _retry_max_time,
     "--retry-all-errors": _all_errors,
     "--location": _location,
-    "--get": _flag("get"),
-    "--globoff": _flag("glob"),
+    "--get": _get,
+    "--globoff": _globoff,
 }
 
 
@@ -287,8 +288,7 @@ def read_curl(args: Arguments) -> Request:
     call = _Call(args)
     options_end = False
     while args.more():
-        header = False
-        text = args.next(header=header)
+        text = args.next()
         if options_end or not text.startswith("-") or text == "-":
             call.request.set_url(text, program="curl")
         elif text == "--":
