@@ -678,6 +678,23 @@ CASES = [
         ),
     ),
     Case(
+        "wget-delete",
+        "0 * * * * wget -q -O- --method=DELETE https://example.com/old",
+        schedule("DELETE example.com/old", "DELETE", "https://example.com/old", "0 * * * *"),
+    ),
+    Case(
+        "wget-body-data-is-form-encoded",
+        "0 * * * * wget -q -O- --method=PATCH --body-data=a=1 https://example.com/p",
+        schedule(
+            "PATCH example.com/p",
+            "PATCH",
+            "https://example.com/p",
+            "0 * * * *",
+            body="a=1",
+            content_type=FORM,
+        ),
+    ),
+    Case(
         "wget-header-variable",
         'KEY=k\n0 * * * * wget -qO- --header="X-Api-Key: $KEY" https://example.com/k',
         schedule(
@@ -697,20 +714,20 @@ CASES = [
             "https://example.com/t",
             "0 * * * *",
             timeout_seconds=20,
-            retry={"max_attempts": 3},
+            retry={"max_attempts": 3, "backoff": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]},
         ),
         notes=("limits each wait in wget",),
     ),
     Case(
         "wget-short-values",
-        "0 * * * * wget -q -O - -T 5 -t 2 https://example.com/s",
+        "0 * * * * wget -q -O - -T 5 -t 2 --waitretry=3 https://example.com/s",
         schedule(
             "GET example.com/s",
             "GET",
             "https://example.com/s",
             "0 * * * *",
             timeout_seconds=5,
-            retry={"max_attempts": 2},
+            retry={"max_attempts": 2, "backoff": [1, 2, 3]},
         ),
     ),
     Case(

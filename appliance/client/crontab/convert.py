@@ -42,6 +42,7 @@ _ENVIRONMENT_REMARKS = {
     " history and can notify failures (docs/receiver.md)",
     "TZ": "sets the commands' environment only: cron does not schedule by it (CRON_TZ does)",
     "CRON_TZ": "the zone of the entries after it",
+    "SHELL": "the shell cron ran the commands with; the import splits them as /bin/sh does",
 }
 
 
@@ -100,7 +101,7 @@ def _remark(setting: Setting) -> Remark:
     what = _ENVIRONMENT_REMARKS.get(
         setting.name, "the commands' environment: not moved (a header may use it as ${NAME})"
     )
-    shown = setting.value if setting.name in ("CRON_TZ", "TZ", "MAILTO") else "…"
+    shown = setting.value if setting.name in _ENVIRONMENT_REMARKS else "…"
     return Remark(line=setting.line, text=f"{setting.name}={shown}: {what}")
 
 

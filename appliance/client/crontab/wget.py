@@ -6,8 +6,10 @@
 - ``--header`` and ``--referer`` headers (``-U`` is noted: Steeple sends its own);
   ``--user``/``--password`` (or ``--http-user``/``--http-password``) basic auth;
   ``-T``/``--timeout`` the timeout (wget's limits each wait, Steeple's the whole attempt:
-  noted); ``-t``/``--tries`` the attempts (``0``, for ever, is refused); ``--waitretry``
-  the longest wait between them.
+  noted); ``-t``/``--tries`` the attempts (``0``, for ever, is refused), waiting as wget
+  does: 1 s, 2 s … up to ``--waitretry`` (10 s unless given).
+- A body (``--post-data``, ``--body-data``) is ``application/x-www-form-urlencoded``
+  unless a ``Content-Type`` header says otherwise, as wget labels it.
 - Accepted and ignored: :data:`IGNORED`, and ``-O``/``--output-document`` to ``-`` or
   ``/dev/null`` (without ``-O`` wget saves the answer in a file: Steeple keeps it in the
   run instead, noted). Options take their value as ``--name=value`` or the next word.
@@ -19,6 +21,7 @@ from collections.abc import Callable
 
 from appliance.client.crontab.request import (
     FORM,
+    MAX_ATTEMPTS,
     Arguments,
     Refused,
     Request,
@@ -78,6 +81,7 @@ _WITH_VALUE = frozenset(
     ]
 )
 _OUTPUTS = ("-", "/dev/null")
+DEFAULT_WAITRETRY_SECONDS = 10  # wget(1), "--waitretry"
 _REASONS = {
     "--spider": "--spider sends HEAD, which Steeple does not send",
     "--no-check-certificate": "Steeple always verifies the receiver's TLS certificate",
@@ -93,6 +97,7 @@ class _Call:
         self.user: str | None = None
         self.password: str | None = None
         self.form = False
+        self.waitretry = DEFAULT_WAITRETRY_SECONDS
 
 
 def _method(call: _Call, value: str, name: str) -> None:
@@ -106,6 +111,7 @@ def _post_data(call: _Call, value: str, name: str) -> None:
 
 def _body_data(call: _Call, value: str, name: str) -> None:
     call.request.body = value
+    call.form = True  # wget labels any body form-encoded unless a header says otherwise
 
 
 def _header(call: _Call, value: str, name: str) -> None:
@@ -122,10 +128,7 @@ def _tries(call: _Call, value: str, name: str) -> None:
 
 
 def _waitretry(call: _Call, value: str, name: str) -> None:
-    # wget waits 1 s, 2 s … up to this many seconds between retries.
-    seconds = whole_number(value, option=name)
-    if seconds >= 1:
-        call.request.retry["backoff"] = {"initial": 1, "factor": 2, "max": seconds}
+    call.waitretry = whole_number(value, option=name)
 
 
 def _output(call: _Call, value: str, name: str) -> None:
@@ -224,6 +227,10 @@ def _finish(call: _Call) -> Request:
         raise Refused("wget is called without a URL")
     if call.user is not None or call.password is not None:
         request.basic_auth(call.user or "", call.password or "")
+    if "max_attempts" in request.retry:
+        # wget waits 1 s after the first failure, 2 s after the second … up to --waitretry.
+        longest = min(max(call.waitretry, 1), MAX_ATTEMPTS - 1)
+        request.retry["backoff"] = list(range(1, longest + 1))
     if request.method is None:
         request.method = "POST" if request.body is not None else "GET"
     if request.body is not None and request.method in ("GET", "DELETE"):
