@@ -10,6 +10,7 @@ another module name it in brackets; a test keeps this drawing and the classes in
      │    ├── VersionMismatch   If-Match named another version (-> 412) [store.schedules]
      │    ├── RequestKeyReused  an Idempotency-Key reused with another body [store.request_keys]
      │    ├── ScheduleLimitReached  the tenant has its most schedules (409) [store.schedules]
+     │    ├── KeyTaken          another live schedule has the key (409) [store.schedule_keys]
      │    ├── LastWriteKey      revoking it would leave no write key [store.api_keys]
      │    ├── TooManySecrets    a rotation beyond 3 active secrets [store.tenants]
      │    └── LastSecret        expiring it would leave deliveries unsigned [store.tenants]

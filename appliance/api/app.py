@@ -27,6 +27,7 @@ from appliance.api import (
     notifications,
     run_search,
     runs,
+    schedule_apply,
     schedule_batch,
     schedules,
     secrets,
@@ -53,7 +54,10 @@ MAX_REQUEST_BYTES = 256 * 1024
 # nothing a direct request would not (status and version).
 HOST_EXEMPT = frozenset({"/healthz", "/readyz"})
 # Routes whose bodies may be larger: (method, path) -> bytes.
-_LARGER_BODIES = {("POST", schedule_batch.PATH): schedule_batch.MAX_BATCH_REQUEST_BYTES}
+_LARGER_BODIES = {
+    ("POST", schedule_batch.PATH): schedule_batch.MAX_BATCH_REQUEST_BYTES,
+    ("POST", schedule_apply.PATH): schedule_apply.MAX_APPLY_REQUEST_BYTES,
+}
 
 
 class _Request(TrioRequest):
@@ -131,6 +135,7 @@ def create_app(
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     schedules.register(app)
     schedule_batch.register(app)
+    schedule_apply.register(app)
     runs.register(app)
     curl.register(app)
     dedupe_test.register(app)

@@ -6,6 +6,7 @@ Rules this module guards (docs/architecture.md, "The API"):
   :func:`register_problem_handlers`: ``ValidationError`` → 422 with one ``errors`` entry per
   field (a batch item's with its ``index``), ``NotFound`` → 404, ``VersionMismatch`` → 412,
   ``RequestKeyReused`` → 422, ``ScheduleLimitReached`` → 409 ``schedule-limit``,
+  ``KeyTaken`` → 409 ``key-taken`` naming the ``key`` (and a batch item's ``index``),
   ``Conflict`` → 409, ``StreamLimitReached`` → 429 ``stream-limit`` with ``Retry-After``
   and the ``limit`` it hit, werkzeug's HTTP
   errors (unknown route 404, 405 with ``Allow``, 413) keep their status, ``StoreError`` →
@@ -29,6 +30,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTo
 from appliance.errors import Conflict, FieldError, NotFound, StoreError, ValidationError
 from appliance.live.limits import RETRY_AFTER_S, StreamLimitReached
 from appliance.store.request_keys import RequestKeyReused
+from appliance.store.schedule_keys import KeyTaken
 from appliance.store.schedules import ScheduleLimitReached, VersionMismatch
 
 log = logging.getLogger(__name__)
@@ -138,6 +140,15 @@ def _from_conflict(error: Conflict) -> Response:
             kind="schedule-limit",
             title="Schedule limit reached",
             detail=str(error),
+        )
+    elif isinstance(error, KeyTaken):
+        problem = Problem(
+            status=409,
+            kind="key-taken",
+            title="Key taken",
+            detail=str(error),
+            errors=(FieldError(field="key", message=str(error), index=error.index),),
+            extensions={"key": error.key},
         )
     else:
         problem = Problem(status=409, kind="conflict", title="Conflict", detail=str(error))

@@ -15,8 +15,9 @@ from typing import Final
 from appliance.core.instants import format_instant, format_scheduled_for
 from appliance.core.jitter import planned_timing
 from appliance.core.occurrence_cache import OccurrenceCache
+from appliance.core.request_input import body_field
 from appliance.core.schedule_batch import timing_key
-from appliance.core.schedule_input import body_field, schedule_document
+from appliance.core.schedule_input import schedule_document
 from appliance.core.schedules import Schedule, ScheduleSpec, schedule_status
 from appliance.store.runs import AttemptRecord, RunRecord
 
@@ -58,14 +59,14 @@ def render_schedules(
             fields = alike[rest] = schedule_document(spec)
         else:
             body_key, body_value = body_field(spec)
-            fields = {**like, "name": spec.name, body_key: body_value}
+            fields = {**like, "name": spec.name, "key": spec.key, body_key: body_value}
         documents.append(_document(schedule, runs, fields))
     return documents
 
 
-# A spec's fields but its name and body: equal for specs whose documents differ in those.
+# A spec's fields but its name, key and body: equal for specs whose documents differ in those.
 _rest_of: Final = attrgetter(
-    *(name for name in ScheduleSpec.__dataclass_fields__ if name not in ("name", "body"))
+    *(name for name in ScheduleSpec.__dataclass_fields__ if name not in ("name", "key", "body"))
 )
 
 

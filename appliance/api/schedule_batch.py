@@ -79,32 +79,38 @@ async def create_schedules() -> Response:
     # up (bench/HISTORY.md, "Creating schedules, second pass")
     read = functools.partial(parse_batch, obj, policy=ctx.policy)
     specs = await trio.to_thread.run_sync(read, limiter=ctx.cpu)
-    await _check_destinations(ctx, specs)
+    await check_destinations(ctx, specs)
     response, created = await _create(ctx, caller, specs, obj, request_key)
     if created:
         ctx.nudge()
     return _stored(response, replayed=not created)
 
 
-async def _check_destinations(ctx: ApiContext, specs: Sequence[ScheduleSpec]) -> None:
-    """``check_destination`` once per distinct host; a refusal names every item with it."""
+async def check_destinations(
+    ctx: ApiContext, specs: Sequence[ScheduleSpec], indexes: Sequence[int] | None = None
+) -> None:
+    """``check_destination`` once per distinct host; a refusal names every item with it,
+    by its place in ``specs`` or, given ``indexes`` (one per spec), by its index there."""
     by_host: dict[str, list[int]] = {}
-    for index, spec in enumerate(specs):
-        by_host.setdefault((urlsplit(spec.target_url).hostname or "").lower(), []).append(index)
+    url_of: dict[str, str] = {}
+    for index, spec in zip(indexes or range(len(specs)), specs, strict=True):
+        host = (urlsplit(spec.target_url).hostname or "").lower()
+        by_host.setdefault(host, []).append(index)
+        url_of.setdefault(host, spec.target_url)
     errors: list[FieldError] = []
     limiter = trio.CapacityLimiter(_HOST_CHECKS_AT_ONCE)
 
-    async def check(indexes: list[int]) -> None:
+    async def check(url: str, indexes: list[int]) -> None:
         async with limiter:
             try:
-                await ctx.check_destination(specs[indexes[0]].target_url)
+                await ctx.check_destination(url)
             except ValidationError as error:
                 for index in indexes:
                     errors.extend(at_index(index, error.errors))
 
     async with trio.open_nursery() as nursery:
-        for indexes in by_host.values():
-            nursery.start_soon(check, indexes)
+        for host, found in by_host.items():
+            nursery.start_soon(check, url_of[host], found)
     if errors:
         raise ValidationError(sorted(errors, key=lambda e: e.index or 0))
 

@@ -51,7 +51,7 @@ from appliance.api.problems import Problem, bad_request
 from appliance.api.rendering import render_run, render_schedule
 from appliance.core.cursor import anchored
 from appliance.core.occurrence_cache import OccurrenceCache
-from appliance.core.schedule_input import merge_patch, parse_schedule
+from appliance.core.schedule_input import KEY_PATTERN, merge_patch, parse_schedule
 from appliance.core.schedule_warnings import schedule_warnings, warning_documents
 from appliance.core.schedules import Schedule, ScheduleSpec
 from appliance.core.secret_headers import masked_headers
@@ -70,11 +70,12 @@ _MAX_REQUEST_KEY_CHARS = 255
 
 
 class ScheduleIdConverter(BaseConverter):
-    """A schedule id in a path: any segment but ``batch``, which is the bulk create's
-    (``/v1/schedules/batch``, :mod:`appliance.api.schedule_batch`), so that path advertises
-    only its own method in ``Allow``, not ``GET /v1/schedules/{schedule_id}``'s."""
+    """A schedule id in a path: any segment but ``batch`` and ``apply``, which are the bulk
+    create's and the apply's (``/v1/schedules/batch``, :mod:`appliance.api.schedule_batch`;
+    :mod:`appliance.api.schedule_apply`), so those paths advertise only their own method in
+    ``Allow``, not ``GET /v1/schedules/{schedule_id}``'s."""
 
-    regex = r"(?!batch$)[^/]+"
+    regex = r"(?!(?:batch|apply)$)[^/]+"
 
 
 def register(app: QuartTrio) -> None:
@@ -185,10 +186,10 @@ def _stored(response: StoredResponse, *, replayed: bool) -> Response:
 
 async def list_schedules() -> Response:
     ctx = context()
-    page = await checked_inputs(lambda: page_request("sch"))
+    page, key = await checked_inputs(lambda: (page_request("sch"), _key_filter()))
     caller, schedules = await read_as_caller(
         lambda conn, tenant_id: store.list_schedules(
-            conn, tenant_id=tenant_id, limit=page.limit + 1, after_id=page.position
+            conn, tenant_id=tenant_id, limit=page.limit + 1, after_id=page.position, key=key
         )
     )
     now = ctx.clock.now_ms()
@@ -199,6 +200,15 @@ async def list_schedules() -> Response:
     more = len(schedules) > page.limit
     cursor = encode_cursor("sch", schedules[page.limit - 1].id) if more else None
     return json_response({"items": items, "next_cursor": cursor})
+
+
+def _key_filter() -> str | None:
+    """``?key=``: only the schedule with this key (exact match); ValidationError if no
+    schedule could have it."""
+    key = request.args.get("key")
+    if key is not None and not KEY_PATTERN.fullmatch(key):
+        raise ValidationError.single("key", f"{key!r} is not a key a schedule can have")
+    return key
 
 
 async def get_schedule(schedule_id: str) -> Response:

@@ -14,6 +14,7 @@ import trio
 from appliance import __version__
 from appliance.cli import crontab as crontab_cli
 from appliance.cli import ops as ops_cli
+from appliance.cli import schedules_as_code
 from appliance.cli import tenants as admin
 from appliance.cli import users as cli_users
 from appliance.core.instants import format_instant
@@ -64,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_secret_commands(commands)
     ops_cli.add_commands(commands, _add_common)
     cli_users.register(commands, _add_common)
+    schedules_as_code.register(commands)
     crontab_cli.register(commands)
     return parser
 
@@ -204,6 +206,8 @@ PRIVATE_UMASK = 0o077
 def main(argv: Sequence[str] | None = None) -> int:
     os.umask(PRIVATE_UMASK)
     args = _parser().parse_args(argv)
+    if args.command in schedules_as_code.COMMANDS:  # a client of an appliance: no database
+        return schedules_as_code.run(args, environ=os.environ)
     if args.command == crontab_cli.COMMAND:
         return crontab_cli.run(args)  # no settings: it reads only the crontab
     try:

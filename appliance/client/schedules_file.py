@@ -246,10 +246,11 @@ def _spans(text: str, count: int) -> list[tuple[int | None, dict[str, int]]]:
     (an inline array of tables), no lines."""
     spans: list[tuple[int | None, dict[str, int]]] = []
     prefix = ""
-    in_multiline = False
+    open_string: str | None = None  # the delimiter of a multi-line string still open
     for number, raw in enumerate(text.splitlines(), start=1):
-        if in_multiline:
-            in_multiline = not _toggles_multiline(raw)
+        starts_inside = open_string is not None
+        open_string = _open_after(raw, open_string)
+        if starts_inside:
             continue
         if _HEADER.match(raw):
             spans.append((number, {}))
@@ -259,15 +260,37 @@ def _spans(text: str, count: int) -> list[tuple[int | None, dict[str, int]]]:
             spans[-1][1].setdefault(prefix[:-1], number)
         elif (assign := _ASSIGN.match(raw)) and spans:
             spans[-1][1].setdefault(prefix + _dotted(assign.group(1)), number)
-        in_multiline = _toggles_multiline(raw)
     if len(spans) != count:
         return [(None, {}) for _ in range(count)]
     return spans
 
 
-def _toggles_multiline(raw: str) -> bool:
-    """Whether a line opens (or closes) a multi-line string, whose lines name no field."""
-    return raw.count('"""') % 2 == 1 or raw.count("'''") % 2 == 1
+def _open_after(raw: str, open_string: str | None) -> str | None:
+    """The multi-line string delimiter (three quotes) still open after line ``raw``, which
+    began inside ``open_string`` (None: outside any). Single-line strings and a comment
+    are stepped over, so a quote inside them opens nothing."""
+    i = 0
+    while i < len(raw):
+        if open_string is not None:
+            end = raw.find(open_string, i)
+            if end < 0:
+                return open_string
+            i, open_string = end + 3, None
+        elif raw.startswith(('"""', "'''"), i):
+            open_string, i = raw[i : i + 3], i + 3
+        elif raw[i] == '"':
+            i += 1
+            while i < len(raw) and raw[i] != '"':
+                i += 2 if raw[i] == "\\" else 1
+            i += 1
+        elif raw[i] == "'":
+            end = raw.find("'", i + 1)
+            i = len(raw) if end < 0 else end + 1
+        elif raw[i] == "#":
+            return None
+        else:
+            i += 1
+    return open_string
 
 
 def _dotted(keys: str) -> str:

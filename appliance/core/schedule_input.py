@@ -7,19 +7,16 @@ Rules this module guards (docs/architecture.md, ADR 0032, ADR 0037):
   the fields are read by :class:`~appliance.core.json_fields.FieldReader`, as a preview's.
 - Unknown fields are refused, never ignored: a typo (``jitter``) must not silently leave the
   default in place. Response-only fields (``id``, ``version`` …) are refused as read-only.
+- ``key`` is optional: the tenant's stable name for the schedule (what ``steeple apply``
+  matches by), :data:`KEY_PATTERN`; unique among the tenant's live schedules, which the
+  store checks (:mod:`appliance.store.schedule_keys`), not this pure reader.
 - ``null`` means "absent" at every level (RFC 7396): the field takes its default, or is
   reported missing if it is required. A literal JSON ``null`` payload therefore cannot be
   stored; send a body or a non-null payload.
-- Exactly one of ``payload`` (any JSON value, stored as compact UTF-8 JSON), ``body`` (a
-  string, stored as its UTF-8 bytes) or ``payload_template`` (a JSON value stored like a
-  payload, whose ``{{name}}`` variables :mod:`appliance.core.payload_template` checks here
-  and renders per run) is given. The stored bytes are what every attempt sends (a
-  template's rendering of them), so the size limit applies to them, not to the request
-  that carried them.
-- The timing (exactly one of ``cron``, ``at``, ``every``; ``timezone``; ``start_at`` and
-  ``end_at``) is read by :mod:`appliance.core.timing_input`, tenant headers by
-  :func:`appliance.core.delivery.check_tenant_headers`, the target URL's static rules by
-  :func:`appliance.core.addresses.check_target_url` under the caller's policy. Name
+- The request fields (``target_url``, the body, ``content_type``, ``headers``) are read by
+  :mod:`appliance.core.request_input`, the timing (exactly one of ``cron``, ``at``,
+  ``every``; ``timezone``; ``start_at`` and ``end_at``) by :mod:`appliance.core.timing_input`,
+  the retry policy by :mod:`appliance.core.retry_input`. Name
   resolution is not done here (core is pure): the API checks the resolved addresses after.
 
 :func:`merge_patch` applies a JSON merge patch to a stored spec's document and revalidates
@@ -30,28 +27,30 @@ header sent back masked keeps its stored value (:func:`appliance.core.secret_hea
 from __future__ import annotations
 
 import enum
-import json
 import re
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
 from typing import Final, TypeVar
 
-from appliance.core.addresses import AddressPolicy, check_target_url
-from appliance.core.delivery import check_tenant_headers
+from appliance.core.addresses import AddressPolicy
 from appliance.core.json_fields import FieldReader
-from appliance.core.payload_template import template_problems
+from appliance.core.request_input import (
+    MAX_BODY_BYTES,
+    body_field,
+    read_body,
+    read_headers,
+    read_target_url,
+    switch_body_kind,
+)
 from appliance.core.retry_input import merge_retry, read_retry, retry_document
 from appliance.core.schedules import (
     DEFAULT_CATCHUP_POLICY,
     DEFAULT_CATCHUP_WINDOW_SECONDS,
-    DEFAULT_CONTENT_TYPE,
     DEFAULT_TIMEOUT_SECONDS,
     CatchupPolicy,
     Overlap,
-    PayloadKind,
     ScheduleSpec,
 )
-from appliance.core.secret_headers import keep_masked
 from appliance.core.timing_input import (
     TIMING_FIELDS,
     read_timing,
@@ -62,16 +61,17 @@ from appliance.errors import ValidationError
 
 E = TypeVar("E", bound=enum.StrEnum)
 
-MAX_BODY_BYTES: Final = 64 * 1024
 MAX_NAME_CHARS: Final = 200
-MAX_URL_CHARS: Final = 2048
-MAX_CONTENT_TYPE_CHARS: Final = 255
 MAX_JITTER_SECONDS: Final = 3600
 MAX_CATCHUP_WINDOW_SECONDS: Final = 7 * 24 * 3600
 MAX_TIMEOUT_SECONDS: Final = 300
+# A key: what a team names a schedule in its git-kept file (``steeple apply``).
+KEY_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+MAX_KEY_CHARS: Final = 64
 
 FIELDS: Final = (
     "name",
+    "key",
     *TIMING_FIELDS,
     "target_url",
     "payload",
@@ -91,12 +91,6 @@ READ_ONLY_FIELDS: Final = frozenset(
 )
 _CATCHUP_FIELDS: Final = ("policy", "window_seconds")
 
-_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-# type "/" subtype *( OWS ";" OWS parameter ), RFC 9110 §8.3.1.
-_MEDIA_TYPE = re.compile(
-    rf'{_TOKEN}/{_TOKEN}(?:[ \t]*;[ \t]*{_TOKEN}=(?:{_TOKEN}|"[\x20\x21\x23-\x5b\x5d-\x7e]*"))*'
-)
-
 
 def parse_schedule(
     obj: object,
@@ -112,10 +106,11 @@ def parse_schedule(
     fields = FieldReader(obj)
     fields.unknown(FIELDS, read_only=READ_ONLY_FIELDS)
     name = _name(fields)
+    key = read_key(fields)
     timing = read_timing(fields)
-    target_url = _target_url(fields, policy)
-    kind, body, content_type, templated = _body(fields, max_body_bytes)
-    headers = _headers(fields, stored_headers)
+    target_url = read_target_url(fields, policy)
+    kind, body, content_type, templated = read_body(fields, max_body_bytes)
+    headers = read_headers(fields, stored_headers)
     jitter = fields.integer(
         "jitter_seconds", default=0, low=0, high=MAX_JITTER_SECONDS, unit="seconds"
     )
@@ -155,11 +150,12 @@ def parse_schedule(
         templated=templated,
         dst_gap=timing.dst_gap,
         dst_fold=timing.dst_fold,
+        key=key,
     )
 
 
 # What one item of a batch usually has of its own; the rest repeats across the batch.
-OWN_FIELDS: Final = ("name", "payload", "body", "payload_template")
+OWN_FIELDS: Final = ("name", "key", "payload", "body", "payload_template")
 
 
 def parse_like(
@@ -171,7 +167,8 @@ def parse_like(
     (``like``'s fields had none)."""
     fields = FieldReader(obj)
     name = _name(fields)
-    kind, body, content_type, templated = _body(fields, max_body_bytes)
+    key = read_key(fields)
+    kind, body, content_type, templated = read_body(fields, max_body_bytes)
     if fields.errors:
         raise ValidationError(fields.errors)
     # dataclasses.replace, without its per-field checks (CPU of every batch item: bench/HISTORY.md,
@@ -181,6 +178,7 @@ def parse_like(
         **{
             **fields_of_like,
             "name": name,
+            "key": key,
             "payload_kind": kind,
             "body": body,
             "content_type": content_type,
@@ -200,88 +198,19 @@ def _name(fields: FieldReader) -> str:
     return name
 
 
-def _target_url(fields: FieldReader, policy: AddressPolicy) -> str:
-    url = fields.text(
-        "target_url", default=None, max_chars=MAX_URL_CHARS, example="https://example.com/hook"
+def read_key(fields: FieldReader) -> str | None:
+    """The optional ``key``: None when absent or null."""
+    value = fields.obj.get("key")
+    if value is None:
+        return None
+    if isinstance(value, str) and KEY_PATTERN.fullmatch(value):
+        return value
+    fields.fail(
+        "key",
+        f"must be 1-{MAX_KEY_CHARS} lower-case letters, digits, '-', '_' or '.', starting with"
+        ' a letter or digit, such as "nightly-report"',
     )
-    if url and fields.ok("target_url"):
-        try:
-            check_target_url(url, policy)
-        except ValidationError as error:
-            fields.absorb(error)
-    return url
-
-
-_BODY_FIELDS: Final = ("payload", "body", "payload_template")
-_BODY_HINT: Final = (
-    "payload (any JSON value, sent as compact JSON), body (a string, sent verbatim) or"
-    " payload_template (JSON with {{scheduled_for}}-style variables, rendered per run)"
-)
-
-
-def _body(fields: FieldReader, max_body_bytes: int) -> tuple[PayloadKind, bytes, str, bool]:
-    """The payload kind, the exact bytes every attempt sends (a template's, rendered per
-    run), their content type, and whether they are a template."""
-    content_type = fields.text(
-        "content_type",
-        default=DEFAULT_CONTENT_TYPE,
-        max_chars=MAX_CONTENT_TYPE_CHARS,
-        example="text/plain; charset=utf-8",
-    )
-    well_formed = _MEDIA_TYPE.fullmatch(content_type)
-    if fields.given("content_type") and fields.ok("content_type") and not well_formed:
-        fields.fail("content_type", 'must be a media type such as "text/plain; charset=utf-8"')
-    given = [key for key in _BODY_FIELDS if fields.given(key)]
-    if len(given) > 1:
-        fields.fail(given[1], f"{' and '.join(given)} are all given; keep one: {_BODY_HINT}")
-        return PayloadKind.JSON, b"", content_type, False
-    if not given:
-        fields.fail("payload", f"give the request body: {_BODY_HINT}")
-        return PayloadKind.JSON, b"", content_type, False
-    key = given[0]
-    kind = PayloadKind.BODY if key == "body" else PayloadKind.JSON
-    data = _encode(fields, key, kind)
-    if len(data) > max_body_bytes:
-        fields.fail(
-            key,
-            f"is {len(data)} bytes once encoded; the limit is {max_body_bytes} bytes "
-            f"({max_body_bytes // 1024} KiB)",
-        )
-    templated = key == "payload_template"
-    if templated and fields.ok(key):
-        for field, message in template_problems(fields.obj[key]):
-            fields.fail(field, message)
-    return kind, data, content_type, templated
-
-
-def _encode(fields: FieldReader, key: str, kind: PayloadKind) -> bytes:
-    value = fields.obj[key]
-    if kind is PayloadKind.BODY and not isinstance(value, str):
-        fields.fail("body", "must be a string (use payload for JSON values)")
-        return b""
-    try:
-        text = value if isinstance(value, str) and kind is PayloadKind.BODY else compact(value)
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        fields.fail(key, "contains an unpaired UTF-16 surrogate; send valid Unicode text")
-    except (ValueError, TypeError):
-        fields.fail(key, "must be a JSON value without NaN or Infinity")
-    except RecursionError:
-        fields.fail(key, "nests too deeply")
-    return b""
-
-
-def compact(value: object) -> str:
-    """The compact JSON text a ``payload`` is sent as."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def _headers(fields: FieldReader, stored: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    try:
-        return keep_masked(check_tenant_headers(fields.obj.get("headers")), stored)
-    except ValidationError as error:
-        fields.absorb(error)
-        return ()
+    return None
 
 
 def _choice(fields: FieldReader, key: str, choices: type[E], default: E) -> E:
@@ -310,10 +239,11 @@ def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
     """The tenant-facing JSON of ``spec``: what a POST with these values would contain.
 
     ``payload`` is echoed as parsed JSON, ``body`` as the exact string given."""
-    document: dict[str, object] = {"name": spec.name, **timing_document(spec)}
+    document: dict[str, object] = {"name": spec.name, "key": spec.key}
+    document.update(timing_document(spec))
     document["target_url"] = spec.target_url
-    key, value = body_field(spec)
-    document[key] = value
+    field, value = body_field(spec)
+    document[field] = value
     document["content_type"] = spec.content_type
     document["headers"] = dict(spec.headers)
     document["jitter_seconds"] = spec.jitter_seconds
@@ -326,13 +256,6 @@ def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
     document["paused"] = spec.paused
     document["overlap"] = spec.overlap.value
     return document
-
-
-def body_field(spec: ScheduleSpec) -> tuple[str, object]:
-    """The field that echoes ``spec``'s body in its document, and its value."""
-    if spec.payload_kind is PayloadKind.JSON:
-        return "payload_template" if spec.templated else "payload", json.loads(spec.body)
-    return "body", spec.body.decode("utf-8")
 
 
 def merge_patch(
@@ -355,7 +278,7 @@ def merge_patch(
     if not isinstance(obj, dict):
         raise ValidationError.single("$", "a merge patch must be a JSON object")
     document = schedule_document(current)
-    _switch_body_kind(document, obj)
+    switch_body_kind(document, obj)
     switch_kind(document, obj)
     for key, value in obj.items():
         if key == "retry" and isinstance(value, dict):
@@ -369,17 +292,6 @@ def merge_patch(
     return parse_schedule(
         document, policy=policy, max_body_bytes=max_body_bytes, stored_headers=current.headers
     )
-
-
-def _switch_body_kind(document: dict[str, object], patch: Mapping[str, object]) -> None:
-    given = [key for key in _BODY_FIELDS if patch.get(key) is not None]
-    if len(given) != 1:
-        return  # none given: nothing to switch; several: refused by parse_schedule
-    for other in _BODY_FIELDS:
-        if other != given[0] and other in document and patch.get(other) is None:
-            del document[other]
-            if "content_type" not in patch and (given[0] == "body") != (other == "body"):
-                document.pop("content_type", None)
 
 
 def _merge_object(target: object, patch: Mapping[str, object]) -> dict[str, object]:

@@ -76,6 +76,9 @@ class ScheduleSpec:
     # A cron schedule's DST policy (core.dst, ADR 0043); None: ADR 0037's rule.
     dst_gap: Gap | None = None
     dst_fold: Fold | None = None
+    # The tenant's stable name for the schedule (core.schedule_input.KEY_PATTERN), unique
+    # among its live schedules; None: it has none.
+    key: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -74,6 +74,7 @@ COLUMNS: Final = rows.Columns(
         "overlap": rows.enum_of(Overlap),
         "dst_gap": rows.optional_enum_of(Gap),
         "dst_fold": rows.optional_enum_of(Fold),
+        "key": rows.optional_text,
         "next_fire_at": rows.optional_integer,
         "version": rows.integer,
         "created_at": rows.integer,

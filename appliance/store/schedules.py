@@ -21,6 +21,8 @@ Rules this module guards (ADR 0033, docs/architecture.md):
   occurrences planned from the old spec are withdrawn first
   (:func:`appliance.store.runs.withdraw_future_runs`); occurrences already due keep their
   runs (retries included) and are delivered with the edited target and headers.
+- A schedule's ``key`` is unique among the tenant's live schedules
+  (:mod:`appliance.store.schedule_keys`): a create or edit taking a held key is refused.
 - Every change bumps ``version`` (the API's ETag) with a compare-and-set when the caller
   gives ``expected_version`` (:func:`check_version`), and appends one ``schedule.*``
   event in the same transaction.
@@ -47,6 +49,7 @@ from appliance.store.events import append_event, append_schedule_events
 from appliance.store.infra import rows
 from appliance.store.infra.connection import Connection
 from appliance.store.runs import withdraw_future_runs, withdraw_open_runs
+from appliance.store.schedule_keys import check_keys_free
 from appliance.store.schedule_rows import COLUMNS, SPEC_FIELDS, spec_values
 from appliance.store.usecases.plan_pass import settle_schedule
 
@@ -136,6 +139,9 @@ def create_schedules(
         held = count_schedules(conn, tenant_id=tenant_id)
         if held + len(specs) > max_schedules:
             raise ScheduleLimitReached(max_schedules, held=held, adding=len(specs))
+    check_keys_free(
+        conn, tenant_id=tenant_id, keys=[spec.key for spec in specs], batch=len(specs) > 1
+    )
     ids = sorted(new_ids("sch", now, len(specs)))
     # A batch's own cache: its specs share a few timings. Not for one spec: the cache
     # computes a chunk of occurrences where one croniter step answers.
@@ -192,15 +198,22 @@ def require_schedule(conn: Connection, *, tenant_id: str, schedule_id: str) -> S
 
 
 def list_schedules(
-    conn: Connection, *, tenant_id: str, limit: int, after_id: str | None = None
+    conn: Connection,
+    *,
+    tenant_id: str,
+    limit: int,
+    after_id: str | None = None,
+    key: str | None = None,
 ) -> list[Schedule]:
-    """Up to ``limit`` live schedules ordered by id, after ``after_id``. Ids are ULIDs, so
-    this is creation order to the millisecond (random within one)."""
+    """Up to ``limit`` live schedules ordered by id, after ``after_id``; only the one whose
+    ``key`` is ``key`` when given. Ids are ULIDs, so this is creation order to the
+    millisecond (random within one)."""
+    by_key = "" if key is None else " AND key = ?"
     return COLUMNS.all(
         conn.execute(
             f"SELECT {COLUMNS.select} FROM schedules WHERE tenant_id = ? AND deleted_at IS NULL"
-            " AND id > ? ORDER BY id LIMIT ?",
-            (tenant_id, after_id or "", limit),
+            f"{by_key} AND id > ? ORDER BY id LIMIT ?",
+            (tenant_id, *(() if key is None else (key,)), after_id or "", limit),
         )
     )
 
@@ -218,6 +231,8 @@ def update_schedule(
     """Replace the spec. Re-plans when timing or body changed; a change of ``paused``
     has the same effect as pausing or resuming (:mod:`appliance.store.pauses`)."""
     current = settled(conn, tenant_id, schedule_id, now=now, expected_version=expected_version)
+    if spec.key != current.spec.key:
+        check_keys_free(conn, tenant_id=tenant_id, keys=[spec.key], schedule_id=schedule_id)
     spec = anchored(spec, now=now)
     replan = any(
         getattr(current.spec, field) != getattr(spec, field) for field in _REPLANNING_FIELDS

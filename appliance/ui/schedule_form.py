@@ -56,6 +56,7 @@ _NESTED: Final = (
 # The form's advanced options: grouped in a <details> collapsed by default
 # (schedule_form.html), shown open when one holds an error or differs from a blank form.
 ADVANCED_FIELDS: Final = (
+    "key",
     "max_attempts",
     "backoff",
     "max_age_seconds",
@@ -121,6 +122,7 @@ def form_of(spec: ScheduleSpec) -> ScheduleForm:
     return ScheduleForm(
         values={
             "name": spec.name,
+            "key": spec.key or "",
             "kind": kind_of(spec).value,
             "cron": spec.cron,
             "at": shown_instant(spec.at, zone),
@@ -168,6 +170,8 @@ def document_of(
         document["catchup"] = {"policy": form["catchup_policy"] or None}
     if "overlap" in form:
         document["overlap"] = form["overlap"] or None
+    if "key" in form:  # blank: none (editing, a blank box clears the key)
+        document["key"] = form["key"].strip() or None
     return document, errors
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from quart import Blueprint, Response, redirect, request
 
@@ -23,13 +23,14 @@ from appliance.core.events import Actor
 from appliance.core.json_text import whole_number
 from appliance.core.payload_template import NAMES
 from appliance.core.schedule_input import merge_patch, parse_schedule
-from appliance.core.schedules import Schedule, ScheduleSpec
+from appliance.core.schedules import PayloadKind, Schedule, ScheduleSpec
 from appliance.core.secret_headers import masked_headers
 from appliance.errors import FieldError, ValidationError
 from appliance.store import overview, request_keys
 from appliance.store import schedules as store
 from appliance.store.figures.charts import schedule_strip
 from appliance.store.request_keys import StoredResponse
+from appliance.store.schedule_keys import KeyTaken
 from appliance.store.usecases import pages
 from appliance.store.users import Role
 from appliance.ui import charts, preview
@@ -165,17 +166,20 @@ async def create() -> Response:
     if len(key) != _FORM_KEY_CHARS:
         raise ValidationError.single("form_key", "the form is incomplete; reload it")
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    stored, created = await ctx.db.write(
-        request_keys.create_schedule_once,
-        tenant_id=tenant_id,
-        spec=spec,
-        request_key=f"ui-form-{key}",
-        request_hash=hashlib.sha256(canonical.encode()).hexdigest(),
-        render=lambda s: StoredResponse(status=201, body=json.dumps({"id": s.id})),
-        now=ctx.clock.now_ms(),
-        max_schedules=ctx.max_schedules,
-        actor=Actor.user(session.user.id),
-    )
+    try:
+        stored, created = await ctx.db.write(
+            request_keys.create_schedule_once,
+            tenant_id=tenant_id,
+            spec=spec,
+            request_key=f"ui-form-{key}",
+            request_hash=hashlib.sha256(canonical.encode()).hexdigest(),
+            render=lambda s: StoredResponse(status=201, body=json.dumps({"id": s.id})),
+            now=ctx.clock.now_ms(),
+            max_schedules=ctx.max_schedules,
+            actor=Actor.user(session.user.id),
+        )
+    except KeyTaken as error:
+        return await _key_taken(form, error, blank_form().payload_kind, schedule=None)
     if created:
         ctx.nudge()
     schedule_id = json.loads(stored.body)["id"]
@@ -261,17 +265,28 @@ async def save(schedule_id: str) -> Response:
     if spec is None:
         return await _form_page(with_errors(form, errors, kind), schedule=current, status=422)
     if spec != current.spec:
-        await ctx.db.write(
-            store.update_schedule,
-            tenant_id=tenant_id,
-            schedule_id=schedule_id,
-            spec=spec,
-            now=ctx.clock.now_ms(),
-            expected_version=_expected_version(form.get("version", "")),
-            actor=Actor.user(session.user.id),
-        )
+        try:
+            await ctx.db.write(
+                store.update_schedule,
+                tenant_id=tenant_id,
+                schedule_id=schedule_id,
+                spec=spec,
+                now=ctx.clock.now_ms(),
+                expected_version=_expected_version(form.get("version", "")),
+                actor=Actor.user(session.user.id),
+            )
+        except KeyTaken as error:
+            return await _key_taken(form, error, kind, schedule=current)
         ctx.nudge()
     return redirect(f"/schedules/{schedule_id}?done=saved")  # type: ignore[return-value]
+
+
+async def _key_taken(
+    form: Mapping[str, str], error: KeyTaken, kind: PayloadKind, *, schedule: Schedule | None
+) -> Response:
+    """The form again, as typed, the taken key's error on "Key" (the API's 409)."""
+    errors = [FieldError(field="key", message=str(error))]
+    return await _form_page(with_errors(form, errors, kind), schedule=schedule, status=409)
 
 
 def _version(text: str) -> int | None:

@@ -192,6 +192,12 @@ async def test_every_route_answers_what_the_spec_documents(
     await call(api, "POST", batch, 201, json_body=two)
     await call(api, "POST", batch, 422, json_body={"schedules": [schedule_json(), {"cron": 1}]})
     await call(api, "POST", batch, 415, data=b"{}")
+    apply, keyed = "/v1/schedules/apply", {**schedule_json(), "key": "contract"}
+    await call(api, "POST", apply, 200, json_body={"schedules": [keyed]})
+    changed = {"schedules": [{**keyed, "cron": "0 4 * * *"}], "dry_run": True}
+    await call(api, "POST", apply, 200, json_body=changed)  # a change, field by field
+    await call(api, "POST", apply, 422, json_body={"schedules": [schedule_json()]})
+    await call(api, "POST", apply, 415, data=b"{}")
     await call(api, "POST", sch, 413, json_body={"body": "x" * 300_000})
     await call(other, "POST", sch, 401, json_body={}, headers={"Authorization": "Bearer no"})
     await call(api, "GET", sch, 200, query={"limit": "1"})

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from appliance.core.addresses import AddressPolicy
+from appliance.core.request_input import MAX_BODY_BYTES
 from appliance.core.schedule_input import (
     FIELDS,
-    MAX_BODY_BYTES,
     merge_patch,
     parse_schedule,
     schedule_document,

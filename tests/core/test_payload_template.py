@@ -18,7 +18,7 @@ from appliance.core.payload_template import (
     run_values,
     template_problems,
 )
-from appliance.core.schedule_input import compact
+from appliance.core.request_input import compact
 from appliance.core.timing import occurrences, previous_occurrence
 
 T = parse_instant("2026-08-06T03:00:00Z")

@@ -302,6 +302,8 @@ def test_the_migration_recovers_the_reclaim_instant_of_older_attempts(
         "ALTER TABLE attempts DROP COLUMN reclaimed_at; DROP TABLE leader;"  # 0020's
         " CREATE INDEX job_runs_tenant_time ON job_runs(tenant_id, scheduled_for, id);"  # 0021's
         " DROP TABLE invitations;"  # 0022's
+        " DROP INDEX schedules_tenant_key; ALTER TABLE schedules DROP COLUMN key;"  # 0023's
+        " ALTER TABLE schedules DROP COLUMN method;"
         f" PRAGMA user_version = {number - 1}"
     )
     assert migrate(conn) == version

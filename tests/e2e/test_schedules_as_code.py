@@ -1,0 +1,175 @@
+"""``steeple apply`` and ``steeple export`` as subprocesses against a real appliance on
+loopback: apply, change the file, apply again (the field diff, the cursor kept: every
+second delivered once, none replayed, none missed), re-apply unchanged (nothing to
+change, nothing written), prune (only what the file lost), a bad file (every problem by
+line, nothing changed), and export then apply (a no-op)."""
+
+from __future__ import annotations
+
+import signal
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from appliance.core.instants import parse_instant
+from tests.e2e.harness import Appliance, Receiver, create_tenant, error_lines, iter_pages, steeple
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def schedules_file(receiver: Receiver, *, tick_name: str, team: str, with_gone: bool) -> str:
+    text = f"""\
+    [[schedule]]
+    key = "tick"
+    name = "{tick_name}"
+    cron = "* * * * * *"
+    target_url = "{receiver.url}"
+    payload = {{ n = 1 }}
+    headers = {{ Authorization = "Bearer ${{TICK_TOKEN}}", X-Team = "{team}" }}
+
+    [[schedule]]
+    key = "nightly"
+    name = "Nightly rollup"
+    cron = "0 3 * * *"
+    timezone = "Europe/Berlin"
+    target_url = "{receiver.url}"
+    body = "rollup"
+    content_type = "text/plain"
+    """
+    if with_gone:
+        text += f"""
+    [[schedule]]
+    key = "gone"
+    name = "Soon removed"
+    every_seconds = 3600
+    target_url = "{receiver.url}"
+    payload = {{}}
+    """
+    return textwrap.dedent(text)
+
+
+def seconds(receiver: Receiver, schedule_id: str) -> list[int]:
+    return [
+        parse_instant(d.scheduled_for) for d in receiver.snapshot() if d.schedule_id == schedule_id
+    ]
+
+
+def test_apply_change_prune_refuse_and_export(tmp_path: Path, receiver: Receiver) -> None:
+    data = tmp_path / "data"
+    tenant = create_tenant(data)
+    app = Appliance(data).start()
+    env = {"STEEPLE_URL": app.base_url, "STEEPLE_API_KEY": tenant["api_key"],
+           "TICK_TOKEN": "s3cret", "XDG_CONFIG_HOME": str(tmp_path / "config")}  # fmt: skip
+    path = tmp_path / "schedules.toml"
+
+    def apply(*flags: str, file: Path = path) -> Any:
+        return steeple("apply", "-f", str(file), *flags, env=env)
+
+    try:
+        with app.client(tenant["api_key"]) as api:
+            unkeyed = api.post("/v1/schedules", json={
+                "name": "by hand", "cron": "0 5 * * *", "target_url": receiver.url,
+                "payload": {}}).json()  # fmt: skip
+
+            def stored() -> dict[str, dict[str, Any]]:
+                return {s["key"] or s["id"]: s for s in iter_pages(api, "/v1/schedules")}
+
+            path.write_text(schedules_file(receiver, tick_name="Tick", team="ops", with_gone=True))
+            done = apply()
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.splitlines()[:3] == ["+ tick", "+ nightly", "+ gone"]
+            assert "1 schedule(s) without a key left alone" in done.stdout
+            tick = stored()["tick"]
+            assert tick["headers"]["Authorization"] == "Bearer s3cret"
+            receiver.wait_for(lambda ds: len(seconds(receiver, tick["id"])) >= 3)
+
+            # a change that keeps the timing: the diff per field, the cursor kept
+            path.write_text(
+                schedules_file(receiver, tick_name="Tick, renamed", team="dev", with_gone=True)
+            )
+            done = apply()
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.splitlines()[:4] == [
+                f"~ tick ({tick['id']})",
+                '  name: "Tick" → "Tick, renamed"',
+                '  headers.X-Team: "ops" → "dev"',
+                "= 2 unchanged",
+            ]
+            changed_at = len(seconds(receiver, tick["id"]))
+            receiver.wait_for(lambda ds: len(seconds(receiver, tick["id"])) >= changed_at + 3)
+            renamed = receiver.snapshot()[-1]
+            assert renamed.headers["x-team"] == "dev"
+
+            # unchanged: says so and writes nothing
+            before = stored()
+            done = apply()
+            assert done.returncode == 0, done.stderr
+            assert "nothing to change" in done.stdout and "= 3 unchanged" in done.stdout
+            after = stored()
+            assert {k: s["version"] for k, s in after.items()} == {
+                k: s["version"] for k, s in before.items()
+            }
+
+            # a bad file: every problem by line, nothing changed
+            bad = tmp_path / "bad.toml"
+            bad.write_text(
+                path.read_text()
+                .replace('cron = "0 3 * * *"', 'cron = "0 3 * *"')
+                .replace("${TICK_TOKEN}", "${MISSING_TOKEN}")
+            )
+            done = apply(file=bad)
+            assert done.returncode == 1
+            assert error_lines(done.stderr)[:1] == [
+                f"{bad}:7: headers.Authorization: ${{MISSING_TOKEN}} is not set in the environment"
+            ]
+            bad.write_text(path.read_text().replace('cron = "0 3 * * *"', 'cron = "0 3 * *"')
+                           .replace("every_seconds = 3600", "every_seconds = -1"))  # fmt: skip
+            done = apply("--prune", file=bad)
+            assert done.returncode == 1
+            problems = error_lines(done.stderr)
+            assert problems[0].startswith(f"{bad}:12: cron: ")
+            assert problems[1].startswith(f"{bad}:21: every_seconds: ")
+            assert problems[-1] == f"steeple: {bad} refused (2 problems); nothing changed"
+            assert {k: s["version"] for k, s in stored().items()} == {
+                k: s["version"] for k, s in before.items()
+            }
+
+            # prune: only the keyed schedule the file lost
+            path.write_text(
+                schedules_file(receiver, tick_name="Tick, renamed", team="dev", with_gone=False)
+            )
+            done = apply("--prune", "--dry-run")
+            assert done.returncode == 0 and f"- gone ({before['gone']['id']})" in done.stdout
+            assert "gone" in stored()
+            done = apply("--prune")
+            assert done.returncode == 0, done.stderr
+            assert f"- gone ({before['gone']['id']})" in done.stdout
+            assert sorted(stored()) == sorted(["tick", "nightly", unkeyed["id"]])
+
+            # export, then apply: nothing to change, and no secret in the file
+            exported = tmp_path / "exported.toml"
+            done = steeple("export", "-o", str(exported), env=env)
+            assert done.returncode == 0, done.stderr
+            text = exported.read_text()
+            assert "s3cret" not in text and 'Authorization = "<masked>"' in text
+            assert f"# {unkeyed['id']} has no key" in text
+            done = apply(file=exported)
+            assert done.returncode == 0, done.stderr
+            assert "nothing to change" in done.stdout
+            done = apply("--prune", file=exported)
+            assert "nothing to change" in done.stdout
+    finally:
+        assert app.kill(signal.SIGTERM) == 0, "".join(app.log)
+    # the cursor was kept across the change: every second once, none replayed or missed
+    instants = sorted(seconds(receiver, tick["id"]))
+    assert instants == list(range(instants[0], instants[-1] + 1, 1000))
