@@ -1,9 +1,11 @@
 """``steeple import-crontab``: a crontab file in, a ``steeple apply`` file out
 (docs/move-from-cron.md). It reads no settings and no database: only the crontab, the
-machine's zone and the options.
+machine's zone and the options; ``--apply`` sends the file through ``steeple apply``'s
+own path (``client.apply``: ``POST /v1/schedules/apply``, all or nothing, never pruning).
 
-Exit codes: 0 every entry moved, 1 some were not (the rest are still written), 2 usage
-(a bad option, a file that cannot be read, a zone that does not exist).
+Exit codes: 0 every entry moved (and, with ``--apply``, applied), 1 some were not (the
+rest are still written or applied) or the appliance refused the file, 2 usage (a bad
+option, a file that cannot be read, a zone that does not exist).
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from appliance.client.apply import apply_items
 from appliance.client.crontab.convert import Conversion, convert_crontab
-from appliance.client.schedules_file import dump
+from appliance.client.http import ApiProblem, ClientError
+from appliance.client.profiles import resolve_client
+from appliance.client.schedules_file import FileRefused, dump, load
 from appliance.core.cron import parse_cron
 from appliance.errors import ValidationError
 
@@ -51,28 +56,63 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     parser.add_argument("-o", "--output", metavar="FILE", help="write the apply file here")
     parser.add_argument(
-        "--dry-run", action="store_true", help="print only the summary: what moves, what not"
+        "--dry-run",
+        action="store_true",
+        help="print only the summary (with --apply: the plan, changing nothing)",
     )
+    parser.add_argument(
+        "--apply",
+        action="store_true",
+        help="apply the schedules to the appliance, as steeple apply would (never prunes)",
+    )
+    group = parser.add_argument_group("appliance (with --apply)")
+    group.add_argument("--url", help="the appliance's URL (else STEEPLE_URL, else the profile)")
+    group.add_argument("--profile", metavar="NAME", help="a profile saved by `steeple login`")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        text = _read(args.file)
+        crontab = _read(args.file)
         zone = _zone(args.timezone)
     except _Usage as problem:
         print(f"steeple: error: {problem}", file=sys.stderr)  # noqa: T201
         return 2
     system = args.system or args.file.startswith(_SYSTEM_FILES)
-    conversion = convert_crontab(text, zone=zone.name, system=system)
+    conversion = convert_crontab(crontab, zone=zone.name, system=system)
     for refused in conversion.not_moved:
         print(f"steeple: line {refused.line} not moved: {refused.reason}", file=sys.stderr)  # noqa: T201
-    if args.dry_run:
+    text = apply_file(conversion, zone, args.file)
+    accepted = True
+    if args.output and (args.apply or not args.dry_run):
+        Path(args.output).write_text(text, encoding="utf-8")
+    if args.apply:
+        accepted = _apply(text, args)
+    elif args.dry_run:
         sys.stdout.write(summary(conversion, zone))
-    elif args.output:
-        Path(args.output).write_text(apply_file(conversion, zone, args.file), encoding="utf-8")
-    else:
-        sys.stdout.write(apply_file(conversion, zone, args.file))
-    return 1 if conversion.not_moved else 0
+    elif not args.output:
+        sys.stdout.write(text)
+    return 1 if conversion.not_moved or not accepted else 0
+
+
+def _apply(text: str, args: argparse.Namespace) -> bool:
+    """Send the apply file through ``steeple apply``'s path; whether it was accepted."""
+    try:
+        client = resolve_client(url=args.url, profile=args.profile, environ=os.environ)
+        items = load(text, env=os.environ)
+        sys.stdout.write(apply_items(client, items, prune=False, dry_run=args.dry_run).text)
+    except FileRefused as refused:
+        for problem in refused.problems:
+            where = args.output or "the imported file"
+            print(f"steeple: {problem.render(where)}", file=sys.stderr)  # noqa: T201
+        print("steeple: nothing applied", file=sys.stderr)  # noqa: T201
+        return False
+    except ApiProblem as problem:
+        print(f"steeple: refused: {problem.summary}", file=sys.stderr)  # noqa: T201
+        return False
+    except ClientError as error:
+        print(f"steeple: error: {error}", file=sys.stderr)  # noqa: T201
+        return False
+    return True
 
 
 def _read(name: str) -> str:
