@@ -122,6 +122,7 @@ async def _send(
             signed_at_s=ctx.clock.now_ms() // 1000,
             user_agent=f"Steeple/{ctx.version}",
             marks=((TEST_HEADER, TEST_MARK),),
+            method=spec.method,
         )
     except SignatureError:  # pragma: no cover - checked before
         raise Conflict("you have no active signing secret; rotate one in first") from None

@@ -58,8 +58,10 @@ def render_schedules(
         if like is None:
             fields = alike[rest] = schedule_document(spec)
         else:
-            body_key, body_value = body_field(spec)
-            fields = {**like, "name": spec.name, "key": spec.key, body_key: body_value}
+            fields = {**like, "name": spec.name, "key": spec.key}
+            body = body_field(spec)
+            if body is not None:
+                fields[body[0]] = body[1]
         documents.append(_document(schedule, runs, fields))
     return documents
 

@@ -3,10 +3,12 @@ the dedupe test").
 
 Rules this module guards:
 
-- The command sends what Steeple sends: method, URL, every header in Steeple's order and
-  the exact body bytes (``--data-raw``: no ``@file`` reading, no newline stripping). curl's
-  own ``Expect: 100-continue`` is switched off; an empty header value is written
-  ``Name;`` (curl drops ``Name:``). ``--max-time`` is the schedule's timeout.
+- The command sends what Steeple sends: method (``--request``, curl's ``-X``), URL, every
+  header in Steeple's order and the exact body bytes (``--data-raw``: no ``@file``
+  reading, no newline stripping). curl's own ``Expect: 100-continue`` is switched off; an
+  empty header value is written ``Name;`` (curl drops ``Name:``). A GET or DELETE has no
+  ``--data-raw`` and no ``Expect:`` (curl then sends no body, no ``Content-Type`` and no
+  ``Content-Length``, as Steeple does). ``--max-time`` is the schedule's timeout.
 - Every argument is shell-quoted (:func:`shlex.join`), so the line pastes into a POSIX
   shell as is and :func:`shlex.split` gives back exactly :attr:`CurlCommand.argv`.
 - **Secrets are masked**, except the signature: the value of a header the tenant set whose
@@ -54,12 +56,14 @@ def curl_command(
     if "\x00" in body:
         raise BodyNotShellSafe("the body holds a NUL byte")
     tenant = {name.lower() for name in tenant_headers}
-    argv = ["curl", "--request", "POST", "--url", request.url, "--max-time", str(timeout_seconds)]
+    method = request.method.value
+    argv = ["curl", "--request", method, "--url", request.url, "--max-time", str(timeout_seconds)]
     masked = []
     for name, value in request.headers:
         if name.lower() in tenant and looks_secret(name):
             value = MASK
             masked.append(name)
         argv += ["--header", f"{name}: {value}" if value else f"{name};"]
-    argv += ["--header", "Expect:", "--data-raw", body]
+    if request.method.carries_body:
+        argv += ["--header", "Expect:", "--data-raw", body]
     return CurlCommand(argv=tuple(argv), masked=tuple(masked))

@@ -11,6 +11,10 @@ Rules this module guards:
   three values are also sent as ``webhook-id`` / ``webhook-timestamp`` /
   ``webhook-signature`` for off-the-shelf verifiers.
 - ``Accept-Encoding: identity``: the response excerpt is read raw, never decompressed.
+- The method is the schedule's (:class:`~appliance.core.schedules.Method`). Every header
+  above goes with every method, in the same order; a GET or DELETE carries no body and so
+  no ``Content-Type`` (whatever body its run holds: one made before a change of method),
+  and its signature signs the empty body, ``key.timestamp.`` (Standard Webhooks).
 - A delivery Steeple makes on a tenant's request outside the schedule is marked by one
   more header after the contract's (:data:`MARK_HEADERS`): ``X-Steeple-Resend: <run id>``
   on every attempt of a copy made by a resend with a new key, ``X-Steeple-Test: dedupe``
@@ -29,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from appliance.core.instants import format_scheduled_for
+from appliance.core.schedules import Method
 from appliance.core.signing import signature_headers
 from appliance.errors import FieldError, ValidationError
 
@@ -86,11 +91,13 @@ _FIX_RESERVED = "remove it; Steeple sets this header itself on every delivery"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeliveryRequest:
-    """One attempt's POST: target, headers in sending order, exact body bytes."""
+    """One attempt's request: target, headers in sending order, exact body bytes (empty
+    for a method that carries none), method."""
 
     url: str
     headers: tuple[tuple[str, str], ...]
     body: bytes
+    method: Method = Method.POST
 
 
 def is_reserved(name: str) -> bool:
@@ -223,6 +230,7 @@ def build_request(
     signed_at_s: int,
     user_agent: str,
     marks: Sequence[tuple[str, str]] = (),
+    method: Method = Method.POST,
 ) -> DeliveryRequest:
     """The request for attempt ``attempt`` (1-based) of a run, signed at ``signed_at_s``
     (unix seconds) with every active secret, newest first. ``marks``: Steeple's marking
@@ -232,6 +240,9 @@ def build_request(
     whole second, and :class:`appliance.core.signing.SignatureError` without secrets."""
     if attempt < 1:
         raise ValueError(f"attempt is 1-based, got {attempt}")
+    if not method.carries_body:
+        body = b""
+    typed = (("Content-Type", content_type),) if method.carries_body else ()
     contract = (
         ("X-Idempotency-Key", idempotency_key),
         ("X-Schedule-Id", schedule_id),
@@ -240,9 +251,9 @@ def build_request(
         ("X-Scheduled-For", format_scheduled_for(scheduled_for_ms)),
         *signature_headers(secrets, idempotency_key, signed_at_s, body),
         ("User-Agent", user_agent),
-        ("Content-Type", content_type),
+        *typed,
         ("Accept-Encoding", "identity"),
         *marks,
     )
     extra = tuple((name, value) for name, value in tenant_headers if not is_reserved(name))
-    return DeliveryRequest(url=target_url, headers=contract + extra, body=body)
+    return DeliveryRequest(url=target_url, headers=contract + extra, body=body, method=method)

@@ -1,5 +1,5 @@
-"""The request fields of tenant schedule JSON: ``target_url``, ``payload`` / ``body`` /
-``payload_template``, ``content_type`` and ``headers`` — what every delivery sends, read
+"""The request fields of tenant schedule JSON: ``target_url``, ``method``, ``payload`` /
+``body`` / ``payload_template``, ``content_type`` and ``headers`` — what every delivery sends, read
 for :mod:`appliance.core.schedule_input` (which reads the rest and owns the rules of the
 document as a whole).
 
@@ -11,6 +11,11 @@ Rules this module guards (ADR 0032, ADR 0034):
   and renders per run) is given. The stored bytes are what every attempt sends (a
   template's rendering of them), so the size limit applies to them, not to the request
   that carried them.
+- ``method`` is one of :class:`~appliance.core.schedules.Method` (``POST`` by default).
+  ``GET`` and ``DELETE`` carry no body: none of the body fields nor ``content_type`` may
+  be given with them (each such problem names the field *and* ``method``), and their spec
+  holds the empty body and content type. A body method without a body is refused as
+  before.
 - Tenant headers are checked by :func:`appliance.core.delivery.check_tenant_headers`, a
   header sent back masked keeps its stored value
   (:func:`appliance.core.secret_headers.keep_masked`); the target URL's static rules are
@@ -22,13 +27,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from appliance.core.addresses import AddressPolicy, check_target_url
 from appliance.core.delivery import check_tenant_headers
 from appliance.core.json_fields import FieldReader
 from appliance.core.payload_template import template_problems
-from appliance.core.schedules import DEFAULT_CONTENT_TYPE, PayloadKind, ScheduleSpec
+from appliance.core.schedules import DEFAULT_CONTENT_TYPE, Method, PayloadKind, ScheduleSpec
 from appliance.core.secret_headers import keep_masked
 from appliance.errors import ValidationError
 
@@ -62,9 +68,54 @@ _BODY_HINT: Final = (
 )
 
 
-def read_body(fields: FieldReader, max_body_bytes: int) -> tuple[PayloadKind, bytes, str, bool]:
-    """The payload kind, the exact bytes every attempt sends (a template's, rendered per
-    run), their content type, and whether they are a template."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestBody:
+    """What a schedule's deliveries carry: their method, the payload kind, the exact bytes
+    every attempt sends (a template's, rendered per run), their content type, and whether
+    they are a template."""
+
+    method: Method
+    kind: PayloadKind
+    data: bytes
+    content_type: str
+    templated: bool
+
+
+_METHODS: Final = ", ".join(m.value for m in Method)
+
+
+def read_request_body(fields: FieldReader, max_body_bytes: int) -> RequestBody:
+    """``method`` and the body fields (see the module rules)."""
+    method = _method(fields)
+    if method.carries_body:
+        kind, data, content_type, templated = _read_body(fields, max_body_bytes)
+        return RequestBody(
+            method=method, kind=kind, data=data, content_type=content_type, templated=templated
+        )
+    for key in (*BODY_FIELDS, "content_type"):
+        if fields.given(key):
+            fields.fail(key, f"cannot be given with method {method}: a {method} carries no body")
+            fields.fail(
+                "method",
+                f"{method} carries no body, but {key} is given: drop {key} (a patch sends"
+                f' "{key}": null) or use POST, PUT or PATCH',
+            )
+    return RequestBody(
+        method=method, kind=PayloadKind.JSON, data=b"", content_type="", templated=False
+    )
+
+
+def _method(fields: FieldReader) -> Method:
+    value = fields.obj.get("method")
+    if value is None:
+        return Method.POST
+    if isinstance(value, str) and value in Method.__members__:
+        return Method(value)
+    fields.fail("method", f"must be one of {_METHODS} (upper case)")
+    return Method.POST
+
+
+def _read_body(fields: FieldReader, max_body_bytes: int) -> tuple[PayloadKind, bytes, str, bool]:
     content_type = fields.text(
         "content_type",
         default=DEFAULT_CONTENT_TYPE,
@@ -129,11 +180,22 @@ def read_headers(
         return ()
 
 
-def body_field(spec: ScheduleSpec) -> tuple[str, object]:
-    """The field that echoes ``spec``'s body in its document, and its value."""
+def body_field(spec: ScheduleSpec) -> tuple[str, object] | None:
+    """The field that echoes ``spec``'s body in its document, and its value; None for a
+    bodiless method's."""
+    if not spec.method.carries_body:
+        return None
     if spec.payload_kind is PayloadKind.JSON:
         return "payload_template" if spec.templated else "payload", json.loads(spec.body)
     return "body", spec.body.decode("utf-8")
+
+
+def drop_bodiless_content_type(document: dict[str, object], patch: Mapping[str, object]) -> None:
+    """After a merge patch is applied to ``document``: with no body left (a patch to a
+    bodiless method drops it), the stored content type goes too unless the patch sets it,
+    as it is Steeple's default or chosen for the body, not a field of its own."""
+    if "content_type" not in patch and all(document.get(k) is None for k in BODY_FIELDS):
+        document.pop("content_type", None)
 
 
 def switch_body_kind(document: dict[str, object], patch: Mapping[str, object]) -> None:

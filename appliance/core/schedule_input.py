@@ -37,8 +37,9 @@ from appliance.core.json_fields import FieldReader
 from appliance.core.request_input import (
     MAX_BODY_BYTES,
     body_field,
-    read_body,
+    drop_bodiless_content_type,
     read_headers,
+    read_request_body,
     read_target_url,
     switch_body_kind,
 )
@@ -74,6 +75,7 @@ FIELDS: Final = (
     "key",
     *TIMING_FIELDS,
     "target_url",
+    "method",
     "payload",
     "body",
     "payload_template",
@@ -109,7 +111,7 @@ def parse_schedule(
     key = read_key(fields)
     timing = read_timing(fields)
     target_url = read_target_url(fields, policy)
-    kind, body, content_type, templated = read_body(fields, max_body_bytes)
+    request = read_request_body(fields, max_body_bytes)
     headers = read_headers(fields, stored_headers)
     jitter = fields.integer(
         "jitter_seconds", default=0, low=0, high=MAX_JITTER_SECONDS, unit="seconds"
@@ -132,9 +134,9 @@ def parse_schedule(
         cron=timing.cron,
         timezone=timing.timezone,
         target_url=target_url,
-        payload_kind=kind,
-        body=body,
-        content_type=content_type,
+        payload_kind=request.kind,
+        body=request.data,
+        content_type=request.content_type,
         headers=headers,
         jitter_seconds=jitter,
         catchup_policy=catchup_policy,
@@ -147,10 +149,11 @@ def parse_schedule(
         start_at=timing.start_at,
         end_at=timing.end_at,
         overlap=overlap,
-        templated=templated,
+        templated=request.templated,
         dst_gap=timing.dst_gap,
         dst_fold=timing.dst_fold,
         key=key,
+        method=request.method,
     )
 
 
@@ -168,7 +171,7 @@ def parse_like(
     fields = FieldReader(obj)
     name = _name(fields)
     key = read_key(fields)
-    kind, body, content_type, templated = read_body(fields, max_body_bytes)
+    request = read_request_body(fields, max_body_bytes)
     if fields.errors:
         raise ValidationError(fields.errors)
     # dataclasses.replace, without its per-field checks (CPU of every batch item: bench/HISTORY.md,
@@ -179,10 +182,10 @@ def parse_like(
             **fields_of_like,
             "name": name,
             "key": key,
-            "payload_kind": kind,
-            "body": body,
-            "content_type": content_type,
-            "templated": templated,
+            "payload_kind": request.kind,
+            "body": request.data,
+            "content_type": request.content_type,
+            "templated": request.templated,
         }
     )
 
@@ -242,9 +245,11 @@ def schedule_document(spec: ScheduleSpec) -> dict[str, object]:
     document: dict[str, object] = {"name": spec.name, "key": spec.key}
     document.update(timing_document(spec))
     document["target_url"] = spec.target_url
-    field, value = body_field(spec)
-    document[field] = value
-    document["content_type"] = spec.content_type
+    document["method"] = spec.method.value
+    body = body_field(spec)
+    if body is not None:
+        document[body[0]] = body[1]
+    document["content_type"] = spec.content_type or None  # None: a bodiless method's
     document["headers"] = dict(spec.headers)
     document["jitter_seconds"] = spec.jitter_seconds
     document["catchup"] = {
@@ -289,6 +294,7 @@ def merge_patch(
             document.pop(key, None)
         else:
             document[key] = value
+    drop_bodiless_content_type(document, obj)
     return parse_schedule(
         document, policy=policy, max_body_bytes=max_body_bytes, stored_headers=current.headers
     )

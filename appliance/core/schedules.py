@@ -36,6 +36,22 @@ class Overlap(enum.StrEnum):
     BUFFER_ONE = "buffer_one"  # at most one waits; later ones recorded like `skip`
 
 
+class Method(enum.StrEnum):
+    """The HTTP method every delivery of a schedule uses (docs/schedules.md, "HTTP
+    methods"). GET and DELETE carry no body: no content, no ``Content-Type``, no
+    ``Content-Length``; their signature signs the empty body (ADR 0032)."""
+
+    POST = "POST"  # the default: what every schedule did before methods
+    PUT = "PUT"
+    PATCH = "PATCH"
+    GET = "GET"
+    DELETE = "DELETE"
+
+    @property
+    def carries_body(self) -> bool:
+        return self not in (Method.GET, Method.DELETE)
+
+
 class PayloadKind(enum.StrEnum):
     JSON = "json"  # tenant gave `payload` (any JSON value), sent as compact JSON
     BODY = "body"  # tenant gave `body` (a string), sent verbatim
@@ -79,6 +95,9 @@ class ScheduleSpec:
     # The tenant's stable name for the schedule (core.schedule_input.KEY_PATTERN), unique
     # among its live schedules; None: it has none.
     key: str | None = None
+    # Every delivery's method. A bodiless one (``Method.carries_body``) has ``body`` b"",
+    # ``content_type`` "", payload_kind JSON and ``templated`` False.
+    method: Method = Method.POST
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -292,6 +292,7 @@ class Dispatcher:
                 signed_at_s=signed_at,
                 user_agent=self._config.user_agent,
                 marks=() if run.resend_of is None else ((RESEND_HEADER, run.resend_of),),
+                method=run.method,
             )
             with live.scope:
                 result = await send(self._client, request)

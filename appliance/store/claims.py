@@ -42,6 +42,7 @@ from typing import Any, Final
 from appliance.core.retry import RetryBudget, RetryPolicy
 from appliance.core.retry_input import stored_policy
 from appliance.core.runs import RunState, Transition, check_transition
+from appliance.core.schedules import Method
 from appliance.store.active_secrets import active_secrets_of
 from appliance.store.infra import rows
 from appliance.store.infra.connection import ROW_LOCKS, Connection, Sql
@@ -70,6 +71,7 @@ class ClaimedRun:
     retry: RetryPolicy  # the schedule's, read with the run (core.retry_input)
     secrets: tuple[str, ...]  # the tenant's active signing secrets, newest first
     resend_of: str | None  # a resend copy: the run it copies (X-Steeple-Resend)
+    method: Method  # the schedule's, now (like its URL and headers)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,11 +201,13 @@ _DETAILS: Final = rows.Columns(
         "max_attempts",
         "retry_policy",
         "resend_of",
+        "method",
     ],
     table="r",
     sql={
         **ATTEMPTED_RUN_SQL,
         "target_url": "s.target_url",
+        "method": "s.method",
         "headers": "s.headers",
         "body": "b.body",
         "content_type": "b.content_type",
@@ -211,7 +215,7 @@ _DETAILS: Final = rows.Columns(
         "max_attempts": "s.max_attempts",
         "retry_policy": "s.retry_policy",
     },
-    convert={"headers": rows.headers, "body": rows.blob},
+    convert={"headers": rows.headers, "body": rows.blob, "method": rows.enum_of(Method)},
 )
 # The claimed ids arrive as one JSON array: one statement whatever their number.
 _CLAIMED_IDS: Final = Sql(

@@ -4,8 +4,8 @@
 
 Rules this module guards:
 
-- The body is the run's own (fixed when it was materialised); the URL and the tenant's
-  headers are the schedule's current ones, which is what the run's next attempt sends
+- The body is the run's own (fixed when it was materialised); the URL, the method and the
+  tenant's headers are the schedule's current ones, which is what the run's next attempt sends
   (Steeple keeps no copy of them per attempt).
 - **Signed now**: the tenant's secrets active now. **As sent**: the last attempt's
   signing second (``attempts.signed_at``; for an attempt that never finished, the second
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from appliance.core.delivery import RESEND_HEADER, DeliveryRequest, build_request
-from appliance.core.schedules import Schedule
+from appliance.core.schedules import Method, Schedule
 from appliance.errors import Conflict, NotFound, StoreError
 from appliance.store.active_secrets import MAX_ACTIVE_SECRETS, active_secrets
 from appliance.store.infra import rows
@@ -46,6 +46,7 @@ class RunRequest:
     attempt: int  # the last attempt's number; 1 for a run never attempted
     signed_at_s: int
     secrets: tuple[str, ...]
+    method: Method = Method.POST
 
     def build(self, *, user_agent: str) -> DeliveryRequest:
         """The request these parts make, signed as they say (the API's curl and the run
@@ -65,6 +66,7 @@ class RunRequest:
             signed_at_s=self.signed_at_s,
             user_agent=user_agent,
             marks=() if run.resend_of is None else ((RESEND_HEADER, run.resend_of),),
+            method=self.method,
         )
 
 
@@ -125,6 +127,7 @@ def run_request(
         attempt=1 if last is None else last.attempt,
         signed_at_s=signed_at_s,
         secrets=secrets,
+        method=spec.method,
     )
 
 

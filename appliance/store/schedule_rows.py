@@ -10,7 +10,14 @@ from typing import Any, Final
 
 from appliance.core.dst import Fold, Gap
 from appliance.core.retry_input import stored_policy, stored_retry
-from appliance.core.schedules import CatchupPolicy, Overlap, PayloadKind, Schedule, ScheduleSpec
+from appliance.core.schedules import (
+    CatchupPolicy,
+    Method,
+    Overlap,
+    PayloadKind,
+    Schedule,
+    ScheduleSpec,
+)
 from appliance.store.infra import rows
 
 # The spec's fields are the schedules columns of the same names, but for ``retry``: its
@@ -75,6 +82,7 @@ COLUMNS: Final = rows.Columns(
         "dst_gap": rows.optional_enum_of(Gap),
         "dst_fold": rows.optional_enum_of(Fold),
         "key": rows.optional_text,
+        "method": rows.enum_of(Method),
         "next_fire_at": rows.optional_integer,
         "version": rows.integer,
         "created_at": rows.integer,
@@ -88,6 +96,7 @@ def spec_values(spec: ScheduleSpec) -> tuple[object, ...]:
     the ones stored differently put in their places (a batch writes a thousand)."""
     values = list(_FIELDS_OF(spec))
     values[_AT["payload_kind"]] = spec.payload_kind.value
+    values[_AT["method"]] = spec.method.value
     values[_AT["headers"]] = rows.headers_column(spec.headers) if spec.headers else "[]"
     values[_AT["catchup_policy"]] = spec.catchup_policy.value
     values[_AT["paused"]] = int(spec.paused)

@@ -96,7 +96,7 @@ def sent_request(parts: RunRequest) -> SentRequest:
     except BodyNotShellSafe as exc:
         curl, problem = None, f"{exc}: no command line can carry it"
     return SentRequest(
-        method="POST",
+        method=built.method.value,
         url=built.url,
         headers=headers,
         body=built.body.decode("utf-8", errors="replace"),

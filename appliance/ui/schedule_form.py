@@ -12,6 +12,9 @@ Rules:
 
 - The "Kind" radio picks which of ``cron``, ``at`` and ``every`` the document carries
   (the others' boxes keep what was typed but are not sent); ``dst`` goes with a cron only.
+- The "Method" select likewise: with GET or DELETE the payload box (hidden) keeps what
+  was typed but is not sent, and the document drops any stored body (``null``), so
+  switching an edited schedule to a bodiless method just works.
 - A field the form did not post is left out of the document, so an edit (a merge patch,
   ``core.schedule_input.merge_patch``) keeps its stored value; a blank optional field is
   ``null``, which takes the API's default. Saving the form unchanged gives an equal spec.
@@ -29,8 +32,15 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from appliance.core.json_text import JsonTextError, parse_json_text, whole_number
+from appliance.core.request_input import BODY_FIELDS
 from appliance.core.retry_input import MAX_AGE_SECONDS, backoff_document
-from appliance.core.schedules import DEFAULT_CATCHUP_POLICY, Overlap, PayloadKind, ScheduleSpec
+from appliance.core.schedules import (
+    DEFAULT_CATCHUP_POLICY,
+    Method,
+    Overlap,
+    PayloadKind,
+    ScheduleSpec,
+)
 from appliance.core.timing import ScheduleKind, format_every, kind_of
 from appliance.errors import FieldError
 from appliance.ui.form_instants import instant_text, shown_instant
@@ -76,10 +86,12 @@ FORM_FIELDS: Final = (
     "start_at",
     "end_at",
     "target_url",
+    "method",
     "payload",
     "templated",
     *ADVANCED_FIELDS,
 )
+METHODS: Final = tuple(method.value for method in Method)
 KINDS: Final = tuple(kind.value for kind in ScheduleKind)
 _INSTANTS: Final = ("start_at", "end_at")
 
@@ -101,6 +113,7 @@ def blank_form() -> ScheduleForm:
         "cron": "0 9 * * *",
         "timezone": "UTC",
         "target_url": "https://",
+        "method": Method.POST.value,
         "payload": "{}",
         "max_attempts": "8",
         "backoff": "default",
@@ -114,7 +127,7 @@ def blank_form() -> ScheduleForm:
 def form_of(spec: ScheduleSpec) -> ScheduleForm:
     """The form showing a stored schedule: every field as saving it back would send it."""
     payload = spec.body.decode("utf-8", errors="replace")
-    if spec.payload_kind is PayloadKind.JSON:
+    if spec.payload_kind is PayloadKind.JSON and spec.method.carries_body:
         payload = json.dumps(json.loads(spec.body), indent=2, ensure_ascii=False)
     backoff = backoff_document(spec.retry.backoff)
     max_age = spec.retry.window_ms // 1000
@@ -131,6 +144,7 @@ def form_of(spec: ScheduleSpec) -> ScheduleForm:
             "start_at": shown_instant(spec.start_at, zone),
             "end_at": shown_instant(spec.end_at, zone),
             "target_url": spec.target_url,
+            "method": spec.method.value,
             "payload": payload,
             "templated": "1" if spec.templated else "",
             "max_attempts": str(spec.max_attempts),
@@ -163,7 +177,13 @@ def document_of(
     errors: list[FieldError] = []
     document: dict[str, object] = {key: form.get(key, "") for key in ("name", "target_url")}
     document |= timing_of(form, errors)
-    _payload(form, kind, templated, document, errors)
+    method = form.get("method", "")
+    if method:  # absent: a form before methods (editing, the stored one is kept)
+        document["method"] = method
+    if method in ("GET", "DELETE"):
+        document |= dict.fromkeys(BODY_FIELDS)
+    else:
+        _payload(form, kind, templated, document, errors)
     document["retry"] = _retry(form, errors)
     document["jitter_seconds"] = _number(form, "jitter_seconds", errors)
     if "catchup_policy" in form:  # blank or absent: the API's default (or, editing, kept)

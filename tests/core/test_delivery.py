@@ -3,9 +3,11 @@ tenant-header rules."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from standardwebhooks.webhooks import Webhook
 
 from appliance.core.delivery import (
     MAX_TENANT_HEADER_BYTES,
@@ -17,6 +19,7 @@ from appliance.core.delivery import (
 )
 from appliance.core.ids import idempotency_key, run_id
 from appliance.core.instants import parse_instant
+from appliance.core.schedules import Method
 from appliance.core.signing import SignatureError, verify
 from appliance.errors import ValidationError
 
@@ -305,3 +308,53 @@ def test_at_most_eight_kib_in_total() -> None:
     assert field == "headers"
     assert "8197 bytes" in message
     assert "body" in message
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_each_methods_request_vector_is_byte_exact(vectors: dict[str, Any], index: int) -> None:
+    """One vector per method: every header in order and the exact body. A body method's
+    signature is the body vector's; GET's and DELETE's sign the empty body and are the
+    empty-body vector's, and they carry no Content-Type."""
+    case = vectors["requests"][index]
+    method = Method(case["method"])
+    assert [c["method"] for c in vectors["requests"]] == ["POST", "PUT", "PATCH", "GET", "DELETE"]
+    request = build_request(
+        target_url=case["url"],
+        body=b'{"task":"billing-rollup"}',  # a GET's run may hold a body: it is never sent
+        content_type="application/json",
+        tenant_headers=tuple(tuple(pair) for pair in case["tenant_headers"]),
+        schedule_id=case["schedule_id"],
+        run_id=run_id(case["schedule_id"], case["scheduled_for"]),
+        attempt=case["attempt"],
+        scheduled_for_ms=parse_instant(case["scheduled_for"]),
+        idempotency_key=idempotency_key(case["schedule_id"], case["scheduled_for"]),
+        secrets=case["secrets"],
+        signed_at_s=int(case["timestamp"]),
+        user_agent=case["user_agent"],
+        method=method,
+    )
+    assert request.method is method
+    assert [list(pair) for pair in request.headers] == case["headers"]
+    assert request.body == case["body"].encode()
+    signed = vectors["signatures"][1 if method.carries_body else 3]
+    assert signed["note"] == ("one active secret" if method.carries_body else "empty body")
+    headers = _headers(request)
+    assert headers["x-signature"] == signed["signature"] == headers["webhook-signature"]
+    assert ("content-type" in headers) is method.carries_body
+    assert request.body == signed["body"].encode()
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_the_reference_library_signs_each_methods_vector_alike(
+    vectors: dict[str, Any], index: int
+) -> None:
+    """``standardwebhooks`` (the reference library) signs each vector's id, timestamp and
+    body, the empty one included, to the vector's signature. (Its ``verify`` checks the
+    timestamp against the wall clock: tests/e2e/test_http_methods.py verifies live ones.)"""
+    case = vectors["requests"][index]
+    headers = dict(case["headers"])
+    moment = datetime.fromtimestamp(int(case["timestamp"]), tz=UTC)
+    reference = Webhook(case["secrets"][0]).sign(
+        msg_id=headers["webhook-id"], timestamp=moment, data=case["body"].encode()
+    )
+    assert reference == headers["webhook-signature"] == headers["X-Signature"]

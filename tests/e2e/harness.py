@@ -44,6 +44,7 @@ class Delivery:
     headers: dict[str, str]
     body: bytes
     arrived: float = 0.0  # time.monotonic() when the request was read
+    method: str = "POST"
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,7 @@ class Receiver:
                     headers=headers,
                     body=body,
                     arrived=time.monotonic(),
+                    method=self.command,
                 )
                 with receiver._cond:
                     receiver.deliveries.append(delivery)
@@ -237,6 +239,9 @@ class Receiver:
                     return
                 if action.after is not None:
                     action.after()
+
+            # Every method a schedule may use (docs/schedules.md, "HTTP methods").
+            do_PUT = do_PATCH = do_GET = do_DELETE = do_POST
 
             def _drop(self) -> None:
                 """Close without answering: the client sees the connection end."""

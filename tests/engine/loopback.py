@@ -19,6 +19,7 @@ import trio.testing
 
 from appliance.core.addresses import AddressPolicy, IPAddress
 from appliance.core.delivery import DeliveryRequest
+from appliance.core.schedules import Method
 from appliance.engine.delivery import DeliveryClient, send
 from appliance.engine.delivery.connect import name_not_resolved
 
@@ -31,11 +32,13 @@ Respond = Callable[[int], Awaitable[tuple[bytes, bool]]]
 """Request number (from 1, over all connections) -> (raw reply, keep the connection open)."""
 
 
-def delivery(url: str, body: bytes = BODY) -> DeliveryRequest:
+def delivery(url: str, body: bytes = BODY, method: Method = Method.POST) -> DeliveryRequest:
+    typed = (("Content-Type", "application/json"),) if method.carries_body else ()
     return DeliveryRequest(
         url=url,
-        headers=(("Content-Type", "application/json"), ("X-Test", "yes")),
-        body=body,
+        headers=(*typed, ("X-Test", "yes")),
+        body=body if method.carries_body else b"",
+        method=method,
     )
 
 

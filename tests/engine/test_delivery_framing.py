@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import h11
 import pytest
@@ -18,8 +19,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from appliance.core.retry import TransportFailure
+from appliance.core.schedules import Method
 from appliance.engine.delivery import DeliveryClient, SendResult, send
-from appliance.engine.delivery.request import RequestError, frame_post
+from appliance.engine.delivery.request import RequestError, frame_request
 from appliance.engine.delivery.response import MAX_HEAD_BYTES, ResponseError, ResponseReader
 from tests.engine.loopback import LOOPBACK_ALLOWED, delivery, read_request, receiver, serving
 
@@ -259,7 +261,7 @@ def test_a_request_whose_framing_h11_would_refuse_is_never_framed(
     headers: list[tuple[bytes, bytes]],
 ) -> None:
     with pytest.raises(RequestError):
-        frame_post(b"/hook", headers, b"{}")
+        frame_request(Method.POST, b"/hook", headers, b"{}")
 
 
 @given(field=st.sampled_from(["name", "value", "target"]), fuzz=FUZZ)
@@ -278,6 +280,72 @@ def test_a_post_is_framed_exactly_when_h11_frames_it_and_to_the_same_bytes(
         expected += conn.send(h11.EndOfMessage())
     except h11.LocalProtocolError:
         with pytest.raises(RequestError):
-            frame_post(parts["target"], headers, b"{}")
+            frame_request(Method.POST, parts["target"], headers, b"{}")
         return
-    assert frame_post(parts["target"], headers, b"{}") == expected
+    assert frame_request(Method.POST, parts["target"], headers, b"{}") == expected
+
+
+@pytest.mark.parametrize("method", list(Method))
+def test_each_method_is_framed_to_h11s_bytes(method: Method) -> None:
+    """A body method with its Content-Length and body; GET and DELETE with neither, which
+    h11 frames (and reads back) as a request with an empty body."""
+    body = b"{}" if method.carries_body else b""
+    headers = [(b"Host", b"example.com"), (b"X-Tenant", b"yes")]
+    if method.carries_body:
+        headers.append((b"Content-Length", b"2"))
+    conn = h11.Connection(our_role=h11.CLIENT)
+    expected = conn.send(h11.Request(method=method.value, target=b"/hook", headers=headers))
+    expected += conn.send(h11.Data(data=body)) if body else b""
+    expected += conn.send(h11.EndOfMessage())
+    framed = frame_request(method, b"/hook", headers, body)
+    assert framed == expected
+    assert framed.startswith(method.value.encode() + b" /hook HTTP/1.1\r\n")
+    server = h11.Connection(our_role=h11.SERVER)
+    server.receive_data(framed)
+    request, end = server.next_event(), server.next_event()
+    assert isinstance(request, h11.Request) and request.method == method.value.encode()
+    assert isinstance(end, h11.Data if body else h11.EndOfMessage)
+
+
+@pytest.mark.parametrize("method", [Method.GET, Method.DELETE])
+@pytest.mark.parametrize(
+    ("headers", "body"),
+    [
+        ([(b"Host", b"a"), (b"Content-Length", b"0")], b""),  # a length on a bodiless method
+        ([(b"Host", b"a"), (b"Content-Length", b"2")], b"{}"),
+        ([(b"Host", b"a")], b"{}"),  # a body without a length
+    ],
+    ids=["length 0", "length and body", "body"],
+)
+def test_a_bodiless_method_never_frames_a_length_or_a_body(
+    method: Method, headers: list[tuple[bytes, bytes]], body: bytes
+) -> None:
+    with pytest.raises(RequestError):
+        frame_request(method, b"/hook", headers, body)
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_each_methods_vector_is_framed_to_its_exact_bytes(
+    vectors: dict[str, Any], index: int
+) -> None:
+    """The contract vector's wire bytes: ``Host`` first, the request's headers in order,
+    ``Content-Length`` last only for a body method (what client.py adds), and h11 reads
+    them back as that method with that body."""
+    case = vectors["requests"][index]
+    method = Method(case["method"])
+    body = case["body"].encode()
+    headers = [(b"Host", b"hooks.example.com")]
+    headers += [(name.encode(), value.encode()) for name, value in case["headers"]]
+    if method.carries_body:
+        headers.append((b"Content-Length", str(len(body)).encode()))
+    framed = frame_request(method, b"/steeple?team=billing", headers, body)
+    assert framed == case["wire"].encode("ascii")
+    server = h11.Connection(our_role=h11.SERVER)
+    server.receive_data(framed)
+    request = server.next_event()
+    assert isinstance(request, h11.Request) and request.method == method.value.encode()
+    received = b""
+    while not isinstance(event := server.next_event(), h11.EndOfMessage):
+        assert isinstance(event, h11.Data)
+        received += event.data
+    assert received == body

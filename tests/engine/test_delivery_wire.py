@@ -10,6 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from appliance.core.addresses import AddressPolicy, check_target_url
+from appliance.core.schedules import Method
 from appliance.engine.delivery import DeliveryClient, send
 from appliance.engine.delivery.target import parse_target
 from appliance.errors import ValidationError
@@ -46,6 +47,26 @@ async def test_the_client_sends_the_bytes_httpx_would(host: str) -> None:
     assert head[0] == b"POST /hook?a=1&b=%20 HTTP/1.1"
     assert head[1] == f"Host: {host}:{server.port}".encode()
     assert head[-3] == f"Content-Length: {len(request.body)}".encode()
+
+
+@pytest.mark.parametrize("method", list(Method))
+async def test_each_method_goes_out_as_httpx_would_send_it(method: Method) -> None:
+    """PUT and PATCH as a POST is, with their method; GET and DELETE with no body, no
+    ``Content-Type`` and no ``Content-Length`` (RFC 9110 §8.6), as httpx frames them."""
+    async with (
+        keep_alive_server() as server,
+        DeliveryClient(LOOPBACK_ALLOWED, resolve=fake_dns({})) as client,
+    ):
+        request = delivery(server.url("127.0.0.1"), method=method)
+        assert (await send(client, request)).status == 200
+        again = delivery(server.url("127.0.0.1"), method=method)  # the kept-alive connection
+        assert (await send(client, again)).status == 200
+    first, second = server.raw
+    assert first == second == as_httpx_sends(method, request.url, request.headers, request.body)
+    head, _, body = first.partition(b"\r\n\r\n")
+    assert head.startswith(f"{method} /hook HTTP/1.1\r\n".encode())
+    framed = b"content-length:" in head.lower()
+    assert framed is method.carries_body and (body != b"") is method.carries_body
 
 
 HOSTS = ["example.com", "EXAMPLE.com", "bücher.example", "Straße.de", "xn--bcher-kva.example",

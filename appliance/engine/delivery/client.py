@@ -10,7 +10,8 @@ Rules:
   :class:`~appliance.engine.delivery.pool.ConnectionPool` (per-origin cap, keep-alive,
   never a request sent twice).
 - Nothing from the environment, no redirects, no cookies: ``core.delivery`` sets every
-  header; this client adds only ``Host`` (first) and ``Content-Length`` (last), so the
+  header; this client adds only ``Host`` (first) and, for a method that carries a body,
+  ``Content-Length`` (last; a GET or DELETE has none, engine/delivery/request.py), so the
   bytes on the wire equal what httpx would send for the same request.
 - No httpx on this path: building httpx's models cost ≈ a quarter of the trio thread's CPU
   per delivery, its client half of the rest (bench/HISTORY.md).
@@ -58,17 +59,18 @@ class DeliveryClient:
         )  # fmt: skip
 
     async def exchange(self, request: DeliveryRequest) -> Answer:
-        """POST the request and read the answer, its body cut at the excerpt size."""
+        """Send the request and read the answer, its body cut at the excerpt size."""
         target = self._target(request.url)
         headers = [(b"Host", target.netloc)]
         headers += [
             (name.encode("ascii"), value.encode("ascii")) for name, value in request.headers
         ]
-        headers.append((b"Content-Length", b"%d" % len(request.body)))
+        if request.method.carries_body:
+            headers.append((b"Content-Length", b"%d" % len(request.body)))
         conn = await self.pool.acquire(target.origin)
         complete = False
         try:
-            await conn.send_request(target.path, headers, request.body)
+            await conn.send_request(request.method, target.path, headers, request.body)
             head = await conn.receive_head()
             excerpt, error, complete = await conn.read_excerpt(EXCERPT_BYTES)
         finally:

@@ -1,4 +1,4 @@
-"""One HTTP/1.1 client connection: a framed POST out, a :class:`ResponseReader` in.
+"""One HTTP/1.1 client connection: a framed request out, a :class:`ResponseReader` in.
 
 Rules:
 - A connection serves one request at a time; the pool lends it out and takes it back.
@@ -26,8 +26,9 @@ from dataclasses import dataclass
 import trio
 
 from appliance.core.retry import TransportFailure
+from appliance.core.schedules import Method
 from appliance.engine.delivery.exchange import DeliveryFailed
-from appliance.engine.delivery.request import RequestError, frame_post
+from appliance.engine.delivery.request import RequestError, frame_request
 from appliance.engine.delivery.response import ResponseError, ResponseReader
 
 READ_SIZE = 64 * 1024
@@ -63,11 +64,11 @@ class Connection:
         self.idle_since = 0.0  # trio time it was last put back in the pool
 
     async def send_request(
-        self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
+        self, method: Method, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
     ) -> None:
-        """Write the whole POST, head and body in one write."""
+        """Write the whole request, head and body, in one write."""
         try:
-            data = frame_post(target, headers, body)
+            data = frame_request(method, target, headers, body)
         except RequestError as exc:
             raise _protocol(f"the request cannot be framed: {exc}") from exc
         self._reader = ResponseReader()
