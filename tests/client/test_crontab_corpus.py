@@ -42,11 +42,8 @@ def test_a_corpus_line_imports_as_cron_would_run_it(case: Case) -> None:
 
 
 def _accepted_by_steeple(schedule: dict[str, object]) -> None:
-    """Steeple's own parser takes the schedule, less what is not merged yet: ``method``
-    (and with it a bodiless GET or DELETE: until then every schedule has a body)."""
-    document = {k: v for k, v in schedule.items() if k != "method"}
-    document.setdefault("body", "")
-    parse_schedule(document, policy=AddressPolicy())
+    """Steeple's own parser takes the schedule as it is."""
+    parse_schedule(schedule, policy=AddressPolicy())
 
 
 def test_keys_are_unique_and_follow_the_line_not_its_place() -> None:
