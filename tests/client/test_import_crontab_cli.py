@@ -27,7 +27,9 @@ CRON_TZ=Asia/Kolkata
 """  # noqa: E501 - a crontab line as long as real ones
 
 
-def _import(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _import(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "appliance", "import-crontab", *args],
         input=stdin,
@@ -35,7 +37,7 @@ def _import(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess
         text=True,
         timeout=60,
         check=False,
-        env={**os.environ, "TZ": "Europe/Lisbon"},
+        env={**os.environ, "TZ": "Europe/Lisbon", **(env or {})},
     )
 
 
@@ -143,3 +145,16 @@ def test_the_local_zone_is_the_machines_as_cron_sees_it(tmp_path: Path) -> None:
     named.write_text("Pacific/Auckland\n", encoding="utf-8")
     assert local_zone(None, tmp_path / "absent", named).name == "Pacific/Auckland"
     assert local_zone(None, tmp_path / "absent", tmp_path / "none").name == "UTC"
+
+
+def test_apply_refuses_a_file_whose_variable_is_unset_and_sends_nothing(tmp_path: Path) -> None:
+    # Port 9 (discard) on loopback: nothing listens, and nothing is sent, since the file is
+    # refused before a request is made.
+    appliance = {"STEEPLE_URL": "http://127.0.0.1:9", "STEEPLE_API_KEY": "stp_x"}
+    line = 'T=x\n0 * * * * curl -H "X-Token: $T" https://e.com/\n'
+    env = {**appliance, "XDG_CONFIG_HOME": str(tmp_path)}
+    done = _import("--apply", "--timezone", "UTC", "-", stdin=line, env=env)
+    assert done.returncode == 1
+    assert "headers.X-Token: ${T} is not set" in done.stderr
+    assert "steeple: nothing applied" in done.stderr
+    assert done.stdout == ""

@@ -127,7 +127,7 @@ def _check_timing(fields: str, zone: str) -> None:
     for single in _SINGLE_STEP.finditer(fields):
         if single[1] != "*" and "-" not in single[1]:
             raise Refused(
-                f"{single[0].lstrip(',')}: a step from one value means different things to"
+                f"{single[0].lstrip(', ')}: a step from one value means different things to"
                 " different crons; write a range (e.g. 10-59/5)"
             )
     try:
