@@ -646,6 +646,47 @@ CASES = [
         "0 * * * * curl -s https://example.com/c # keep the cache warm",
         schedule("GET example.com/c", "GET", "https://example.com/c", "0 * * * *"),
     ),
+    Case(
+        "timeout-wrapper",
+        "0 * * * * timeout 2m curl -s https://example.com/slow-report",
+        schedule(
+            "GET example.com/slow-report",
+            "GET",
+            "https://example.com/slow-report",
+            "0 * * * *",
+            timeout_seconds=120,
+        ),
+    ),
+    Case(
+        "timeout-wrapper-and-max-time",
+        "0 * * * * timeout 60 curl -s -m 10 https://example.com/t",
+        schedule(
+            "GET example.com/t", "GET", "https://example.com/t", "0 * * * *", timeout_seconds=10
+        ),
+    ),
+    Case(
+        "flock-nonblocking-is-overlap-skip",
+        "* * * * * /usr/bin/flock -n /tmp/sync.lock curl -fsS -X POST https://example.com/sync",
+        schedule(
+            "POST example.com/sync",
+            "POST",
+            "https://example.com/sync",
+            "* * * * *",
+            body="",
+            overlap="skip",
+        ),
+        notes=("overlap skip",),
+    ),
+    Case(
+        "flock-blocking-refused",
+        "* * * * * flock /tmp/sync.lock curl https://example.com/sync",
+        Refusal("only `flock -n FILE command`"),
+    ),
+    Case(
+        "nice-dropped",
+        "0 3 * * * nice -n 19 ionice -c3 wget -q -O /dev/null https://example.com/backup",
+        schedule("GET example.com/backup", "GET", "https://example.com/backup", "0 3 * * *"),
+    ),
     # --- wget ------------------------------------------------------------------------------
     Case(
         "wget-quiet-stdout",

@@ -30,6 +30,7 @@ from appliance.client.crontab.lines import Entry, Setting, Unreadable, read_cron
 from appliance.client.crontab.request import Arguments, Expand, Refused, Request, Templated
 from appliance.client.crontab.shell import ShellRefusal, Word, split_command
 from appliance.client.crontab.wget import read_wget
+from appliance.client.crontab.wrappers import WRAPPERS, unwrap
 from appliance.client.schedules_file import Placeholder
 from appliance.core.cron import parse_cron
 from appliance.core.delivery import check_tenant_headers
@@ -141,16 +142,24 @@ def _request(command: str, expand: Expand, *, system: bool) -> Request:
         words = split_command(command)
     except ShellRefusal as refusal:
         first = command.split()[0] if command.split() else ""
-        if re.fullmatch(r"[\w./-]+", first) and first.rsplit("/", 1)[-1] not in _PROGRAMS:
+        name = first.rsplit("/", 1)[-1]
+        if re.fullmatch(r"[\w./-]+", first) and name not in (*_PROGRAMS, *WRAPPERS):
             raise Refused(f"{_not_http(first, [], system=True)}; and {refusal}") from None
         raise Refused(str(refusal)) from None
     if not words:
         raise Refused("no command")
-    program = words[0].literal() or ""
+    words, wrapping = unwrap(words)
+    program = words[0].literal() or "" if words else ""
     reader = _PROGRAMS.get(program.rsplit("/", 1)[-1])
     if reader is None:
         raise Refused(_not_http(program, words, system=system))
-    return reader(Arguments(words[1:], expand))
+    request = reader(Arguments(words[1:], expand))
+    request.notes.extend(wrapping.notes)
+    request.overlap = wrapping.overlap
+    limit = wrapping.timeout_seconds
+    if limit is not None and (request.timeout_seconds is None or limit < request.timeout_seconds):
+        request.set_timeout(str(limit), option="timeout")
+    return request
 
 
 def _not_http(program: str, words: list[Word], *, system: bool) -> str:
@@ -228,6 +237,8 @@ def _schedule(entry: Entry, request: Request, *, zone: str) -> dict[str, object]
         schedule["timeout_seconds"] = request.timeout_seconds
     if request.retry:
         schedule["retry"] = dict(request.retry)
+    if request.overlap is not None:
+        schedule["overlap"] = request.overlap
     return schedule
 
 

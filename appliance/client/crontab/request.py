@@ -43,6 +43,7 @@ class Request:
     content_type: str | None = None
     timeout_seconds: int | None = None
     retry: dict[str, object] = field(default_factory=dict)
+    overlap: str | None = None  # what a wrapper (flock -n) implies
     notes: list[str] = field(default_factory=list)
 
     def set_url(self, url: str, *, program: str) -> None:
