@@ -599,6 +599,11 @@ CASES = [
         schedule("GET example.com/q", "GET", "https://example.com/q", "0 * * * *"),
     ),
     Case(
+        "or-true",
+        "0 * * * * curl -fsS https://example.com/q >/dev/null 2>&1 || true",
+        schedule("GET example.com/q", "GET", "https://example.com/q", "0 * * * *"),
+    ),
+    Case(
         "log-file",
         "0 * * * * curl -s https://example.com/q >> /var/log/q.log 2>&1",
         Refusal("/var/log/q.log"),

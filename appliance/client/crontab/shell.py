@@ -13,7 +13,8 @@ Rules (POSIX shell quoting; cron runs every command with ``sh -c``):
   list, a background job or a subshell is not one HTTP request (an unquoted ``&`` in a URL
   is the classic case: sh cuts the URL there). Output redirections are accepted only to
   ``/dev/null`` or onto the other output (``>/dev/null 2>&1``): they lose nothing that
-  Steeple does not keep itself.
+  Steeple does not keep itself. A closing ``|| true`` (or ``|| :``) only hides the exit
+  status, which cron ignores: accepted.
 - Unquoted ``* ? [`` would be file name patterns; sh keeps them as written when no file
   matches, which is what a URL's ``?`` does in practice, so they are kept.
 """
@@ -27,6 +28,8 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BLANKS = " \t"
 _OPERATORS = "|&;()<>"
 _HARMLESS_TARGETS = ("/dev/null", "&1", "&2")
+# `|| true` (or `|| :`) closing the command only hides the exit status, which cron ignores.
+_IGNORED_STATUS = re.compile(r"\|\|[ \t]*(?:true|:)[ \t]*(?:#.*)?")
 
 
 class ShellRefusal(Exception):
@@ -161,6 +164,8 @@ def _operator(command: str, index: int, current: _Builder, words: list[Word]) ->
         pass  # `2>`: the digits were the redirection's descriptor, not a word
     elif current.started:
         words.append(current.word())
+    if _IGNORED_STATUS.fullmatch(command[index:]):
+        return len(command)  # cron ignores the exit status anyway
     if char == "&" and command[index + 1 : index + 2] == ">":
         index += 1  # `&>/dev/null`: both outputs
     elif char != ">":
