@@ -12,6 +12,7 @@ from pathlib import Path
 import trio
 
 from appliance import __version__
+from appliance.cli import crontab as crontab_cli
 from appliance.cli import ops as ops_cli
 from appliance.cli import remote, schedules_as_code
 from appliance.cli import tenants as admin
@@ -70,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_users.register(commands, _add_common)
     remote.register(commands)
     schedules_as_code.register(commands)
+    crontab_cli.register(commands)
     return parser
 
 
@@ -213,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return remote.run(args, environ=os.environ)
     if args.command in schedules_as_code.COMMANDS:  # the same, for schedules as code
         return schedules_as_code.run(args, environ=os.environ)
+    if args.command == crontab_cli.COMMAND:
+        return crontab_cli.run(args)  # no settings: it reads only the crontab
     try:
         settings = _settings(args)
         ops_cli.guard(settings, args.command)
