@@ -26,7 +26,9 @@ def requested() -> set[tuple[str, str]]:
     "pause"))`` call in the client's modules."""
     found = set()
     for module in [*CLIENT.glob("*.py"), ROOT / "appliance" / "cli" / "remote.py"]:
-        for call in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        constants = _path_constants(tree)
+        for call in ast.walk(tree):
             if not isinstance(call, ast.Call):
                 continue
             if isinstance(call.func, ast.Name) and call.func.id == "read_list":
@@ -35,7 +37,7 @@ def requested() -> set[tuple[str, str]]:
                 verb, target = call.func.attr, call.args[0]
             else:
                 continue
-            path = _path(target, module)
+            path = _path(target, module, constants)
             if path is not None:
                 found.add(("get" if verb == "stream" else verb, path))
     return found
@@ -51,7 +53,20 @@ def _client_call(func: ast.expr) -> bool:
     )
 
 
-def _path(node: ast.expr, module: Path) -> str | None:
+def _path_constants(tree: ast.Module) -> dict[str, str]:
+    """The module's own ``NAME: Final = "/v1/…"`` paths."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Constant):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            value = node.value.value
+            for target in targets:
+                if isinstance(target, ast.Name) and str(value).startswith("/v1/"):
+                    found[target.id] = str(value)
+    return found
+
+
+def _path(node: ast.expr, module: Path, constants: dict[str, str]) -> str | None:
     """The contract path ``node`` names; None for the parameter of a helper (``path``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         assert node.value.startswith("/v1/"), f"{module.name}: {node.value}"
@@ -60,6 +75,7 @@ def _path(node: ast.expr, module: Path) -> str | None:
         named = {
             "STREAM_PATH": "/v1/events/stream",
             "runs_path": BUILDERS["schedule_path"] + "/runs",
+            **constants,
         }
         assert node.id in named or node.id == "path", f"{module.name}: a path from {node.id}"
         return named.get(node.id)
