@@ -131,13 +131,14 @@ def schedule_path(schedule_id: str, action: str = "") -> str:
 def list_schedules(client: Client, *, limit: int, every_page: bool) -> Shown:
     page = read_list(client, "/v1/schedules", {}, limit=limit, every_page=every_page)
     rows = [_schedule_row(s) for s in items_of(page)]
-    text = table(["ID", "NAME", "STATUS", "TIMING", "NEXT", "TARGET"], rows)
+    text = table(["ID", "KEY", "NAME", "STATUS", "TIMING", "NEXT", "METHOD", "TARGET"], rows)
     return Shown(document=page, text=text, notes=_more(page))
 
 
 def _schedule_row(schedule: JsonObject) -> list[str]:
-    named = [cell(schedule.get(k)) for k in ("id", "name", "status")]
-    return [*named, timing(schedule), _next(schedule), cell(schedule.get("target_url"))]
+    named = [cell(schedule.get(k)) for k in ("id", "key", "name", "status")]
+    request = [cell(schedule.get("method")), cell(schedule.get("target_url"))]
+    return [*named, timing(schedule), _next(schedule), *request]
 
 
 def get_schedule(client: Client, schedule_id: str) -> Shown:

@@ -59,9 +59,10 @@ def test_a_schedule_through_its_life(env: dict[str, str], receiver: Receiver) ->
     listed = run(env, "schedules", "list")
     assert listed.returncode == 0
     header, *rows = listed.stdout.splitlines()
-    assert header.split() == ["ID", "NAME", "STATUS", "TIMING", "NEXT", "TARGET"]
+    assert header.split() == ["ID", "KEY", "NAME", "STATUS", "TIMING", "NEXT", "METHOD", "TARGET"]
     (row,) = [r for r in rows if r.startswith(schedule_id)]
-    assert "nightly  active  0 3 * * * Europe/Paris" in row
+    assert "-    nightly  active  0 3 * * * Europe/Paris" in row  # no key: "-"
+    assert f"POST    {receiver.url}" in row
     page = ok_json(env, "schedules", "list", "--all")
     assert schedule_id in [s["id"] for s in page["items"]] and page["next_cursor"] is None
 
