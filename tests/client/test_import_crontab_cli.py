@@ -158,3 +158,18 @@ def test_apply_refuses_a_file_whose_variable_is_unset_and_sends_nothing(tmp_path
     assert "headers.X-Token: ${T} is not set" in done.stderr
     assert "steeple: nothing applied" in done.stderr
     assert done.stdout == ""
+
+
+def test_a_variable_in_a_header_is_substituted_by_apply_however_the_header_is_spelled() -> None:
+    # curl -H, wget --header VALUE and wget --header=VALUE: each ${TOKEN} stays a
+    # placeholder in the file (not the escaped literal $${TOKEN}), which load fills in.
+    lines = [
+        '0 * * * * curl -H "Authorization: Bearer $TOKEN" https://e.com/a',
+        '0 * * * * wget -q -O- --header "Authorization: Bearer $TOKEN" https://e.com/b',
+        '0 * * * * wget -q -O- --header="Authorization: Bearer $TOKEN" https://e.com/c',
+    ]
+    done = _import("--timezone", "UTC", "-", stdin="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr
+    assert "$${" not in done.stdout
+    items = load(done.stdout, env={"TOKEN": "t0k"})
+    assert [i.document["headers"] for i in items] == [{"Authorization": "Bearer t0k"}] * 3

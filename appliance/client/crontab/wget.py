@@ -25,6 +25,7 @@ from appliance.client.crontab.request import (
     Arguments,
     Refused,
     Request,
+    Templated,
     header_parts,
     whole_number,
 )
@@ -191,6 +192,8 @@ def read_wget(args: Arguments) -> Request:
             call.request.set_url(text, program="wget")
         elif text.startswith("--") or text == "-nv":
             name, equals, value = text.partition("=")
+            if isinstance(text, Templated):  # partition's parts are plain strings
+                value = Templated(value)
             _option(call, args, name, value if equals else None)
         else:
             _short(call, args, text)
