@@ -18,7 +18,7 @@ Rules this module guards:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -52,7 +52,7 @@ def apply_items(
         if problem.status != 422 or not problem.errors:
             raise
         raise FileRefused(refusals(problem, items)) from None
-    return Applied(plan=plan, text=render_plan(plan, dry_run=dry_run))
+    return Applied(plan=plan, text=render_plan(plan, dry_run=dry_run, items=items))
 
 
 def refusals(problem: ApiProblem, items: Sequence[FileItem]) -> list[FileProblem]:
@@ -65,13 +65,15 @@ def refusals(problem: ApiProblem, items: Sequence[FileItem]) -> list[FileProblem
     return found
 
 
-def render_plan(plan: JsonObject, *, dry_run: bool) -> str:
-    """The plan as a diff for people, ending with a line of counts."""
+def render_plan(plan: JsonObject, *, dry_run: bool, items: Sequence[FileItem] = ()) -> str:
+    """The plan as a diff for people, ending with a line of counts. A create shows what
+    it will send and when, from its file item (``items``)."""
     lines: list[str] = []
+    documents = {item.key: item.document for item in items}
     steps = plan.get("items")
     for step in steps if isinstance(steps, list) else []:
         if isinstance(step, dict):
-            lines.extend(_step_lines(step))
+            lines.extend(_step_lines(step, documents))
     counts = plan.get("counts")
     counts = counts if isinstance(counts, dict) else {}
     unkeyed = counts.get("unkeyed", 0)
@@ -96,11 +98,12 @@ def _summary(counts: JsonObject, verbs: dict[str, str]) -> str:
     return ", ".join(f"{verb} {counts.get(action, 0)}" for action, verb in verbs.items())
 
 
-def _step_lines(step: JsonObject) -> list[str]:
+def _step_lines(step: JsonObject, documents: Mapping[str, dict[str, object]]) -> list[str]:
     action, key = step.get("action"), step.get("key")
     ident = f" ({step['schedule_id']})" if step.get("schedule_id") else ""
     if action == "create":
-        return [f"+ {key}", *_warning_lines(step)]
+        sent = [_created(documents[key])] if isinstance(key, str) and key in documents else []
+        return [f"+ {key}", *sent, *_warning_lines(step)]
     if action == "delete":
         return [f"- {key}{ident}"]
     if action != "change":
@@ -117,6 +120,21 @@ def _step_lines(step: JsonObject) -> list[str]:
             timing_noted = True
         lines.append(line)
     return [*lines, *_warning_lines(step)]
+
+
+def _created(document: dict[str, object]) -> str:
+    """``  GET https://… cron "0 3 * * *" in Europe/Berlin``: a create in one line."""
+    method = document.get("method") or "POST"
+    when = next(
+        (
+            f"{name} {json.dumps(document[name], ensure_ascii=False)}"
+            for name in ("cron", "every", "every_seconds", "at")
+            if document.get(name) is not None
+        ),
+        "",
+    )
+    zone = f" in {document['timezone']}" if document.get("timezone") else ""
+    return f"  {method} {document.get('target_url')} {when}{zone}".rstrip()
 
 
 def _warning_lines(step: JsonObject) -> list[str]:

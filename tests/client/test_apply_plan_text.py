@@ -13,6 +13,34 @@ def counts(**found: int) -> dict[str, int]:
     return {"create": 0, "change": 0, "delete": 0, "unchanged": 0, "unkeyed": 0, **found}
 
 
+def test_a_create_shows_what_it_sends_and_when() -> None:
+    (item,) = load(
+        textwrap.dedent(
+            """\
+            [[schedule]]
+            key = "rollup"
+            name = "Rollup"
+            cron = "0 3 * * *"
+            timezone = "Europe/Berlin"
+            target_url = "https://example.com/rollup"
+            method = "GET"
+            """
+        ),
+        env={},
+    )
+    plan = {
+        "applied": True,
+        "changed": True,
+        "items": [{"key": "rollup", "action": "create", "index": 0, "schedule_id": "sch_1"}],
+        "counts": counts(create=1),
+    }
+    assert render_plan(plan, dry_run=False, items=[item]).splitlines() == [
+        "+ rollup",
+        '  GET https://example.com/rollup cron "0 3 * * *" in Europe/Berlin',
+        "applied: created 1, changed 0, deleted 0",
+    ]
+
+
 def test_a_plan_prints_as_a_diff() -> None:
     plan = {
         "applied": True,

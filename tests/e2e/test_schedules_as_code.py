@@ -92,7 +92,9 @@ def test_apply_change_prune_refuse_and_export(tmp_path: Path, receiver: Receiver
             path.write_text(schedules_file(receiver, tick_name="Tick", team="ops", with_gone=True))
             done = apply()
             assert done.returncode == 0, done.stderr
-            assert done.stdout.splitlines()[:3] == ["+ tick", "+ nightly", "+ gone"]
+            created = [line for line in done.stdout.splitlines() if line.startswith("+ ")]
+            assert created == ["+ tick", "+ nightly", "+ gone"]
+            assert f"  POST {receiver.url}" in done.stdout  # each create says what it sends
             assert "1 schedule(s) without a key left alone" in done.stdout
             tick = stored()["tick"]
             assert tick["headers"]["Authorization"] == "Bearer s3cret"
