@@ -40,6 +40,7 @@ Params = Mapping[str, str | int | Sequence[str]]
 
 DEFAULT_TIMEOUT_S = 30.0
 API_KEY = re.compile(r"[\x21-\x7e]+")  # what a header value may carry, and no space
+NOT_IN_URL = re.compile(r"[\x00-\x20\x7f]")  # http.client cannot send a space or control
 USER_AGENT = f"steeple-cli/{__version__}"
 
 
@@ -98,8 +99,10 @@ def _field_error(item: JsonObject) -> FieldError:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reply:
-    """A 2xx answer: ``headers`` with lower-case names; ``json`` is None for no body."""
+    """A 2xx answer to ``request`` (``GET https://box/v1/…``): ``headers`` with lower-case
+    names; ``json`` is None for no body."""
 
+    request: str
     status: int
     headers: Mapping[str, str]
     json: JsonValue
@@ -110,9 +113,13 @@ class Reply:
 
     def object(self) -> JsonObject:
         """The body as a JSON object; ClientError when it is anything else."""
-        if not isinstance(self.json, dict):
-            raise ClientError(f"expected a JSON object in the answer, got {self.json!r:.80}")
-        return self.json
+        if isinstance(self.json, dict):
+            return self.json
+        got = "no body" if self.json is None else f"{self.json!r:.80}"
+        raise ClientError(
+            f"{self.request} answered {self.status} without the JSON object the API sends"
+            f" ({got}): is that URL a Steeple appliance?"
+        )
 
 
 class _Omitted(enum.Enum):
@@ -145,14 +152,9 @@ class Client:
     ) -> Client:
         """Check ``url`` (http or https, a host) and build a client; ClientError if bad.
         An https URL verifies with ``tls``, by default the system's CA store."""
-        parts = urlsplit(url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ClientError(f"the appliance URL must be http(s)://host[:port], not {url!r}")
-        if parts.query or parts.fragment:
-            raise ClientError(f"the appliance URL takes no query or fragment: {url!r}")
+        base_url = _appliance_url(url)
         if not API_KEY.fullmatch(key.strip()):
             raise ClientError("the API key must be one word of printable ASCII (stk_…)")
-        base_url = url.strip().rstrip("/")
         return cls(base_url=base_url, api_key=key.strip(), timeout_s=timeout_s, tls=tls)
 
     def get(
@@ -194,7 +196,12 @@ class Client:
         if not 200 <= response.status < 300:
             raise ApiProblem(response.status, _problem(response, _lenient(raw, answer)))
         document = self._decode(method, path, raw, answer)
-        return Reply(status=response.status, headers=answer, json=document)
+        return Reply(
+            request=f"{method} {self._url(path)}",
+            status=response.status,
+            headers=answer,
+            json=document,
+        )
 
     @contextmanager
     def stream(
@@ -289,6 +296,35 @@ class Client:
                 f"{method} {self._url(path)} answered JSON that does not parse"
             ) from exc
         return document
+
+
+def _appliance_url(url: str) -> str:
+    """``url`` without its trailing ``/``, or ClientError naming what is wrong with it."""
+    text = url.strip()
+    shown = _shown(text)
+    shape = f"the appliance URL must be http(s)://host[:port][/prefix], not {shown!r}"
+    try:
+        parts = urlsplit(text)
+        port = parts.port  # reading it checks it: a number from 0 to 65535
+    except ValueError as exc:  # a bad port, an unclosed [IPv6 bracket
+        raise ClientError(f"{shape}: {exc}") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ClientError(shape)
+    if NOT_IN_URL.search(text) or port == 0:
+        raise ClientError(f"{shape}: a space, a control character or port 0")
+    if "@" in parts.netloc:  # it would be dropped: the API key is the one credential
+        raise ClientError(f"the appliance URL takes no user:password@: {shown!r}")
+    if parts.query or parts.fragment:
+        raise ClientError(f"the appliance URL takes no query or fragment: {shown!r}")
+    return text.rstrip("/")
+
+
+def _shown(url: str) -> str:
+    """``url`` to print: the password of a ``user:password@`` replaced by ``…``."""
+    head, at, _ = url.partition("://")[2].partition("/")[0].rpartition("@")
+    if not at or ":" not in head:
+        return url
+    return url.replace(f"{head}@", f"{head.partition(':')[0]}:…@", 1)
 
 
 def _headers(response: http.client.HTTPResponse) -> dict[str, str]:

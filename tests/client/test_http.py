@@ -124,6 +124,31 @@ def test_a_url_that_is_no_appliance_url_is_refused_up_front(url: str) -> None:
         Client.from_settings(url, "stk_key")
 
 
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://box:99999", "Port out of range"),
+        ("http://box:abc", "Port could not be cast"),
+        ("http://[::1", "Invalid IPv6 URL"),
+        ("http://exa mple", "a space, a control character or port 0"),
+        ("http://box:0", "port 0"),
+    ],
+)
+def test_a_malformed_url_is_one_line_naming_it_not_a_traceback(url: str, reason: str) -> None:
+    with pytest.raises(ClientError) as refused:
+        Client.from_settings(url, "stk_key")
+    assert str(refused.value).startswith("the appliance URL must be http(s)://host[:port]")
+    assert repr(url) in str(refused.value) and reason in str(refused.value)
+
+
+def test_a_url_with_a_password_is_refused_without_printing_it() -> None:
+    with pytest.raises(ClientError) as refused:
+        Client.from_settings("http://ops:hunter2@box:8080/steeple", "stk_key")
+    assert str(refused.value) == (
+        "the appliance URL takes no user:password@: 'http://ops:…@box:8080/steeple'"
+    )
+
+
 def test_profiles_are_private_and_the_flag_then_environment_then_profile_decide(
     tmp_path: Path,
 ) -> None:
@@ -194,3 +219,27 @@ def test_what_http_cannot_carry_is_refused_before_anything_is_sent() -> None:
     with pytest.raises(ClientError, match="cannot send GET"):
         client.get("/v1/schedules", headers={"X-Bad": "line\r\nInjected: 1"})
     assert "stk_key" not in repr(client)
+
+
+def test_a_server_that_is_no_appliance_is_named_when_its_answer_is_no_json_object() -> None:
+    class Other(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # an empty 200, as a plain web server may answer
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=server.handle_request, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with pytest.raises(ClientError) as refused:
+            Client.from_settings(url, "stk_key").get("/v1/schedules").object()
+    finally:
+        server.server_close()
+    assert str(refused.value) == (
+        f"GET {url}/v1/schedules answered 200 without the JSON object the API sends"
+        " (no body): is that URL a Steeple appliance?"
+    )
