@@ -387,6 +387,7 @@ CASES = [
             "*/10 * * * *",
             headers={"Authorization": "Bearer abc123"},
         ),
+        notes=("the Authorization header holds a credential in clear",),
     ),
     Case(
         "header-from-crontab-variable",

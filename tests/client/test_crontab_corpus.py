@@ -56,3 +56,23 @@ def test_keys_are_unique_and_follow_the_line_not_its_place() -> None:
     other_zone = convert_crontab(line, zone="UTC", system=False)
     assert other_zone.moved[0].schedule["key"] != first
     assert isinstance(first, str) and first.startswith("example-jobs-tick-")
+
+
+def test_each_credential_written_out_is_noted_once_and_a_placeholder_not_at_all() -> None:
+    crontab = (
+        "TOKEN=t\n"
+        "0 * * * * curl -H 'X-Token: abc' -b sid=1 --oauth2-bearer tok"
+        ' -H "X-Api-Key: $TOKEN" -H "Accept: text/plain" https://example.com/a\n'
+        "0 * * * * curl -u admin:s3cret https://example.com/b\n"
+    )
+    first, second = convert_crontab(crontab, zone=ZONE, system=False).moved
+    in_clear = [note for note in first.notes if "credential in clear" in note]
+    assert in_clear == [
+        f"the {name} header holds a credential in clear: put it in an environment variable"
+        " (${NAME}) before the file goes into git"
+        for name in ("X-Token", "Cookie", "Authorization")
+    ]
+    assert [note for note in second.notes if "Authorization header holds" in note] == [
+        "the Authorization header holds a password: put it in an environment variable"
+        " (${NAME}) before the file goes into git"
+    ]

@@ -34,6 +34,7 @@ from appliance.client.crontab.wrappers import WRAPPERS, unwrap
 from appliance.client.schedules_file import Placeholder
 from appliance.core.cron import parse_cron
 from appliance.core.delivery import check_tenant_headers
+from appliance.core.secret_headers import looks_secret
 from appliance.errors import ValidationError
 
 _PROGRAMS = {"curl": read_curl, "wget": read_wget}
@@ -119,6 +120,7 @@ def _move(
     request = _request(entry.command, _expander(env, notes), system=system)
     notes.extend(request.notes)
     _check_headers(request)
+    notes.extend(_credentials_in_clear(request, notes))
     schedule = _schedule(entry, request, zone=zone)
     key = _unique_key(entry, request, zone, keys)
     return Moved(line=entry.line, schedule={"key": key, **schedule}, notes=tuple(notes))
@@ -211,6 +213,19 @@ def _check_headers(request: Request) -> None:
         check_tenant_headers([list(pair) for pair in request.headers])
     except ValidationError as error:
         raise Refused("; ".join(f"{e.field}: {e.message}" for e in error.errors)) from None
+
+
+def _credentials_in_clear(request: Request, notes: list[str]) -> list[str]:
+    """A note for each secret-bearing header written out (not ``${NAME}``): the file is
+    meant for git, and export would mask it, so the import should not commit it in clear."""
+    return [
+        f"the {name} header holds a credential in clear: put it in an environment variable"
+        " (${NAME}) before the file goes into git"
+        for name, value in request.headers
+        if looks_secret(name)
+        and not isinstance(value, Templated)
+        and not any(note.startswith(f"the {name} header holds") for note in notes)
+    ]
 
 
 def _schedule(entry: Entry, request: Request, *, zone: str) -> dict[str, object]:
