@@ -21,6 +21,8 @@ from appliance.client.runs import run_rows, run_text
 from appliance.errors import FieldError, ValidationError
 
 TIMING_FIELDS = ("cron", "every", "every_seconds", "at")
+BODY_FIELDS = ("payload", "body", "payload_template")
+BODILESS = ("GET", "DELETE")
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 
 
@@ -62,7 +64,8 @@ def create_body(flags: ScheduleFlags) -> JsonObject:
 
 def patch_body(flags: ScheduleFlags, *, stored_headers: JsonValue) -> JsonObject:
     """An edit's merge patch: as a create's body, but ``--header`` and ``--remove-header``
-    change the schedule's ``stored_headers``, and a timing flag resets the other kinds."""
+    change the schedule's ``stored_headers``, a timing flag resets the other kinds, and
+    ``--method GET`` or ``DELETE`` without a body field drops the stored body."""
     return _body(flags, stored_headers=stored_headers, edit=True)
 
 
@@ -90,6 +93,8 @@ def _body(flags: ScheduleFlags, *, stored_headers: JsonValue, edit: bool) -> Jso
             body["payload"] = json.loads(flags.payload)
         except ValueError as exc:
             errors.append(FieldError(field="--payload", message=f"is not JSON: {exc}"))
+    if edit and body.get("method") in BODILESS and not any(f in body for f in BODY_FIELDS):
+        body |= {field: None for field in BODY_FIELDS}  # a GET carries none: drop the stored
     if flags.headers or flags.remove_headers:
         base = body.get("headers", stored_headers)
         body["headers"] = _changed_headers(base, flags, errors)

@@ -43,6 +43,17 @@ def test_an_edit_timing_flag_resets_the_other_kinds_and_a_create_does_not() -> N
     assert create_body(every) == {"every": "15m"}
 
 
+def test_an_edit_to_a_bodiless_method_drops_the_stored_body_and_a_create_does_not() -> None:
+    to_get = ScheduleFlags(method="get")
+    assert patch_body(to_get, stored_headers={}) == {
+        "method": "GET", "payload": None, "body": None, "payload_template": None,
+    }  # fmt: skip
+    assert create_body(to_get) == {"method": "GET"}
+    with_body = ScheduleFlags(method="DELETE", body="x")  # given: the API says why not
+    assert patch_body(with_body, stored_headers={}) == {"method": "DELETE", "body": "x"}
+    assert patch_body(ScheduleFlags(method="PUT"), stored_headers={}) == {"method": "PUT"}
+
+
 def test_every_bad_flag_is_named_at_once() -> None:
     with pytest.raises(ValidationError) as bad:
         create_body(ScheduleFlags(payload="{", headers=("nocolon", ": empty name")))
