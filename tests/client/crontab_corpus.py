@@ -333,6 +333,7 @@ CASES = [
         "patch-glued",
         "0 * * * * curl -XPATCH https://example.com/p",
         schedule("PATCH example.com/p", "PATCH", "https://example.com/p", "0 * * * *", body=""),
+        notes=("curl sent this PATCH with no body and no Content-Type",),
     ),
     Case(
         "delete",
@@ -728,6 +729,12 @@ CASES = [
         "wget-delete",
         "0 * * * * wget -q -O- --method=DELETE https://example.com/old",
         schedule("DELETE example.com/old", "DELETE", "https://example.com/old", "0 * * * *"),
+    ),
+    Case(
+        "wget-put-without-data",
+        "0 * * * * wget -q -O- --method=PUT https://example.com/touch",
+        schedule("PUT example.com/touch", "PUT", "https://example.com/touch", "0 * * * *", body=""),
+        notes=("wget sent this PUT with no body and no Content-Type",),
     ),
     Case(
         "wget-body-data-is-form-encoded",

@@ -345,5 +345,5 @@ def _finish(call: _Call) -> Request:
         if call.json and not any(n.lower() == "accept" for n, _ in request.headers):
             request.headers.append(("Accept", "application/json"))
     elif request.method not in BODILESS:
-        request.body = ""
+        request.empty_body(program="curl")
     return request

@@ -83,6 +83,15 @@ class Request:
             " (${NAME}) before the file goes into git"
         )
 
+    def empty_body(self, *, program: str) -> None:
+        """A body method called without data: an empty body, which Steeple labels."""
+        self.body = ""
+        if self.content_type is None:
+            self.notes.append(
+                f"{program} sent this {self.method} with no body and no Content-Type; Steeple"
+                " sends the empty body as application/json: set content_type if that matters"
+            )
+
     def set_timeout(self, text: str, *, option: str) -> None:
         try:
             seconds = float(text)

@@ -239,7 +239,7 @@ def _finish(call: _Call) -> Request:
     if request.body is not None and request.method in ("GET", "DELETE"):
         raise Refused(f"wget sends a body with {request.method} here; Steeple's carries none")
     if request.body is None and request.method not in ("GET", "DELETE"):
-        request.body = ""
+        request.empty_body(program="wget")
     if request.body is not None and request.content_type is None and call.form:
         request.content_type = FORM
     if not call.output:
