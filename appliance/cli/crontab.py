@@ -20,7 +20,7 @@ from appliance.client.apply import apply_items
 from appliance.client.crontab.convert import Conversion, convert_crontab
 from appliance.client.http import ApiProblem, ClientError
 from appliance.client.profiles import resolve_client
-from appliance.client.schedules_file import FileRefused, dump, load
+from appliance.client.schedules_file import TABLE, FileProblem, FileRefused, dump, load
 from appliance.core.cron import parse_cron
 from appliance.errors import ValidationError
 
@@ -79,14 +79,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     system = args.system or args.file.startswith(_SYSTEM_FILES)
     conversion = convert_crontab(crontab, zone=zone.name, system=system)
-    for refused in conversion.not_moved:
+    listed = args.dry_run and not args.apply  # the summary on stdout lists them already
+    for refused in () if listed else conversion.not_moved:
         print(f"steeple: line {refused.line} not moved: {refused.reason}", file=sys.stderr)  # noqa: T201
     text = apply_file(conversion, zone, args.file)
     accepted = True
     if args.output and (args.apply or not args.dry_run):
         Path(args.output).write_text(text, encoding="utf-8")
     if args.apply:
-        accepted = _apply(text, args)
+        accepted = _apply(text, args, conversion)
     elif args.dry_run:
         sys.stdout.write(summary(conversion, zone))
     elif not args.output:
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if conversion.not_moved or not accepted else 0
 
 
-def _apply(text: str, args: argparse.Namespace) -> bool:
+def _apply(text: str, args: argparse.Namespace, conversion: Conversion) -> bool:
     """Send the apply file through ``steeple apply``'s path; whether it was accepted."""
     try:
         client = resolve_client(url=args.url, profile=args.profile, environ=os.environ)
@@ -102,8 +103,12 @@ def _apply(text: str, args: argparse.Namespace) -> bool:
         sys.stdout.write(apply_items(client, items, prune=False, dry_run=args.dry_run).text)
     except FileRefused as refused:
         for problem in refused.problems:
-            where = args.output or "the imported file"
-            print(f"steeple: {problem.render(where)}", file=sys.stderr)  # noqa: T201
+            shown = (
+                problem.render(args.output)
+                if args.output
+                else _in_crontab(problem, text, conversion, args.file)
+            )
+            print(f"steeple: {shown}", file=sys.stderr)  # noqa: T201
         print("steeple: nothing applied", file=sys.stderr)  # noqa: T201
         return False
     except ApiProblem as problem:
@@ -113,6 +118,19 @@ def _apply(text: str, args: argparse.Namespace) -> bool:
         print(f"steeple: error: {error}", file=sys.stderr)  # noqa: T201
         return False
     return True
+
+
+def _in_crontab(problem: FileProblem, text: str, conversion: Conversion, source: str) -> str:
+    """``problem`` of the apply file nobody sees (no ``-o``) at the crontab line it came
+    from: ``my.crontab line 8 (key): field: message``."""
+    crontab = "standard input" if source == "-" else source
+    headers = [n for n, line in enumerate(text.splitlines(), start=1) if line == f"[[{TABLE}]]"]
+    index = sum(1 for header in headers if problem.line is not None and header <= problem.line)
+    if not 0 < index <= len(conversion.moved):
+        return problem.render(crontab)
+    moved = conversion.moved[index - 1]
+    place = FileProblem(line=None, field=problem.field, message=problem.message)
+    return place.render(f"{crontab} line {moved.line} ({moved.schedule['key']})")
 
 
 def _read(name: str) -> str:

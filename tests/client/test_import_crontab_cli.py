@@ -121,6 +121,12 @@ def test_everything_moved_exits_0_and_the_dry_run_prints_only_the_summary() -> N
     assert "[[schedule]]" not in done.stdout
 
 
+def test_the_dry_run_lists_a_line_not_moved_once_and_exits_1() -> None:
+    done = _import("--dry-run", "--timezone", "UTC", "-", stdin="@reboot curl -s https://e.com/\n")
+    assert (done.returncode, done.stderr) == (1, "")  # not again on stderr
+    assert done.stdout.count("@reboot runs once") == 1
+
+
 def test_the_system_format_is_read_for_etc_crontab_or_with_system(tmp_path: Path) -> None:
     line = "17 * * * * root curl -s https://e.com/hourly\n"
     assert _import("--timezone", "UTC", "-", stdin=line).returncode == 1
@@ -155,9 +161,17 @@ def test_apply_refuses_a_file_whose_variable_is_unset_and_sends_nothing(tmp_path
     env = {**appliance, "XDG_CONFIG_HOME": str(tmp_path)}
     done = _import("--apply", "--timezone", "UTC", "-", stdin=line, env=env)
     assert done.returncode == 1
-    assert "headers.X-Token: ${T} is not set" in done.stderr
-    assert "steeple: nothing applied" in done.stderr
+    assert done.stderr.splitlines() == [
+        "steeple: standard input line 2 (e-fead16): headers.X-Token: ${T} is not set in the"
+        " environment",  # where the user can find it: no file was written to point into
+        "steeple: nothing applied",
+    ]
     assert done.stdout == ""
+    out = tmp_path / "s.toml"
+    written = _import("--apply", "--timezone", "UTC", "-o", str(out), "-", stdin=line, env=env)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    [at] = [n for n, text in enumerate(lines, start=1) if text.startswith("headers = ")]
+    assert written.stderr.splitlines()[0].startswith(f"steeple: {out}:{at}: headers.X-Token")
 
 
 def test_a_variable_in_a_header_is_substituted_by_apply_however_the_header_is_spelled() -> None:
