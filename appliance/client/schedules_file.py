@@ -65,9 +65,11 @@ class FileProblem:
 
 
 class FileRefused(SteepleError):
-    """A schedules file that cannot be read; ``problems`` lists every one, by line."""
+    """A schedules file that cannot be read; ``problems`` lists every one, in file order
+    (as a compiler lists them, whatever found them; those without a line first)."""
 
     def __init__(self, problems: list[FileProblem]) -> None:
+        problems = sorted(problems, key=lambda p: -1 if p.line is None else p.line)
         super().__init__("; ".join(p.render("schedules file") for p in problems))
         self.problems = problems
 

@@ -99,6 +99,14 @@ def test_keys_are_required_and_unique() -> None:
     ]
 
 
+def test_problems_are_listed_in_file_order_whatever_found_them() -> None:
+    text = '[[schedule]]\nkey = "a"\n\n[[schedule]]\nkey = "a"\n\n[[schedule]]\nname = "x"\n'
+    assert problems(text) == [  # a repeated key (found last) before a later missing one
+        "schedules.toml:5: key: 'a' is already the key of line 2",
+        'schedules.toml:7: key: every schedule needs a key: a stable name such as "nightly-rollup"',
+    ]
+
+
 def test_a_syntax_error_names_its_line() -> None:
     assert problems('[[schedule]]\nkey = "a"\ncron = \n') == ["schedules.toml:3: Invalid value"]
 
