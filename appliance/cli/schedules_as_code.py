@@ -25,6 +25,15 @@ from appliance.client.schedules_file import FileRefused, load
 COMMANDS = ("apply", "export")
 
 
+# An empty file is most often a failed pipe (`steeple export … | steeple apply -f - --prune`)
+# or a truncated checkout: with --prune it would delete every keyed schedule.
+EMPTY_PRUNE = (
+    "steeple: {name} lists no schedule: with --prune that deletes every keyed schedule, so it"
+    " is refused; nothing changed (--dry-run shows that plan; `steeple schedules delete ID`"
+    " deletes one)"
+)
+
+
 def register(commands: Commands) -> None:
     common = connection_options()
     apply = commands.add_parser(
@@ -74,6 +83,9 @@ def _apply(
         return 1
     try:
         items = load(text, env=environ)
+        if args.prune and not items and not args.dry_run:
+            print(EMPTY_PRUNE.format(name=name), file=err)
+            return 1
         applied = apply_items(client, items, prune=args.prune, dry_run=args.dry_run)
     except FileRefused as refused:
         for problem in refused.problems:

@@ -256,3 +256,15 @@ def test_a_create_says_its_timing_warnings_on_stderr_only(env: dict[str, str]) -
     codes = [w["code"] for w in json.loads(done.stdout)["warnings"]]
     assert "day_skips_months" in codes
     assert "warning: day_skips_months: " in done.stderr
+
+
+def test_an_empty_file_with_prune_is_refused_before_anything_is_sent(tmp_path: Path) -> None:
+    # Port 9 (discard) on loopback: nothing listens, and the refusal comes first, so the
+    # exit is the refusal's and not "cannot reach".
+    env = environment(tmp_path, STEEPLE_URL="http://127.0.0.1:9", STEEPLE_API_KEY="stk_x")
+    for stdin in ("", "# a comment, no schedule\n"):
+        done = run(env, "apply", "-f", "-", "--prune", stdin=stdin)
+        assert done.returncode == 1
+        assert done.stderr.startswith("steeple: <stdin> lists no schedule: with --prune that")
+    without_prune = run(env, "apply", "-f", "-", stdin="")
+    assert "cannot reach http://127.0.0.1:9" in without_prune.stderr  # no guard needed
