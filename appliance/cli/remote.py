@@ -278,7 +278,18 @@ def _login(args: argparse.Namespace) -> int:
     if not key:
         raise ValidationError.single("--key-file", f"{args.key_file} holds no API key")
     client = Client.from_settings(args.url, key)
-    client.get("/v1/schedules", params={"limit": 1})  # the key works: else refused, unsaved
+    try:  # the key works, and it is an appliance that answers: else refused, unsaved
+        page = client.get("/v1/schedules", params={"limit": 1}).object()
+        if not isinstance(page.get("items"), list):
+            raise ClientError(f"{client.base_url} answered no list of schedules: is it Steeple?")
+    except ApiProblem as problem:
+        _refused(problem, as_json=False)
+        _say(f"steeple: profile {args.profile!r} not saved")
+        return 1
+    except ClientError as error:
+        _say(f"steeple: error: {error}")
+        _say(f"steeple: profile {args.profile!r} not saved")
+        return 1
     path = write_profile(Profile(name=args.profile, url=client.base_url, api_key=client.api_key))
     _say(f"steeple: profile {args.profile!r} saved in {path}: {client.base_url}")
     return 0

@@ -4,9 +4,11 @@ script relies on, and the profile ``login`` writes."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import signal
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -163,6 +165,7 @@ def test_login_saves_a_private_profile_that_later_commands_use(
     refused = run(env, "login", "--url", app.base_url, "--key-file", str(tmp_path / "wrong"))
     assert refused.returncode == 1 and "401" in refused.stderr
     assert not profile.exists()  # a key that does not work is not saved
+    assert refused.stderr.splitlines()[-1] == "steeple: profile 'default' not saved"
 
     (tmp_path / "key").write_text(tenant["api_key"] + "\n")
     done = run(env, "login", "--url", app.base_url, "--key-file", str(tmp_path / "key"))
@@ -268,3 +271,28 @@ def test_an_empty_file_with_prune_is_refused_before_anything_is_sent(tmp_path: P
         assert done.stderr.startswith("steeple: <stdin> lists no schedule: with --prune that")
     without_prune = run(env, "apply", "-f", "-", stdin="")
     assert "cannot reach http://127.0.0.1:9" in without_prune.stderr  # no guard needed
+
+
+def test_login_to_a_server_that_is_no_appliance_saves_nothing(tmp_path: Path) -> None:
+    class Other(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # any web server's empty 200 on a port given by mistake
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=server.handle_request, daemon=True).start()
+    env = environment(tmp_path / "home")
+    (tmp_path / "key").write_text("stk_" + "x" * 32 + "\n")
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        done = run(env, "login", "--url", url, "--key-file", str(tmp_path / "key"))
+    finally:
+        server.server_close()
+    assert done.returncode == 1
+    assert "is that URL a Steeple appliance?" in done.stderr
+    assert done.stderr.splitlines()[-1] == "steeple: profile 'default' not saved"
+    assert not (tmp_path / "home" / "steeple" / "profiles.toml").exists()
