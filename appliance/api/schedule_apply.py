@@ -197,7 +197,7 @@ def render_plan(
         "applied": applied,
         "changed": changed,
         "items": [_step(step, warnings) for step in plan.steps],
-        "counts": {**counts, "unkeyed": plan.unkeyed},
+        "counts": {**counts, "unkeyed": plan.unkeyed, "unlisted": plan.unlisted},
     }
 
 

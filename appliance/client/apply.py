@@ -87,6 +87,8 @@ def render_plan(plan: JsonObject, *, dry_run: bool, items: Sequence[FileItem] = 
         lines.append(f"applied: {_summary(counts, _DONE)}")
     if unkeyed:
         lines.append(f"{unkeyed} schedule(s) without a key left alone")
+    if unlisted := counts.get("unlisted", 0):  # an older appliance does not count them
+        lines.append(f"{unlisted} keyed schedule(s) not in the file kept (--prune deletes them)")
     return "\n".join(lines) + "\n"
 
 

@@ -73,6 +73,7 @@ class Step:
 class Plan:
     steps: tuple[Step, ...]
     unkeyed: int  # live schedules without a key: never touched
+    unlisted: int  # keyed schedules no item names, kept: there is no prune
 
     def of(self, action: Action) -> list[Step]:
         return [step for step in self.steps if step.action is action]
@@ -152,14 +153,18 @@ def plan_apply(specs: Sequence[ScheduleSpec], current: Sequence[Schedule], *, pr
     each key once), in item order, then the deletes in ``current``'s order."""
     by_key = {s.spec.key: s for s in current if s.spec.key is not None}
     steps = [_step(index, spec, by_key) for index, spec in enumerate(specs)]
+    wanted = {spec.key for spec in specs}
+    unlisted = [(key, s) for key, s in by_key.items() if key not in wanted]
     if prune:
-        wanted = {spec.key for spec in specs}
         steps.extend(
             Step(action=Action.DELETE, key=key, index=None, schedule_id=s.id, spec=None)
-            for key, s in by_key.items()
-            if key not in wanted
+            for key, s in unlisted
         )
-    return Plan(steps=tuple(steps), unkeyed=sum(s.spec.key is None for s in current))
+    return Plan(
+        steps=tuple(steps),
+        unkeyed=sum(s.spec.key is None for s in current),
+        unlisted=0 if prune else len(unlisted),
+    )
 
 
 def _step(index: int, spec: ScheduleSpec, by_key: Mapping[str, Schedule]) -> Step:

@@ -47,7 +47,9 @@ async def test_an_apply_creates_each_item_as_a_create_would(api: Api, nudges: Nu
         ("a", "create", 0),
         ("b", "create", 1),
     ]
-    assert plan["counts"] == {"create": 2, "change": 0, "delete": 0, "unchanged": 0, "unkeyed": 0}
+    assert plan["counts"] == {
+        "create": 2, "change": 0, "delete": 0, "unchanged": 0, "unkeyed": 0, "unlisted": 0,
+    }  # fmt: skip
     stored = {s["key"]: s for s in await listed(api)}
     assert {s["schedule_id"] for s in plan["items"]} == {s["id"] for s in stored.values()}
     alone = await api.create(**schedule_json(name="b", cron="0 3 * * *", timezone="Europe/Berlin"))
@@ -109,6 +111,7 @@ async def test_prune_deletes_only_the_keyed_schedules_the_set_lost(api: Api) -> 
     unkeyed = await api.create(name="made by hand")
     plan = await apply(api, item("a"), item("c"))  # without prune: b stays
     assert plan["counts"]["delete"] == 0 and plan["counts"]["unkeyed"] == 1
+    assert plan["counts"]["unlisted"] == 1  # b, kept and said
     assert len(await listed(api)) == 4
     plan = await apply(api, item("a"), item("c"), prune=True)
     assert [(s["key"], s["action"]) for s in plan["items"]] == [
@@ -116,7 +119,7 @@ async def test_prune_deletes_only_the_keyed_schedules_the_set_lost(api: Api) -> 
         ("c", "unchanged"),
         ("b", "delete"),
     ]
-    assert plan["counts"]["unkeyed"] == 1
+    assert (plan["counts"]["unkeyed"], plan["counts"]["unlisted"]) == (1, 0)
     left = await listed(api)
     assert sorted(s["key"] or "" for s in left) == ["", "a", "c"]
     assert unkeyed["id"] in {s["id"] for s in left}

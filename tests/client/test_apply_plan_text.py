@@ -10,7 +10,10 @@ from appliance.client.schedules_file import load
 
 
 def counts(**found: int) -> dict[str, int]:
-    return {"create": 0, "change": 0, "delete": 0, "unchanged": 0, "unkeyed": 0, **found}
+    return {
+        "create": 0, "change": 0, "delete": 0, "unchanged": 0, "unkeyed": 0, "unlisted": 0,
+        **found,
+    }  # fmt: skip
 
 
 def test_a_create_shows_what_it_sends_and_when() -> None:
@@ -95,6 +98,11 @@ def test_an_unchanged_plan_says_nothing_to_change() -> None:
         "counts": counts(unchanged=1),
     }
     assert render_plan(plan, dry_run=False) == "= 1 unchanged\nnothing to change\n"
+    kept = {**plan, "counts": counts(unchanged=1, unlisted=2)}
+    assert render_plan(kept, dry_run=False) == (
+        "= 1 unchanged\nnothing to change\n"
+        "2 keyed schedule(s) not in the file kept (--prune deletes them)\n"
+    )
 
 
 def test_a_refusal_names_each_problem_by_the_line_of_its_field() -> None:

@@ -50,8 +50,10 @@ def test_steps_are_matched_by_key_in_item_order_then_the_deletes() -> None:
         (Action.UNCHANGED, "a", 1, "sch_1"),
         (Action.DELETE, "gone", None, "sch_2"),
     ]
-    assert found.unkeyed == 1
-    assert plan([], current).steps == ()  # without prune nothing is deleted
+    assert (found.unkeyed, found.unlisted) == (1, 0)
+    kept = plan([], current)
+    assert kept.steps == ()  # without prune nothing is deleted
+    assert (kept.unkeyed, kept.unlisted) == (1, 2)  # "a" and "gone" kept, and counted
 
 
 def test_a_change_lists_each_field_and_says_whether_the_timing_moved() -> None:
