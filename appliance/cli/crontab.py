@@ -139,7 +139,8 @@ def _read(name: str) -> str:
     try:
         return Path(name).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise _Usage(f"cannot read {name}: {error}") from None
+        why = error.strerror if isinstance(error, OSError) else error  # the name once
+        raise _Usage(f"cannot read {name}: {why}") from None
 
 
 def _zone(given: str | None) -> Zone:

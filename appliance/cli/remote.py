@@ -270,7 +270,8 @@ def _read_text(source: str, *, flag: str) -> str:
     try:
         return Path(source).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError.single(flag, f"cannot read {source}: {exc}") from exc
+        why = exc.strerror if isinstance(exc, OSError) else exc  # the name once
+        raise ValidationError.single(flag, f"cannot read {source}: {why}") from exc
 
 
 def _login(args: argparse.Namespace) -> int:

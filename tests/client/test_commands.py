@@ -166,6 +166,11 @@ def test_login_saves_a_private_profile_that_later_commands_use(
     assert refused.returncode == 1 and "401" in refused.stderr
     assert not profile.exists()  # a key that does not work is not saved
     assert refused.stderr.splitlines()[-1] == "steeple: profile 'default' not saved"
+    absent = run(env, "login", "--url", app.base_url, "--key-file", str(tmp_path / "absent"))
+    assert absent.returncode == 2 and absent.stderr == (
+        f"steeple: error: --key-file: cannot read {tmp_path / 'absent'}:"
+        " No such file or directory\n"
+    )
 
     (tmp_path / "key").write_text(tenant["api_key"] + "\n")
     done = run(env, "login", "--url", app.base_url, "--key-file", str(tmp_path / "key"))
