@@ -85,7 +85,11 @@ def run(args: argparse.Namespace) -> int:
     text = apply_file(conversion, zone, args.file)
     accepted = True
     if args.output and (args.apply or not args.dry_run):
-        Path(args.output).write_text(text, encoding="utf-8")
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as error:
+            print(f"steeple: error: cannot write {args.output}: {error.strerror}", file=sys.stderr)  # noqa: T201
+            return 2
     if args.apply:
         accepted = _apply(text, args, conversion)
     elif args.dry_run:

@@ -67,7 +67,7 @@ def run(
         client = client_from(args, environ)
         if args.command == "apply":
             return _apply(client, args, environ, stdout, stderr)
-        return _export(client, args, stdout)
+        return _export(client, args, stdout, stderr)
 
     return exit_status(command, as_json=bool(args.json))
 
@@ -103,7 +103,7 @@ def _apply(
     return 0
 
 
-def _export(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+def _export(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:  # the body of an apply of them, for scripts
         keyed, _ = export_items(client)
         text = json.dumps({"schedules": keyed}, ensure_ascii=False) + "\n"
@@ -114,6 +114,11 @@ def _export(client: Client, args: argparse.Namespace, out: TextIO) -> int:
         return 0
     path = Path(args.output)
     temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)  # a rename that failed leaves it
+        print(f"steeple: error: cannot write {path}: {error.strerror}", file=err)
+        return 1
     return 0

@@ -301,3 +301,13 @@ def test_login_to_a_server_that_is_no_appliance_saves_nothing(tmp_path: Path) ->
     assert "is that URL a Steeple appliance?" in done.stderr
     assert done.stderr.splitlines()[-1] == "steeple: profile 'default' not saved"
     assert not (tmp_path / "home" / "steeple" / "profiles.toml").exists()
+
+
+def test_export_to_a_path_that_cannot_be_written_is_one_line_and_exit_1(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    target = tmp_path / "missing" / "schedules.toml"
+    done = run(env, "export", "-o", str(target))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"steeple: error: cannot write {target}: No such file or directory\n"
+    assert not (tmp_path / "missing").exists()

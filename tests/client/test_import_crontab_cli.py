@@ -139,6 +139,12 @@ def test_usage_errors_exit_2_and_write_nothing(tmp_path: Path) -> None:
     assert missing.stderr == (
         f"steeple: error: cannot read {tmp_path / 'nope'}: No such file or directory\n"
     )
+    unwritable = tmp_path / "missing" / "s.toml"
+    written = _import("--timezone", "UTC", "-o", str(unwritable), "-", stdin="@daily curl e.com\n")
+    assert written.returncode == 2
+    assert written.stderr == (
+        f"steeple: error: cannot write {unwritable}: No such file or directory\n"
+    )
     zone = _import("--timezone", "Mars/Olympus", "-", stdin="")
     assert zone.returncode == 2 and "Mars/Olympus" in zone.stderr
     assert _import().returncode == 2  # argparse: FILE is required
