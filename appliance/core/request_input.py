@@ -179,10 +179,24 @@ def compact(value: object) -> str:
 def read_headers(
     fields: FieldReader, stored: Sequence[tuple[str, str]]
 ) -> tuple[tuple[str, str], ...]:
+    """The checked headers, a masked one taking its stored value; every problem absorbed,
+    the mask's too when another header is refused (all at once, not one per round)."""
+    raw = fields.obj.get("headers")
     try:
-        return keep_masked(check_tenant_headers(fields.obj.get("headers")), stored)
+        return keep_masked(check_tenant_headers(raw), stored)
     except ValidationError as error:
         fields.absorb(error)
+        named = {problem.field for problem in error.errors}
+        pairs = raw.items() if isinstance(raw, dict) else ()
+        rest = [
+            (name, value)
+            for name, value in pairs
+            if isinstance(value, str) and f"headers.{name}" not in named
+        ]
+        try:
+            keep_masked(rest, stored)
+        except ValidationError as masked:
+            fields.absorb(masked)
         return ()
 
 
