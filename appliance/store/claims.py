@@ -22,6 +22,9 @@ Rules this module guards:
   slots it fills and the tenants waiting, not the backlog. When one tenant alone has
   claimable runs (the common case, and every burst), the turns are just its due runs in
   order, and the claim is the same ``UPDATE`` over one range read of that index.
+- **Isolation** (PostgreSQL): the claim and the heartbeat run ``READ COMMITTED``
+  (docs/adr/0044-postgresql-store.md): the claim locks its waiting tenants' rows first,
+  so replicas claiming for one tenant take turns and the cap holds between them.
 - One batched query reads every claimed run's details, one statement inserts their
   ``attempts`` rows, one query reads their tenants' signing secrets.
 - **Heartbeat**: one ``UPDATE`` renews every unexpired running row of an incarnation.

@@ -12,6 +12,9 @@ differ in what a statement says, the statement is an explicit :class:`Sql` pair,
 a connection with :meth:`Sql.on` (or the claim's :func:`row_locks`), never chosen by the
 URL and never rewritten behind the caller: PostgreSQL's translator converts placeholders
 only, and refuses the SQLite-only forms a pair exists for.
+
+A store function declares the isolation it needs on PostgreSQL (:func:`read_committed`,
+:func:`isolation_by`); undeclared, it runs ``SERIALIZABLE``.
 """
 
 from __future__ import annotations
