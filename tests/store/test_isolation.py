@@ -27,8 +27,11 @@ from appliance.store.infra.connection import Isolation, isolation_by, isolation_
 from appliance.store.infra.postgres.database import PgDatabase
 from appliance.store.leadership import lead
 from appliance.store.notifications import claim_notifications, set_target
+from appliance.store.pauses import pause_schedule
 from appliance.store.runs import list_attempts
+from appliance.store.suspension import suspend_tenant
 from appliance.store.tenants import create_tenant
+from appliance.store.usecases.plan_pass import PlannerConfig, plan_once
 from appliance.store.usecases.reclaim import reclaim_expired
 from tests.store.conftest import T0, ScheduleRow, add_due, insert_schedule
 from tests.store.test_runs import ok, retry
@@ -192,6 +195,48 @@ def test_a_completion_batch_with_a_retry_runs_serializable(
     assert isolation_of(complete_runs, done) is Isolation.READ_COMMITTED
     retried = [*done, Finished(run, retry(T0 + 1), T0)]
     assert isolation_of(complete_runs, retried) is Isolation.SERIALIZABLE
+
+
+def test_a_retry_answered_while_a_pause_is_in_flight_is_withdrawn(
+    replicas: tuple[PgDatabase, PgDatabase], tenant: tuple[str, str], pg_store_dsn: str
+) -> None:
+    """Why a batch with a retry stays ``SERIALIZABLE``: the pause, open in one replica,
+    withdraws the open runs its snapshot shows; the attempt's answer, a retry, commits in
+    the other meanwhile. Under ``READ COMMITTED`` the run would be left waiting to retry
+    on a paused schedule; serializable, one of the two runs again and it is cancelled."""
+    a, b = replicas
+    tenant_id, schedule = tenant
+    add_due(a, *tenant, count=1, first_due=T0)
+    (run,) = a.write_now(claim_runs, **claim(owner="inc_a", limit=1)).runs
+    paused_at = T0 + 61_000
+    pause = Held(b, pause_schedule, tenant_id=tenant_id, schedule_id=schedule, now=paused_at)
+    answer = [Finished(run, retry(paused_at + 60_000), paused_at)]
+    assert a.write_now(complete_runs, answer) == [True]
+    pause.commit()
+    with psycopg.connect(pg_store_dsn) as conn:
+        row = conn.execute("SELECT state FROM job_runs WHERE id = %s", (run.run_id,)).fetchone()
+    assert row is not None and row[0] == RunState.CANCELLED.value
+
+
+def test_runs_planned_while_a_suspension_is_in_flight_are_cancelled(
+    replicas: tuple[PgDatabase, PgDatabase], tenant: tuple[str, str], pg_store_dsn: str
+) -> None:
+    """Why the planner stays ``SERIALIZABLE``: a suspension, open in one replica, cancels
+    the open runs its snapshot shows; the other replica's planner inserts the schedule's
+    next runs meanwhile. Serializable, one of the two runs again, and no run of the
+    suspended tenant is left to deliver."""
+    a, b = replicas
+    tenant_id, _ = tenant
+    suspension = Held(b, suspend_tenant, tenant_id=tenant_id, now=T0)
+    planned = a.write_now(plan_once, now=T0 + 60_000, config=PlannerConfig())
+    assert planned.materialised > 0
+    suspension.commit()
+    with psycopg.connect(pg_store_dsn) as conn:
+        (open_runs,) = conn.execute(
+            "SELECT count(*) FROM job_runs WHERE tenant_id = %s AND state = 'pending'",
+            (tenant_id,),
+        ).fetchone() or (None,)
+    assert open_runs == 0
 
 
 def test_a_completion_after_its_reclaim_committed_never_lands(
