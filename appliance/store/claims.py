@@ -22,6 +22,9 @@ Rules this module guards:
   slots it fills and the tenants waiting, not the backlog. When one tenant alone has
   claimable runs (the common case, and every burst), the turns are just its due runs in
   order, and the claim is the same ``UPDATE`` over one range read of that index.
+- **Isolation** (PostgreSQL): the claim and the heartbeat run ``READ COMMITTED``
+  (docs/adr/0044-postgresql-store.md): the claim locks its waiting tenants' rows first,
+  so replicas claiming for one tenant take turns and the cap holds between them.
 - One batched query reads every claimed run's details, one statement inserts their
   ``attempts`` rows, one query reads their tenants' signing secrets.
 - **Heartbeat**: one ``UPDATE`` renews every unexpired running row of an incarnation.
@@ -45,7 +48,13 @@ from appliance.core.runs import RunState, Transition, check_transition
 from appliance.core.schedules import Method
 from appliance.store.active_secrets import active_secrets_of
 from appliance.store.infra import rows
-from appliance.store.infra.connection import ROW_LOCKS, Connection, Sql
+from appliance.store.infra.connection import (
+    ROW_LOCKS,
+    Connection,
+    Sql,
+    on_sqlite,
+    read_committed,
+)
 from appliance.store.runs import ATTEMPTED_RUN_SQL, CLAIMABLE_SQL, RUNNING_SQL
 from appliance.store.usecases.overlap import gate_overlaps
 
@@ -89,15 +98,37 @@ class ClaimBatch:
 # correlated count was made again for every candidate row of the turns). A count grouped
 # over every tenant's running runs was planned as a scan of that whole index (twice per
 # claim, growing with the table; bench/HISTORY.md, "CPU per delivery, round two").
-_TENANTS = (
+_WAITING_TENANTS = (
     "WITH RECURSIVE waiting(tenant_id) AS ("
     f" SELECT MIN(tenant_id) FROM job_runs WHERE state IN {CLAIMABLE_SQL}"
     " UNION ALL SELECT (SELECT MIN(tenant_id) FROM job_runs"
     f" WHERE state IN {CLAIMABLE_SQL} AND tenant_id > waiting.tenant_id)"
-    " FROM waiting WHERE waiting.tenant_id IS NOT NULL),"
-    " room(tenant_id, running) AS (SELECT w.tenant_id, COUNT(b.id) FROM waiting w"
-    f" LEFT JOIN job_runs b ON b.tenant_id = w.tenant_id AND b.state = {RUNNING_SQL}"
-    " WHERE w.tenant_id IS NOT NULL GROUP BY w.tenant_id)"
+    " FROM waiting WHERE waiting.tenant_id IS NOT NULL)"
+)
+
+
+def _tenants(only: str = "") -> str:
+    """The waiting tenants and their running counts; ``only`` narrows them (a condition
+    on ``w.tenant_id``)."""
+    return (
+        f"{_WAITING_TENANTS}, room(tenant_id, running) AS (SELECT w.tenant_id, COUNT(b.id)"
+        f" FROM waiting w LEFT JOIN job_runs b ON b.tenant_id = w.tenant_id"
+        f" AND b.state = {RUNNING_SQL} WHERE w.tenant_id IS NOT NULL{only} GROUP BY w.tenant_id)"
+    )
+
+
+_TENANTS: Final = _tenants()
+# PostgreSQL, under READ COMMITTED: the claim first locks the rows of the tenants with
+# claimable runs, in id order, so that two replicas claiming for one tenant take turns
+# and each counts the other's committed claims against the tenant's cap; its turns are
+# then drawn from the tenants it locked alone (a tenant that began waiting since waits
+# for the next claim).
+_LOCK_TENANTS: Final = (
+    f"{_WAITING_TENANTS} SELECT t.id FROM tenants t"
+    " WHERE t.id IN (SELECT tenant_id FROM waiting) ORDER BY t.id FOR UPDATE OF t"
+)
+_LOCKED_ONLY: Final = (
+    " AND w.tenant_id IN (SELECT value FROM json_array_elements_text(CAST(:locked AS json)))"
 )
 
 # 32 random hex digits, made per row by each store's own random function.
@@ -116,13 +147,14 @@ def _set_claimed(token: str) -> str:
     )
 
 
-def _claim_statements(locks: str, token: str) -> tuple[str, str]:
+def _claim_statements(locks: str, token: str, tenants: str) -> tuple[str, str]:
     """The contested claim and a lone tenant's, their picks ending with ``locks``
-    (:func:`~appliance.store.infra.connection.row_locks`), the lease tokens ``token``."""
+    (:func:`~appliance.store.infra.connection.row_locks`), the lease tokens ``token``, the
+    contested claim's tenants ``tenants`` (a :func:`_tenants`)."""
     # Tenants take turns: a run's turn is its rank among its tenant's due runs plus the runs
     # its tenant has running. At most :limit due runs are read per tenant below its cap.
     contested = (
-        f"{_TENANTS}, turns(id, due_at, turn) AS (SELECT r.id, r.due_at,"
+        f"{tenants}, turns(id, due_at, turn) AS (SELECT r.id, r.due_at,"
         " t.running + ROW_NUMBER() OVER (PARTITION BY t.tenant_id ORDER BY r.due_at)"
         " FROM room t JOIN job_runs r ON r.rowid IN (SELECT rowid FROM job_runs"
         f" WHERE tenant_id = t.tenant_id AND state IN {CLAIMABLE_SQL} AND due_at <= :now"
@@ -141,8 +173,10 @@ def _claim_statements(locks: str, token: str) -> tuple[str, str]:
     return contested, alone
 
 
-_SQLITE_CLAIMS: Final = _claim_statements(ROW_LOCKS.sqlite, _NEW_LEASE_TOKEN.sqlite)
-_POSTGRES_CLAIMS: Final = _claim_statements(ROW_LOCKS.postgres, _NEW_LEASE_TOKEN.postgres)
+_SQLITE_CLAIMS: Final = _claim_statements(ROW_LOCKS.sqlite, _NEW_LEASE_TOKEN.sqlite, _TENANTS)
+_POSTGRES_CLAIMS: Final = _claim_statements(
+    ROW_LOCKS.postgres, _NEW_LEASE_TOKEN.postgres, _tenants(_LOCKED_ONLY)
+)
 _CLAIM: Final = Sql(sqlite=_SQLITE_CLAIMS[0], postgres=_POSTGRES_CLAIMS[0])
 _CLAIM_ALONE: Final = Sql(sqlite=_SQLITE_CLAIMS[1], postgres=_POSTGRES_CLAIMS[1])
 
@@ -225,6 +259,7 @@ _CLAIMED_IDS: Final = Sql(
 _NO_CAP: Final = 1 << 62
 
 
+@read_committed
 def claim_runs(
     conn: Connection,
     *,
@@ -235,15 +270,25 @@ def claim_runs(
     tenant_cap: int | None = None,
 ) -> ClaimBatch:
     """Claim up to ``limit`` due runs for incarnation ``owner``, shared fairly between
-    tenants, none beyond ``tenant_cap`` running runs per tenant (None: no cap)."""
+    tenants, none beyond ``tenant_cap`` running runs per tenant (None: no cap).
+
+    ``READ COMMITTED`` on PostgreSQL: the waiting tenants' rows are locked first
+    (:data:`_LOCK_TENANTS`, the cap and the overlap gate), the picked runs are locked
+    ``SKIP LOCKED`` and checked again against the pick's conditions as they are locked."""
+    locked = None if on_sqlite(conn) else {tid for (tid,) in conn.execute(_LOCK_TENANTS)}
     gate_overlaps(conn, now=now)  # skip or hold what overlaps an open run first
     cap = _NO_CAP if tenant_cap is None else tenant_cap
-    params = {"owner": owner, "now": now, "expires": now + lease_ms, "limit": limit, "cap": cap}
+    params: dict[str, object] = {
+        "owner": owner, "now": now, "expires": now + lease_ms, "limit": limit, "cap": cap,
+    }  # fmt: skip
+    if locked is not None:
+        params["locked"] = json.dumps(sorted(locked))
     # Two tenants at most: enough to tell a contested claim from a lone tenant's.
     waiting = _WAITING_COLUMNS.all(conn.execute(f"{_WAITING} LIMIT 2")) if limit > 0 else []
     if len(waiting) == 1:
         (alone,) = waiting
-        room = min(limit, cap - alone.running)
+        unlocked = locked is not None and alone.tenant_id not in locked
+        room = 0 if unlocked else min(limit, cap - alone.running)
         params.update(tenant=alone.tenant_id, limit=room)
         ids = [rid for (rid,) in conn.execute(_CLAIM_ALONE.on(conn), params)] if room > 0 else []
     else:
@@ -286,10 +331,12 @@ def _waiting(conn: Connection, *, now: int, cap: int) -> tuple[int | None, froze
     return earliest, frozenset(capped)
 
 
+@read_committed
 def renew_leases(conn: Connection, *, owner: str, now: int, lease_ms: int) -> frozenset[str]:
     """The heartbeat: extend every unexpired lease ``owner`` holds to ``now + lease_ms``.
     Returns the lease tokens renewed: a delivery whose token is missing has lost its lease
-    (expired, reclaimed, or completed) and must stop."""
+    (expired, reclaimed, or completed) and must stop. ``READ COMMITTED``: one ``UPDATE``,
+    whose conditions PostgreSQL checks again on a row another transaction changed."""
     renewed = conn.execute(
         "UPDATE job_runs SET lease_expires_at = ?, heartbeat_at = ?"
         f" WHERE lease_owner = ? AND state = {RUNNING_SQL} AND lease_expires_at >= ?"

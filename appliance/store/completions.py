@@ -15,6 +15,11 @@ Rules this module guards:
   comes out as :func:`complete_run` alone would leave it. A batch with a 410 Gone among
   it (which pauses a schedule, and may thereby withdraw another run of the batch) is
   applied one completion after the other, in order.
+- **Isolation** (PostgreSQL, docs/adr/0044-postgresql-store.md): a batch of successes and
+  failures runs ``READ COMMITTED``: the fenced ``UPDATE`` locks its run and checks the
+  lease token again on a row another transaction changed, so a stale completion never
+  lands. A batch with a retry or a 410 Gone runs ``SERIALIZABLE``: the retry's withdrawal
+  check and the pause read the schedule, which a pause in flight may be changing.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Final
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, Transition, check_transition
 from appliance.store.claims import ClaimedRun
 from appliance.store.events import NewEvent, append_events
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, Isolation, isolation_by
 from appliance.store.pauses import pause_by_receiver
 from appliance.store.runs import RUNNING_SQL, attempt_event, cancel_if_withdrawn
 
@@ -80,6 +85,15 @@ _FINISH_ATTEMPT: Final = (
 )
 
 
+def _isolation(done: Sequence[Finished]) -> Isolation:
+    """``SERIALIZABLE`` for a batch with a retry or a pause (the module's rules)."""
+    reads_schedule = any(
+        item.target is RunState.RETRY_WAIT or item.completion.pause_schedule for item in done
+    )
+    return Isolation.SERIALIZABLE if reads_schedule else Isolation.READ_COMMITTED
+
+
+@isolation_by(lambda *, run, completion, now: _isolation([Finished(run, completion, now)]))
 def complete_run(conn: Connection, *, run: ClaimedRun, completion: Completion, now: int) -> bool:
     """Apply an attempt's result, fenced on the lease token. False: the lease was lost,
     the attempt is recorded ``stale`` and nothing else changed."""
@@ -87,6 +101,7 @@ def complete_run(conn: Connection, *, run: ClaimedRun, completion: Completion, n
     return applied
 
 
+@isolation_by(_isolation)
 def complete_runs(conn: Connection, done: Sequence[Finished]) -> list[bool]:
     """:func:`complete_run` for each of ``done``, in batches (see the module rules): for
     each, True if applied, False if its lease was lost (recorded ``stale``)."""

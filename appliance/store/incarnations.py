@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from appliance.core.ids import new_id
 from appliance.store.infra import rows
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, read_committed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,8 +73,9 @@ _LAST_FINISHED = (
 )
 
 
+@read_committed
 def mark_seen(conn: Connection, *, incarnation_id: str, now: int) -> None:
-    """This incarnation is alive at ``now``."""
+    """This incarnation is alive at ``now``. ``READ COMMITTED``: one row, its own."""
     conn.execute(
         "UPDATE incarnations SET last_seen_at = ? WHERE id = ?",
         (now, incarnation_id),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from appliance.store.infra.connection import Connection
+from appliance.store.infra.connection import Connection, read_committed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,9 +28,12 @@ class Term:
         return self.holder == incarnation_id and now < self.expires_at
 
 
+@read_committed
 def lead(conn: Connection, *, incarnation_id: str, now: int, term_ms: int) -> Term:
     """Take or renew the leadership for ``incarnation_id`` if it is free, lapsed or
-    already its own; the term that holds afterwards (maybe another replica's)."""
+    already its own; the term that holds afterwards (maybe another replica's).
+    ``READ COMMITTED``: the upsert locks the row and checks its condition on the row as
+    it is; the read after it sees the term that committed."""
     conn.execute(
         "INSERT INTO leader (id, holder, elected_at, expires_at) VALUES (1, :me, :now, :until)"
         " ON CONFLICT (id) DO UPDATE SET holder = excluded.holder,"

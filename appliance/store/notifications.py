@@ -27,7 +27,7 @@ from appliance.core.events import Event
 from appliance.core.notifications import NOTIFIED_TYPES, idempotency_key, notification_body
 from appliance.store.active_secrets import active_secrets_of
 from appliance.store.infra import rows
-from appliance.store.infra.connection import ROW_LOCKS, Connection, Sql
+from appliance.store.infra.connection import ROW_LOCKS, Connection, Sql, read_committed
 
 
 class NotificationState(enum.StrEnum):
@@ -183,11 +183,13 @@ _CLAIM: Final = Sql(
 )
 
 
+@read_committed
 def claim_notifications(
     conn: Connection, *, now: int, lease_ms: int, limit: int
 ) -> list[ClaimedNotification]:
     """Lease up to ``limit`` due rows, oldest due first, each with its tenant's active
-    secrets (newest first)."""
+    secrets (newest first). ``READ COMMITTED``: the pick locks its rows ``SKIP LOCKED``
+    and checks their lease again as it locks them."""
     claimed = _CLAIMED.all(
         conn.execute(_CLAIM.on(conn), {"until": now + lease_ms, "now": now, "limit": limit})
     )
@@ -198,6 +200,7 @@ def claim_notifications(
     ]
 
 
+@read_committed
 def complete_notification(
     conn: Connection,
     *,
@@ -206,7 +209,8 @@ def complete_notification(
     outcome: NotificationOutcome,
     now: int,
 ) -> bool:
-    """Record attempt ``attempt``'s outcome, fenced (see the module rules)."""
+    """Record attempt ``attempt``'s outcome, fenced (see the module rules).
+    ``READ COMMITTED``: one ``UPDATE``, fenced on the attempt in its ``WHERE``."""
     finished = outcome.state is not NotificationState.PENDING
     conn.execute(
         "UPDATE notifications SET state = ?, due_at = coalesce(?, due_at), leased_until = NULL,"

@@ -41,7 +41,7 @@ pytestmark = pytest.mark.perf_cliff
 
 LEASE = 30_000
 CLAIM_PARAMS = {"owner": "o", "now": T0, "expires": T0 + LEASE, "until": T0 + LEASE}
-CLAIM_PARAMS |= {"limit": 8, "cap": 4, "tenant": "ten_x"}
+CLAIM_PARAMS |= {"limit": 8, "cap": 4, "tenant": "ten_x", "locked": '["ten_x"]'}
 FETCH = " WHERE id IN ("  # several ranges: the page's rows, read by id after the merge
 
 

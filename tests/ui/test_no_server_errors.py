@@ -78,7 +78,7 @@ SCHEDULE_FORM = {
     "target_url": "https://hooks.example.com/report", "payload": '{"a": 1}',
     "templated": "", "templated_shown": "1", "max_attempts": "8", "backoff": "default",
     "max_age_seconds": "", "jitter_seconds": "0", "catchup_policy": "latest",
-    "overlap": "allow", "form_key": "k" * 43,
+    "overlap": "allow", "form_key": "k" * 43, "key": "", "method": "POST",
 }  # fmt: skip
 FULL_PREVIEW = {"full_preview": "1", "schedule_id": "{schedule_id}", "version": "1"}
 BACK = ("back",)

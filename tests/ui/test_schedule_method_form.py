@@ -39,7 +39,7 @@ async def test_a_get_is_made_shown_kept_and_switched_back(
     assert (stored.spec.method, stored.spec.body, stored.spec.content_type) == (Method.GET, b"", "")
     page = await browser.get(f"/schedules/{sid}")
     assert '<code id="schedule-method">GET</code> (no body)' in page.text
-    assert "None: a GET carries no body." in page.text and 'id="content-type"' not in page.text
+    assert "None: no body is sent with GET." in page.text and 'id="content-type"' not in page.text
 
     edit = await browser.get(f"/schedules/{sid}/edit")
     fields = submitted_fields(edit.text)
@@ -109,7 +109,7 @@ async def test_a_get_runs_page_shows_no_body_and_a_curl_without_data(
     await browser.sign_in(alpha.viewer)
     page = (await browser.get(f"/runs/{run.id}")).text
     assert "<dt>Method</dt><dd><code>GET</code></dd>" in page
-    assert '<p id="request-body">None: a GET carries no body' in page
+    assert '<p id="request-body">None: no body is sent with GET' in page
     headers = page.split('id="request-headers"', 1)[1].split("</dl>", 1)[0]
     assert "X-Signature" in headers and "Content-Type" not in headers
     curl = html.unescape(page.split('id="curl-command">', 1)[1].split("</pre>", 1)[0])

@@ -12,13 +12,17 @@ differ in what a statement says, the statement is an explicit :class:`Sql` pair,
 a connection with :meth:`Sql.on` (or the claim's :func:`row_locks`), never chosen by the
 URL and never rewritten behind the caller: PostgreSQL's translator converts placeholders
 only, and refuses the SQLite-only forms a pair exists for.
+
+A store function declares the isolation it needs on PostgreSQL (:func:`read_committed`,
+:func:`isolation_by`); undeclared, it runs ``SERIALIZABLE``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import enum
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import apsw
 
@@ -84,3 +88,42 @@ def row_locks(conn: Connection) -> str:
     rows instead of waiting for them; on SQLite nothing, its single writer has nothing to
     skip (docs/adr/0044-postgresql-store.md)."""
     return ROW_LOCKS.on(conn)
+
+
+class Isolation(enum.Enum):
+    """The isolation a write transaction runs at on PostgreSQL (SQLite's single writer
+    serializes every write whatever this says)."""
+
+    SERIALIZABLE = "SERIALIZABLE"
+    READ_COMMITTED = "READ COMMITTED"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+_ISOLATION: Final = "__steeple_isolation__"
+
+
+def read_committed(fn: F) -> F:
+    """Declare the store function ``fn`` safe under ``READ COMMITTED``: every row it
+    decides on is locked or fenced in the statement that writes it (its docstring says
+    how). Undeclared functions run ``SERIALIZABLE`` (docs/adr/0044-postgresql-store.md)."""
+    setattr(fn, _ISOLATION, Isolation.READ_COMMITTED)
+    return fn
+
+
+def isolation_by(rule: Callable[..., Isolation]) -> Callable[[F], F]:
+    """Declare the isolation of the store function it decorates a rule over the call's
+    arguments (``rule(*args, **kw)``, without the connection): for a function that is
+    safe under ``READ COMMITTED`` for some inputs only."""
+
+    def declare(fn: F) -> F:
+        setattr(fn, _ISOLATION, rule)
+        return fn
+
+    return declare
+
+
+def isolation_of(fn: Callable[..., Any], *args: Any, **kw: Any) -> Isolation:
+    """The isolation the store function ``fn`` declared for a call with these arguments
+    (``SERIALIZABLE`` unless it declared otherwise)."""
+    declared = getattr(fn, _ISOLATION, Isolation.SERIALIZABLE)
+    return declared if isinstance(declared, Isolation) else declared(*args, **kw)

@@ -4,11 +4,12 @@ Rules this module guards (docs/adr/0044-postgresql-store.md):
 - Sync psycopg 3 on a ``psycopg_pool.ConnectionPool``, called through
   ``trio.to_thread.run_sync`` behind a limiter equal to the pool size — the shape of the
   SQLite store's worker threads (psycopg's async API is asyncio-only).
-- Every write runs ``SERIALIZABLE``: the store functions were written for one writer at a
-  time, and serializable transactions keep that meaning with N replicas writing at once.
-  A transaction PostgreSQL aborts as a serialization failure or deadlock is run again from
-  the start (the functions are pure apart from their connection), up to
-  :data:`MAX_ATTEMPTS` times.
+- A write runs at the isolation its store function declares
+  (:func:`~appliance.store.infra.connection.isolation_of`): ``SERIALIZABLE`` unless it is
+  declared safe under ``READ COMMITTED`` (the claims, completions, heartbeats: ADR 0044
+  lists which, and why). A transaction PostgreSQL aborts as a serialization failure or
+  deadlock is run again from the start (the functions are pure apart from their
+  connection), up to :data:`MAX_ATTEMPTS` times.
 - Reads run ``REPEATABLE READ READ ONLY``: one snapshot, never aborted.
 - ``statement_timeout`` bounds any statement trio cannot cancel.
 - **An outage is waited out.** When the server cannot be reached, or drops the connection
@@ -30,7 +31,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, Concatenate, Final, ParamSpec, TypeVar, cast
 
 import psycopg
 import psycopg_pool
@@ -38,6 +39,7 @@ import trio
 from psycopg import errors as pg_errors
 
 from appliance.errors import StoreError
+from appliance.store.infra.connection import Isolation, isolation_of
 from appliance.store.infra.disk import SERVER_DISK
 from appliance.store.infra.postgres.connection import PgConnection, configure
 from appliance.store.infra.postgres.migrate import migrate
@@ -54,7 +56,9 @@ STATEMENT_TIMEOUT_MS = 30_000
 WAKE_CHANNEL = "steeple_wake"  # LISTEN/NOTIFY: "look for work now" (a hint)
 CONNECT_TIMEOUT_S = 10.0
 _RETRIED = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
-_WRITE = "BEGIN ISOLATION LEVEL SERIALIZABLE; SELECT txid_current()"
+_WRITE: Final = {
+    level: f"BEGIN ISOLATION LEVEL {level.value}; SELECT txid_current()" for level in Isolation
+}
 _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 
@@ -212,16 +216,17 @@ class PgDatabase:
 
     def write_now(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
         """Run a write on the calling thread (boot, CLI, tests). Not from the trio loop."""
-        return self._call(_WRITE, lambda conn: fn(conn, *args, **kw))
+        return self._call(_begin_write(fn, *args, **kw), lambda conn: fn(conn, *args, **kw))
 
     def read_now(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
         return self._call(_READ, lambda conn: fn(conn, *args, **kw))
 
     async def write(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
-        """Run ``fn`` in a serializable transaction off the event loop; returns once
-        committed."""
+        """Run ``fn`` in a transaction at its declared isolation, off the event loop;
+        returns once committed."""
+        begin = _begin_write(fn, *args, **kw)
         result = await self._run(
-            functools.partial(self._call, _WRITE, lambda conn: fn(conn, *args, **kw))
+            functools.partial(self._call, begin, lambda conn: fn(conn, *args, **kw))
         )
         self.group_commits += 1
         self.grouped_writes += 1
@@ -323,6 +328,10 @@ class _Outage:
             raise cause from None
         time.sleep(self._pause)
         self._pause = min(self._pause * 2, 2.0)
+
+
+def _begin_write(fn: Callable[..., Any], *args: Any, **kw: Any) -> str:
+    return _WRITE[isolation_of(fn, *args, **kw)]
 
 
 def _in_transaction(raw: psycopg.Connection[Any], begin: str, fn: Callable[[PgConnection], T]) -> T:
