@@ -55,12 +55,13 @@ class Connection:
     """An open connection: the stream to speak over, the TCP socket beneath it, and the
     reader of the response in flight (None while idle)."""
 
-    __slots__ = ("_reader", "_stream", "_tcp", "idle_since")
+    __slots__ = ("_probe", "_reader", "_stream", "_tcp", "idle_since")
 
     def __init__(self, stream: trio.abc.Stream, tcp: trio.SocketStream) -> None:
         self._stream = stream
         self._tcp = tcp
         self._reader: ResponseReader | None = None
+        self._probe: select.poll | None = None  # is_quiet's poll of the socket, made once
         self.idle_since = 0.0  # trio time it was last put back in the pool
 
     async def send_request(
@@ -110,9 +111,10 @@ class Connection:
         fd = self._tcp.socket.fileno()
         if fd < 0:
             return False
-        probe = select.poll()
-        probe.register(fd, select.POLLIN)
-        return not probe.poll(0)  # any event (data, EOF, hang-up, error) disqualifies
+        if self._probe is None:
+            self._probe = select.poll()
+            self._probe.register(fd, select.POLLIN)
+        return not self._probe.poll(0)  # any event (data, EOF, hang-up, error) disqualifies
 
     def close(self) -> None:
         """Close at once, without a TLS close_notify (HTTP frames its own messages).
