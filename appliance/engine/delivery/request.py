@@ -34,7 +34,6 @@ _NAMES = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+(?::[-!#$%&'*+.^_`|~0-9a-zA-Z]
 # _VALUE, for all values at once, joined and framed by NUL: no NUL inside (the count), none
 # of the other blanks but space and tab (\s of a bytes pattern), none first or last.
 _NOT_IN_VALUES = b"\n\r\x0b\x0c"
-_VALUE_EDGES = (b"\x00 ", b"\x00\t", b" \x00", b"\t\x00")
 
 
 class RequestError(ValueError):
@@ -70,7 +69,10 @@ def _values_valid(values: Sequence[bytes]) -> bool:
     return (
         joined.count(b"\x00") == len(values) + 1
         and len(joined.translate(None, _NOT_IN_VALUES)) == len(joined)
-        and not any(edge in joined for edge in _VALUE_EDGES)
+        and b"\x00 " not in joined
+        and b"\x00\t" not in joined
+        and b" \x00" not in joined
+        and b"\t\x00" not in joined
     )
 
 
