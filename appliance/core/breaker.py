@@ -20,6 +20,7 @@ Rules this module guards (pure: time is passed in, state is a value):
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, replace
 from typing import Final
 from urllib.parse import urlsplit
@@ -60,6 +61,7 @@ class Change(enum.StrEnum):
     CLOSED = "closed"
 
 
+@functools.lru_cache(maxsize=4096)  # pure; every delivery asks, of a few target URLs
 def origin_of(url: str) -> str:
     """``scheme://host:port`` of ``url``, the host in lower case."""
     parts = urlsplit(url)

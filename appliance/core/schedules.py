@@ -49,9 +49,10 @@ class Method(enum.StrEnum):
 
     @property
     def carries_body(self) -> bool:
-        return self not in (Method.GET, Method.DELETE)
+        return self not in _BODILESS
 
 
+_BODILESS = frozenset({Method.GET, Method.DELETE})
 # The methods' names whose requests carry no body, as tenant JSON and forms spell them.
 BODILESS_METHODS = frozenset(m.value for m in Method if not m.carries_body)
 

@@ -285,6 +285,27 @@ def test_a_post_is_framed_exactly_when_h11_frames_it_and_to_the_same_bytes(
     assert frame_request(Method.POST, parts["target"], headers, b"{}") == expected
 
 
+@given(names=st.lists(FUZZ, max_size=4), values=st.lists(FUZZ, max_size=4))
+def test_many_fuzzed_headers_are_framed_exactly_when_h11_frames_them(
+    names: list[bytes], values: list[bytes]
+) -> None:
+    """All names and all values are checked at once (request.py): several bad or good ones
+    together are refused or framed exactly as h11 refuses or frames them."""
+    fuzzed = [(b"X-Name-%d" % i, v) for i, v in enumerate(values)]
+    fuzzed += [(n, b"yes") for n in names]
+    headers = [(b"Host", b"example.com"), *fuzzed, (b"Content-Length", b"2")]
+    conn = h11.Connection(our_role=h11.CLIENT)
+    try:
+        request = h11.Request(method="POST", target=b"/hook", headers=headers)
+        expected = conn.send(request) + conn.send(h11.Data(data=b"{}"))
+        expected += conn.send(h11.EndOfMessage())
+    except h11.LocalProtocolError:
+        with pytest.raises(RequestError):
+            frame_request(Method.POST, b"/hook", headers, b"{}")
+        return
+    assert frame_request(Method.POST, b"/hook", headers, b"{}") == expected
+
+
 @pytest.mark.parametrize("method", list(Method))
 def test_each_method_is_framed_to_h11s_bytes(method: Method) -> None:
     """A body method with its Content-Length and body; GET and DELETE with neither, which

@@ -6,6 +6,8 @@ from __future__ import annotations
 import h11
 import httpx
 import pytest
+import trio
+import trio.testing
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -14,7 +16,14 @@ from appliance.core.schedules import Method
 from appliance.engine.delivery import DeliveryClient, send
 from appliance.engine.delivery.target import parse_target
 from appliance.errors import ValidationError
-from tests.engine.loopback import LOOPBACK_ALLOWED, delivery, fake_dns, keep_alive_server
+from tests.engine.loopback import (
+    LOOPBACK_ALLOWED,
+    delivery,
+    fake_dns,
+    keep_alive_server,
+    response,
+    serving,
+)
 
 
 def as_httpx_sends(
@@ -67,6 +76,24 @@ async def test_each_method_goes_out_as_httpx_would_send_it(method: Method) -> No
     assert head.startswith(f"{method} /hook HTTP/1.1\r\n".encode())
     framed = b"content-length:" in head.lower()
     assert framed is method.carries_body and (body != b"") is method.carries_body
+
+
+async def test_a_body_larger_than_the_socket_takes_at_once_arrives_whole() -> None:
+    """The receiver reads nothing until the client is blocked writing (the kernel's buffers
+    full), so the request goes out in many writes; it arrives byte for byte."""
+    arrived = bytearray()
+
+    async def handle(stream: trio.SocketStream) -> None:
+        await trio.testing.wait_all_tasks_blocked()  # the client waits to write more
+        while not arrived.endswith(body):
+            arrived.extend(await stream.receive_some(1 << 20))
+        await stream.send_all(response())
+
+    body = bytes(range(256)) * (64 * 1024)  # 16 MiB: more than loopback buffers hold
+    async with serving(handle) as port, DeliveryClient(LOOPBACK_ALLOWED) as client:
+        request = delivery(f"http://127.0.0.1:{port}/hook", body=body)
+        assert (await send(client, request)).status == 200
+    assert bytes(arrived) == as_httpx_sends("POST", request.url, request.headers, body)
 
 
 HOSTS = ["example.com", "EXAMPLE.com", "bücher.example", "Straße.de", "xn--bcher-kva.example",

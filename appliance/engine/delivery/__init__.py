@@ -7,7 +7,7 @@ outbound address policy.
                        production: DeliveryClient (client.py)
                          target.py      URL -> origin, Host, request target (checked once)
                          pool.py        per-origin turns, keep-alive, never resend
-                         connection.py  one trio stream: a request out, its answer in, excerpt cut
+                         connection.py  one socket or TLS stream: a request out, its answer in
                          request.py     the request framed and validated (no header injection)
                          response.py    the response parsed (llhttp), judged, reuse decided
                          connect.py     resolve, judge every address, TCP, TLS

@@ -16,10 +16,15 @@ Rules:
   connection has nothing to say, so a readable socket means the server closed it (or sent
   junk) and the connection must not carry a request.
 - :meth:`read_excerpt` is the one place a response body is cut (at the excerpt size).
+- Over plain TCP the socket is written and read directly (:meth:`_write`, :meth:`_receive`):
+  a cancellation point before the write, and each read waits for the socket to be readable
+  first (a schedule and cancellation point), as trio's stream would, minus its extra
+  scheduler round trip and failed read per exchange. A TLS stream goes through trio.
 """
 
 from __future__ import annotations
 
+import os
 import select
 from dataclasses import dataclass
 
@@ -55,12 +60,13 @@ class Connection:
     """An open connection: the stream to speak over, the TCP socket beneath it, and the
     reader of the response in flight (None while idle)."""
 
-    __slots__ = ("_reader", "_stream", "_tcp", "idle_since")
+    __slots__ = ("_probe", "_reader", "_stream", "_tcp", "idle_since")
 
     def __init__(self, stream: trio.abc.Stream, tcp: trio.SocketStream) -> None:
         self._stream = stream
         self._tcp = tcp
         self._reader: ResponseReader | None = None
+        self._probe: select.poll | None = None  # is_quiet's poll of the socket, made once
         self.idle_since = 0.0  # trio time it was last put back in the pool
 
     async def send_request(
@@ -73,8 +79,8 @@ class Connection:
             raise _protocol(f"the request cannot be framed: {exc}") from exc
         self._reader = ResponseReader()
         try:
-            await self._stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            await self._write(data)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise _broken("sending the request failed", exc) from exc
 
     async def receive_head(self) -> Head:
@@ -110,9 +116,10 @@ class Connection:
         fd = self._tcp.socket.fileno()
         if fd < 0:
             return False
-        probe = select.poll()
-        probe.register(fd, select.POLLIN)
-        return not probe.poll(0)  # any event (data, EOF, hang-up, error) disqualifies
+        if self._probe is None:
+            self._probe = select.poll()
+            self._probe.register(fd, select.POLLIN)
+        return not self._probe.poll(0)  # any event (data, EOF, hang-up, error) disqualifies
 
     def close(self) -> None:
         """Close at once, without a TLS close_notify (HTTP frames its own messages).
@@ -125,13 +132,37 @@ class Connection:
             raise RuntimeError("no request in flight on this connection")
         return self._reader
 
+    async def _write(self, data: bytes) -> None:
+        if self._stream is not self._tcp:
+            await self._stream.send_all(data)
+            return
+        await trio.lowlevel.checkpoint_if_cancelled()
+        fd, view = self._tcp.socket.fileno(), memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(fd)
+
+    async def _receive(self) -> bytes:
+        if self._stream is not self._tcp:
+            data = await self._stream.receive_some(READ_SIZE)
+            return data if isinstance(data, bytes) else bytes(data)
+        fd = self._tcp.socket.fileno()
+        while True:
+            await trio.lowlevel.wait_readable(fd)
+            try:
+                return os.read(fd, READ_SIZE)
+            except BlockingIOError:  # woken for nothing: wait again
+                continue
+
     async def _read(self, reader: ResponseReader) -> None:
         """Feed the reader what arrives next (b"" is end of file: the reader judges)."""
         try:
-            data = await self._stream.receive_some(READ_SIZE)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            data = await self._receive()
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise _broken("reading the response failed", exc) from exc
         try:
-            reader.feed(data if isinstance(data, bytes) else bytes(data))
+            reader.feed(data)
         except ResponseError as exc:
             raise _protocol(str(exc)) from exc

@@ -21,12 +21,19 @@ Rules:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from appliance.core.schedules import Method
 
 _TARGET = re.compile(rb"[\x21-\x7e]+")
 _NAME = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
 _VALUE = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
+# All names checked in one match of their join by ":", which no token holds: the join has
+# exactly len - 1 colons if and only if no name holds one, so each part is one whole name.
+_NAMES = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+(?::[-!#$%&'*+.^_`|~0-9a-zA-Z]+)*")
+# _VALUE, for all values at once, joined and framed by NUL: no NUL inside (the count), none
+# of the other blanks but space and tab (\s of a bytes pattern), none first or last.
+_NOT_IN_VALUES = b"\n\r\x0b\x0c"
 
 
 class RequestError(ValueError):
@@ -39,27 +46,59 @@ def frame_request(
     """``METHOD target HTTP/1.1``, the headers as given, a blank line, the body."""
     if not _TARGET.fullmatch(target):
         raise RequestError(f"illegal request target {target!r}")
-    parts = [method.value.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
-    for name, value in headers:
-        if not _NAME.fullmatch(name):
-            raise RequestError(f"illegal header name {name!r}")
-        if not _VALUE.fullmatch(value):
-            raise RequestError(f"illegal header value {value!r}")
-        parts += (name, b": ", value, b"\r\n")
-    _check_framing(method, headers, body)
-    parts += (b"\r\n", body)
-    return b"".join(parts)
+    names, values = zip(*headers, strict=False) if headers else ((), ())
+    if not _names_valid(names):
+        _refuse(_NAME, names, "name")
+    if not _values_valid(values):
+        _refuse(_VALUE, values, "value")
+    _check_framing(method, b":".join(names).lower().split(b":"), values, body)
+    block = b"\r\n".join(map(b": ".join, headers))
+    line = method.value.encode("ascii")
+    return b"".join((line, b" ", target, b" HTTP/1.1\r\n", block, b"\r\n\r\n", body))
 
 
-def _check_framing(method: Method, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
-    hosts = [value for name, value in headers if name.lower() == b"host"]
-    lengths = [value for name, value in headers if name.lower() == b"content-length"]
-    if len(hosts) != 1:
-        raise RequestError(f"a request needs one Host header, not {len(hosts)}")
+def _names_valid(names: Sequence[bytes]) -> bool:
+    """Every name matches ``_NAME`` (at least one name)."""
+    joined = b":".join(names)
+    return joined.count(b":") == len(names) - 1 and _NAMES.fullmatch(joined) is not None
+
+
+def _values_valid(values: Sequence[bytes]) -> bool:
+    """Every value matches ``_VALUE``: what h11's field-value pattern accepts."""
+    joined = b"\x00" + b"\x00".join(values) + b"\x00"
+    return (
+        joined.count(b"\x00") == len(values) + 1
+        and len(joined.translate(None, _NOT_IN_VALUES)) == len(joined)
+        and b"\x00 " not in joined
+        and b"\x00\t" not in joined
+        and b" \x00" not in joined
+        and b"\t\x00" not in joined
+    )
+
+
+def _refuse(pattern: re.Pattern[bytes], items: Sequence[bytes], what: str) -> None:
+    """Raise for the first item that is not a whole match (none at all: no headers, which
+    the framing check refuses)."""
+    for item in items:
+        if not pattern.fullmatch(item):
+            raise RequestError(f"illegal header {what} {item!r}")
+
+
+def _check_framing(
+    method: Method, lowered: list[bytes], values: Sequence[bytes], body: bytes
+) -> None:
+    """``lowered``: the header names in lower case, in order, beside their ``values``."""
+    hosts = lowered.count(b"host")
+    if hosts != 1:
+        raise RequestError(f"a request needs one Host header, not {hosts}")
+    if lowered.count(b"content-length") == 1:  # the common case, without a loop
+        lengths = [values[lowered.index(b"content-length")]]
+    else:
+        lengths = [values[i] for i, name in enumerate(lowered) if name == b"content-length"]
     if not method.carries_body:
         if lengths or body:
             raise RequestError(f"a {method} carries no body and no Content-Length: {lengths}")
-    elif lengths != [str(len(body)).encode()]:
+    elif lengths != [b"%d" % len(body)]:
         raise RequestError(f"Content-Length must be the body's {len(body)} bytes, once: {lengths}")
-    if any(name.lower() == b"transfer-encoding" for name, _ in headers):
+    if b"transfer-encoding" in lowered:
         raise RequestError("a request with a known length carries no Transfer-Encoding")
