@@ -31,9 +31,9 @@ from quart_trio import QuartTrio
 from appliance.api.auth import authenticate_caller
 from appliance.api.bodies import json_response, read_json
 from appliance.api.context import ApiContext, context
+from appliance.api.idempotency import recalled, request_hash, request_key_header, stored_json
 from appliance.api.problems import Problem
 from appliance.api.schedule_batch import MAX_BATCH_REQUEST_BYTES, check_destinations
-from appliance.api.schedules import request_hash, request_key_header
 from appliance.core.cursor import anchored
 from appliance.core.schedule_apply import (
     Action,
@@ -68,16 +68,9 @@ async def apply_view() -> Response:
     obj = await read_json()
     wanted = read_request(obj)
     request_key = None if wanted.dry_run else request_key_header()
-    if request_key is not None:
-        remembered = await ctx.db.read(
-            request_keys.recall_request,
-            tenant_id=caller.tenant_id,
-            request_key=request_key,
-            request_hash=request_hash(obj),
-            now=ctx.clock.now_ms(),
-        )
-        if remembered is not None:
-            return _stored(remembered, replayed=True)
+    remembered = await recalled(ctx, tenant_id=caller.tenant_id, request_key=request_key, obj=obj)
+    if remembered is not None:
+        return stored_json(remembered, replayed=True)
     for _ in range(_RETRIES):
         try:
             return await _apply(ctx, caller, wanted, obj, request_key)
@@ -120,7 +113,7 @@ async def _apply(
     )
     if applied and json.loads(response.body)["changed"]:
         ctx.nudge()
-    return _stored(response, replayed=not applied)
+    return stored_json(response, replayed=not applied)
 
 
 async def _warnings(ctx: ApiContext, plan: Plan) -> dict[int, list[dict[str, str]]]:
@@ -214,10 +207,3 @@ def _step(step: Step, warnings: dict[int, list[dict[str, str]]]) -> dict[str, ob
     if step.index in warnings:
         document["warnings"] = warnings[step.index]
     return document
-
-
-def _stored(response: StoredResponse, *, replayed: bool) -> Response:
-    headers = {"Idempotent-Replayed": "true"} if replayed else {}
-    return Response(
-        response.body, status=response.status, headers=headers, content_type="application/json"
-    )

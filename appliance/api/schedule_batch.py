@@ -37,8 +37,8 @@ from quart_trio import QuartTrio
 from appliance.api.auth import authenticate_caller
 from appliance.api.bodies import read_json
 from appliance.api.context import ApiContext, context
+from appliance.api.idempotency import recalled, request_hash, request_key_header, stored_json
 from appliance.api.rendering import render_schedules
-from appliance.api.schedules import request_hash, request_key_header
 from appliance.core.cursor import anchored
 from appliance.core.occurrence_cache import OccurrenceCache
 from appliance.core.schedule_batch import at_index, batch_warnings, parse_batch
@@ -65,16 +65,9 @@ async def create_schedules() -> Response:
     ctx = context()
     obj = await read_json()
     request_key = request_key_header()
-    if request_key is not None:
-        remembered = await ctx.db.read(
-            request_keys.recall_request,
-            tenant_id=caller.tenant_id,
-            request_key=request_key,
-            request_hash=request_hash(obj),
-            now=ctx.clock.now_ms(),
-        )
-        if remembered is not None:
-            return _stored(remembered, replayed=True)
+    remembered = await recalled(ctx, tenant_id=caller.tenant_id, request_key=request_key, obj=obj)
+    if remembered is not None:
+        return stored_json(remembered, replayed=True)
     # Reading is CPU per item: a thousand would hold the event loop (and every delivery)
     # up (bench/HISTORY.md, "Creating schedules, second pass")
     read = functools.partial(parse_batch, obj, policy=ctx.policy)
@@ -83,7 +76,7 @@ async def create_schedules() -> Response:
     response, created = await _create(ctx, caller, specs, obj, request_key)
     if created:
         ctx.nudge()
-    return _stored(response, replayed=not created)
+    return stored_json(response, replayed=not created)
 
 
 async def check_destinations(
@@ -159,11 +152,4 @@ async def _create(
         now=now,
         max_schedules=ctx.max_schedules,
         actor=caller.actor,
-    )
-
-
-def _stored(response: StoredResponse, *, replayed: bool) -> Response:
-    headers = {"Idempotent-Replayed": "true"} if replayed else {}
-    return Response(
-        response.body, status=response.status, headers=headers, content_type="application/json"
     )

@@ -27,7 +27,6 @@ Rules this module guards (docs/architecture.md, "The API"):
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -46,6 +45,7 @@ from appliance.api.auth import (
 )
 from appliance.api.bodies import JSON, MERGE_PATCH_JSON, json_response, read_json
 from appliance.api.context import ApiContext, context
+from appliance.api.idempotency import recalled, request_hash, request_key_header
 from appliance.api.pagination import encode_cursor, page_request
 from appliance.api.problems import Problem, bad_request
 from appliance.api.rendering import render_run, render_schedule
@@ -66,7 +66,6 @@ from appliance.store.usecases import manual
 _PATCH_RETRIES = 3
 # One entity tag, strong or weak (RFC 9110): the OpenAPI file's If-Match pattern.
 _ENTITY_TAG = re.compile(r'(W/)?"[^"]*"')
-_MAX_REQUEST_KEY_CHARS = 255
 
 
 class ScheduleIdConverter(BaseConverter):
@@ -104,18 +103,9 @@ async def create_schedule() -> Response:
     ctx = context()
     obj = await read_json()
     request_key = request_key_header()
-    if request_key is not None:
-        # A retry of a create that succeeded is answered as it was, even if the spec would
-        # no longer pass (say, its host stopped resolving).
-        remembered = await ctx.db.read(
-            request_keys.recall_request,
-            tenant_id=tenant_id,
-            request_key=request_key,
-            request_hash=request_hash(obj),
-            now=ctx.clock.now_ms(),
-        )
-        if remembered is not None:
-            return _stored(remembered, replayed=True)
+    remembered = await recalled(ctx, tenant_id=tenant_id, request_key=request_key, obj=obj)
+    if remembered is not None:
+        return _stored(remembered, replayed=True)
     spec = parse_schedule(obj, policy=ctx.policy)
     await ctx.check_destination(spec.target_url)
     response, created = await _create(ctx, caller, spec, obj, request_key)
@@ -157,23 +147,6 @@ async def _create(
         max_schedules=ctx.max_schedules,
         actor=caller.actor,
     )
-
-
-def request_key_header() -> str | None:
-    key = request.headers.get("Idempotency-Key")
-    if key is None:
-        return None
-    if not 1 <= len(key) <= _MAX_REQUEST_KEY_CHARS or not key.isprintable():
-        raise ValidationError.single(
-            "Idempotency-Key",
-            f"must be 1 to {_MAX_REQUEST_KEY_CHARS} printable characters, e.g. a UUID",
-        )
-    return key
-
-
-def request_hash(obj: object) -> str:
-    canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def _stored(response: StoredResponse, *, replayed: bool) -> Response:
