@@ -169,6 +169,10 @@ class Appliance:
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=10,
             trust_env=False,
+            # Drop an idle connection well before the appliance's keep-alive timeout ends
+            # it: a request sent as the server closes gets no answer, and httpx does not
+            # retry a POST (a test that waited on subprocesses between requests saw it).
+            limits=httpx.Limits(keepalive_expiry=1.0),
         )
 
 

@@ -186,7 +186,11 @@ def test_apply_change_prune_refuse_and_export(tmp_path: Path, receiver: Receiver
             done = steeple("export", "--json", env=env)
             body = json.loads(done.stdout)
             assert sorted(s["key"] for s in body["schedules"]) == ["nightly", "tick"]
-            made = api.post("/v1/schedules/apply", json={**body, "prune": True})
+            # A connection of its own: the test's one sat idle through the subprocesses above,
+            # and a server closing an idle keep-alive connection as a POST goes out is a
+            # disconnect httpx does not retry (seen once in CI).
+            with app.client(tenant["api_key"]) as fresh:
+                made = fresh.post("/v1/schedules/apply", json={**body, "prune": True})
             assert made.json()["changed"] is False
     finally:
         assert app.kill(signal.SIGTERM) == 0, "".join(app.log)
