@@ -30,7 +30,7 @@ PACKAGE_REFERENCE = re.compile(
 GENERATED = ("bench/results/",)  # written by the benchmarks, git-ignored: named, not kept
 RECORDED = ROOT / "bench" / "recorded"  # the raw outputs behind published figures
 # Notes that live outside this repository: the code explains itself in docs/ instead.
-FOREIGN_CITATIONS = ("../shared", "DESIGN §", "STACK-NOTES", "issue text")
+FOREIGN_CITATIONS = ("../shared", "DESIGN §", "DESIGN.md", "STACK-NOTES", "issue text")
 SECTION_CITATION = re.compile(r'docs/architecture\.md,? "([^"]+)"')
 ADR_SECTION_CITATION = re.compile(r'ADR (\d{4}),? "([^"]+)"')
 # bench/HISTORY.md, "Planner, round two": a dated section's title, or its start (before
