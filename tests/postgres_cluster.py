@@ -235,6 +235,12 @@ def _initdb(bin_dir: Path, root: Path, as_user: str | None) -> None:
         "max_connections": str(MAX_CONNECTIONS),
         "logging_collector": "off",
         "timezone": "'UTC'",
+        # The tests kill and restart the server's processes, never the machine: a commit
+        # is in the kernel's page cache before it is acknowledged whatever this says, so
+        # it survives them. Flushing to the disk only guards against the machine going
+        # down, and costs each copy of the template and each commit of the suite.
+        # (bench/pgserver.py, which measures, keeps fsync on.)
+        "fsync": "off",
     }
     conf = root / "data" / "postgresql.conf"
     lines = "".join(f"{name} = {value}\n" for name, value in settings.items())
