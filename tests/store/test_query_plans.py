@@ -34,10 +34,10 @@ from appliance.store.infra.database import Database
 from appliance.store.materialise import insert_runs, store_body
 from appliance.store.planning import PLANNABLE_SQL
 from appliance.store.restarts import _TALLY
-from appliance.store.usecases.reclaim import reclaim_previous
 from appliance.store.retention import OLD_FINISHED_SQL
 from appliance.store.run_search import RunFilter, search_runs
 from appliance.store.runs import list_runs
+from appliance.store.usecases.reclaim import reclaim_previous
 from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule, add_due
 
 pytestmark = pytest.mark.perf_cliff
