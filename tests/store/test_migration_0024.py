@@ -1,6 +1,7 @@
 """Migration 0024 on both stores: a database at version 23 with runs in every state moves to
 the fewer run indexes with every row as it was, and what read the dropped indexes — the
-heartbeat, fencing, the last finished run, the pruner — answers as before."""
+heartbeat, fencing, the last finished run, the pruner, the operator's lateness sample —
+answers as before."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 from appliance.core.runs import AttemptOutcome, RunState, Transition
 from appliance.store.claims import ClaimedRun, claim_runs, renew_leases
 from appliance.store.completions import Completion, Finished, complete_runs
+from appliance.store.figures.operator import LATENESS_SAMPLE, WINDOW_MS
+from appliance.store.figures.operator import _lateness as lateness_sample
 from appliance.store.incarnations import previous_incarnation, register_incarnation
 from appliance.store.infra.backend import Store
 from appliance.store.infra.connection import Connection, on_sqlite
@@ -152,3 +155,49 @@ def test_0024_moves_runs_in_every_state_and_their_readers_answer_the_same(
         lambda conn: sorted(s for (s,) in conn.execute("SELECT state FROM job_runs"))
     )
     assert left == ["pending", "retry_wait"]
+
+
+def test_the_lateness_sample_merged_by_tenant_and_state_is_the_newest_overall(
+    db: Store, make_schedule: Callable[..., str], tenant: str
+) -> None:
+    """The operator's sample, read one range per tenant and state since 0024, holds the
+    runs the one time-ordered read of ``job_runs_finished`` held: the newest
+    ``LATENESS_SAMPLE`` finished at their first attempt across every tenant."""
+    other = db.write_now(create_tenant, name="beta", now=T0).tenant_id
+    theirs = db.write_now(insert_schedule, tenant_id=other, row=ScheduleRow(), now=T0)
+    runs = 700  # a tenant: 1,400 in all, more than the sample
+    add_due(db, tenant, make_schedule(), count=runs, first_due=T0)
+    add_due(db, other, theirs, count=runs, first_due=T0)
+    now = T0 + 2 * runs * 1_000
+
+    def finish_all(conn: Connection) -> None:
+        ids = [str(i) for (i,) in conn.execute("SELECT id FROM job_runs ORDER BY id")]
+        for k, rid in enumerate(ids):  # distinct instants, both tenants interleaved
+            state = "succeeded" if k % 3 else "failed"
+            conn.execute(
+                "UPDATE job_runs SET state = ?, attempt = 1, finished_at = ?, updated_at = ?"
+                " WHERE id = ?",
+                (state, now - 1 - k * 50, now - 1 - k * 50, rid),
+            )
+            conn.execute(
+                "INSERT INTO attempts (run_id, attempt, lease_token, incarnation_id,"
+                " started_at, outcome) SELECT id, 1, 't', 'inc_a', due_at + ?, 'ok'"
+                " FROM job_runs WHERE id = ?",
+                ((k * 37) % 900, rid),
+            )
+
+    db.write_now(finish_all)
+    since = now - WINDOW_MS
+    newest = db.read_now(
+        lambda conn: sorted(
+            int(late)
+            for (late,) in conn.execute(
+                "SELECT a.started_at - r.due_at FROM job_runs r JOIN attempts a"
+                " ON a.run_id = r.id AND a.attempt = 1 WHERE r.state IN ('succeeded', 'failed')"
+                " AND r.attempt = 1 AND r.finished_at >= ? ORDER BY r.finished_at DESC LIMIT ?",
+                (since, LATENESS_SAMPLE),
+            )
+        )
+    )
+    assert len(newest) == LATENESS_SAMPLE
+    assert db.read_now(lateness_sample, since=since) == newest
