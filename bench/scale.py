@@ -105,7 +105,6 @@ def bytes_per_run(path: Path, run_rows: int) -> Figures:
         "sqlite_autoindex_job_runs_2",
         "job_runs_claimable_tenant",
         "job_runs_leases",
-        "job_runs_lease_owner",
         "job_runs_tenant_state_time",
     )
     run_bytes = sum(sizes.get(name, 0) for name in runs_objects)

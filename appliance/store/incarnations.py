@@ -66,10 +66,12 @@ def previous_incarnation(conn: Connection, *, incarnation_id: str) -> PreviousIn
     )
 
 
-# One probe of ``job_runs_finished`` (the expression and condition are the index's).
+# One probe of ``job_runs_tenant_finished`` per tenant and finished state (the expression
+# and condition are the index's); a tenant's newest of its four states.
 _LAST_FINISHED = (
-    "SELECT max(COALESCE(finished_at, updated_at)) FROM job_runs"
-    " WHERE state IN ('cancelled', 'failed', 'missed', 'succeeded')"
+    "SELECT max((SELECT max(COALESCE(r.finished_at, r.updated_at)) FROM job_runs r"
+    " WHERE r.tenant_id = t.id AND r.state IN ('cancelled', 'failed', 'missed', 'succeeded')))"
+    " FROM tenants t"
 )
 
 

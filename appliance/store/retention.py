@@ -29,11 +29,13 @@ MAX_RETRY_SPAN_MS = 7 * DAY_MS  # ADR 0032: a retry window is at most 7 days
 MAX_CATCHUP_WINDOW_MS = DAY_MS  # the largest catch-up window a schedule may have
 MIN_RETENTION_MS = MAX_RETRY_SPAN_MS + MAX_CATCHUP_WINDOW_MS
 _FINISHED_SQL = "(" + ", ".join(f"'{state.value}'" for state in sorted(TERMINAL)) + ")"
-# Served by the ``job_runs_finished`` partial index (migration 0004): bounded work even
-# when nothing is old enough — without it this read all of job_runs, holding the writer.
+# One range of ``job_runs_tenant_finished`` per tenant and finished state (migration 0024):
+# bounded work even when nothing is old enough — without an index this read all of
+# job_runs, holding the writer. CROSS JOIN keeps the tenants outside, so each of their
+# ranges is a seek (SQLite would otherwise walk that whole index once).
 OLD_FINISHED_SQL = (
-    "SELECT id, body_digest FROM job_runs"
-    f" WHERE state IN {_FINISHED_SQL} AND COALESCE(finished_at, updated_at) < ? LIMIT ?"
+    "SELECT r.id, r.body_digest FROM tenants t CROSS JOIN job_runs r WHERE r.tenant_id = t.id"
+    f" AND r.state IN {_FINISHED_SQL} AND COALESCE(r.finished_at, r.updated_at) < ? LIMIT ?"
 )
 
 

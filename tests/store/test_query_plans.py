@@ -23,9 +23,11 @@ from appliance.core.events import EventType
 from appliance.core.runs import RunState, Trigger, occurrence_run
 from appliance.store import claims, notifications
 from appliance.store.breaker import release_waiting
-from appliance.store.claims import claim_runs
+from appliance.store.claims import claim_runs, renew_leases
 from appliance.store.events import list_events, newest_feed_seq
+from appliance.store.figures.operator import LATENESS_RANGE
 from appliance.store.figures.tenants import FINISHED_SINCE_SQL
+from appliance.store.incarnations import _LAST_FINISHED
 from appliance.store.infra.backend import Store
 from appliance.store.infra.connection import SKIP_LOCKED, Connection, row_locks
 from appliance.store.infra.database import Database
@@ -35,6 +37,7 @@ from appliance.store.restarts import _TALLY
 from appliance.store.retention import OLD_FINISHED_SQL
 from appliance.store.run_search import RunFilter, search_runs
 from appliance.store.runs import list_runs
+from appliance.store.usecases.reclaim import reclaim_previous
 from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule, add_due
 
 pytestmark = pytest.mark.perf_cliff
@@ -52,16 +55,20 @@ def plan(db: Store, sql: str, params: Any = ()) -> list[str]:
     )
 
 
-def plans_of(db: Store, read: Callable[..., object], table: str, **kwargs: object) -> list[str]:
-    """The plan of every SELECT from ``table`` that ``read(conn, **kwargs)`` runs; the
-    fetch of a merged page's rows by id tagged ``FETCH``."""
+def plans_of(
+    db: Store, read: Callable[..., object], table: str, *, write: bool = False, **kwargs: object
+) -> list[str]:
+    """The plan of every SELECT from ``table`` (and UPDATE of it) that ``read(conn,
+    **kwargs)`` runs — in a write transaction when ``write``; the fetch of a merged page's
+    rows by id tagged ``FETCH``."""
     seen: list[str] = []
 
     def run(conn: object) -> None:
         assert isinstance(conn, apsw.Connection)
 
         def trace(cursor: apsw.Cursor, sql: str, bindings: object) -> bool:
-            if sql.startswith("SELECT") and f"FROM {table}" in sql:
+            selects = sql.startswith("SELECT") and f"FROM {table}" in sql
+            if selects or sql.startswith(f"UPDATE {table} "):
                 tag = "FETCH " if FETCH in sql else ""
                 rows = conn.execute(f"EXPLAIN QUERY PLAN {sql}", bindings)
                 seen.extend(tag + str(row[-1]) for row in rows)
@@ -73,7 +80,10 @@ def plans_of(db: Store, read: Callable[..., object], table: str, **kwargs: objec
         finally:
             conn.exec_trace = None
 
-    db.read_now(run)
+    if write:
+        db.write_now(run)
+    else:
+        db.read_now(run)
     return seen
 
 
@@ -320,7 +330,54 @@ def test_a_closing_breaker_reads_only_the_claimable_runs(db: Database) -> None:
 
 
 @SQLITE_ONLY
-def test_finding_old_runs_uses_the_index_not_a_scan(db: Database) -> None:
-    """With nothing old enough the pruner reads no run (it runs on the writer)."""
+def test_finding_old_runs_seeks_each_tenants_finished_runs(db: Database) -> None:
+    """With nothing old enough the pruner reads no run (it runs on the writer): one range
+    of ``job_runs_tenant_finished`` per tenant and state, never a walk of that index."""
     found = plan(db, OLD_FINISHED_SQL, (T0, 10))
-    assert any("USING INDEX job_runs_finished" in detail for detail in found), found
+    runs = [d for d in found if d.startswith(("SEARCH r", "SCAN r"))]
+    assert runs == [
+        "SEARCH r USING INDEX job_runs_tenant_finished (tenant_id=? AND state=? AND <expr><?)"
+    ], found
+
+
+@SQLITE_ONLY
+def test_the_last_finished_run_is_one_max_probe_per_tenant(db: Database) -> None:
+    """The restart report's "last run finished" (store/incarnations.py) at boot."""
+    found = plan(db, _LAST_FINISHED)
+    runs = [d for d in found if d.startswith(("SEARCH r", "SCAN r"))]
+    assert runs == [
+        "SEARCH r USING COVERING INDEX job_runs_tenant_finished (tenant_id=? AND state=?)"
+    ], found
+
+
+@SQLITE_ONLY
+def test_the_operators_lateness_sample_reads_newest_first_within_the_window(
+    db: Database,
+) -> None:
+    """/admin/health and /metrics: each tenant's and state's range, newest first, no sort."""
+    found = plan(db, LATENESS_RANGE.sqlite, ("ten_x", "succeeded", T0, 1000))
+    assert found[0] == (
+        "SEARCH r USING INDEX job_runs_tenant_finished (tenant_id=? AND state=? AND <expr>>?)"
+    ), found
+    assert not any("TEMP B-TREE" in detail for detail in found), found
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize(
+    ("call", "kwargs"),
+    [
+        (renew_leases, {"owner": "inc_a", "now": T0, "lease_ms": LEASE}),
+        (reclaim_previous, {"incarnation_id": "inc_a", "now": T0}),
+    ],
+    ids=["heartbeat", "boot reclaim"],
+)
+def test_reads_of_the_running_runs_walk_only_their_lease_index(
+    db: Database, call: Callable[..., object], kwargs: dict[str, object]
+) -> None:
+    """By owner or not, a read of running runs walks ``job_runs_leases``: it holds the
+    running runs only, at most the delivery slots (migration 0024)."""
+    found = plans_of(db, call, "job_runs", write=True, **kwargs)
+    running = [d for d in found if "job_runs_leases" in d]
+    assert running, found
+    walks = [d for d in found if re.match(r"SCAN (job_runs|r)\b", d) and d not in running]
+    assert walks == [], found

@@ -304,6 +304,10 @@ def test_the_migration_recovers_the_reclaim_instant_of_older_attempts(
         " DROP TABLE invitations;"  # 0022's
         " DROP INDEX schedules_tenant_key; ALTER TABLE schedules DROP COLUMN key;"  # 0023's
         " ALTER TABLE schedules DROP COLUMN method;"
+        " CREATE INDEX job_runs_lease_owner ON job_runs(lease_owner)"  # 0024's
+        " WHERE state = 'running'; CREATE INDEX job_runs_finished"
+        " ON job_runs(COALESCE(finished_at, updated_at))"
+        " WHERE state IN ('cancelled', 'failed', 'missed', 'succeeded');"
         f" PRAGMA user_version = {number - 1}"
     )
     assert migrate(conn) == version

@@ -5,8 +5,8 @@ attempt, and how many occurrences an event stands for.
 Rules this module guards:
 
 - A finished run's instant is ``COALESCE(finished_at, updated_at)`` and its states are
-  the literal condition of the partial indexes ``job_runs_tenant_finished`` and
-  ``job_runs_finished`` (migration 0018, 0004): a query spells both exactly as
+  the literal condition of the partial index ``job_runs_tenant_finished`` (migration
+  0018; the time-only ``job_runs_finished`` went in 0024): a query spells both exactly as
   :data:`FINISHED_STATES_SQL` and :data:`ENDED_SQL` do, or SQLite may not use the index.
 - The dispatch lateness of a run finished (succeeded or failed) at its first attempt is
   that attempt's start minus the run's ``due_at`` (still the planned one: nothing moved
@@ -26,8 +26,8 @@ from appliance.store.infra.connection import Sql
 DAY_MS: Final = 86_400_000
 FINISHED_STATES_SQL: Final = "state IN ('cancelled', 'failed', 'missed', 'succeeded')"
 ENDED_SQL: Final = "COALESCE(finished_at, updated_at)"
-# Named: with statistics, the planner may otherwise prefer the time-only index
-# ``job_runs_finished`` and read a table row per run of every tenant in the range.
+# Named: with statistics, the planner may otherwise prefer another of job_runs' indexes
+# (a time-only one, before migration 0024) and read a table row per run in the range.
 # PostgreSQL's planner picks its own index.
 BY_TENANT_FINISHED: Final = Sql(sqlite="INDEXED BY job_runs_tenant_finished", postgres="")
 # ``r``: the run, ``a``: its first attempt (``attempts a ON a.run_id = r.id AND

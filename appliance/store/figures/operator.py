@@ -8,14 +8,16 @@ planner lag from partial indexes), the recent rates — runs delivered and faile
 minute and the dispatch lateness p50/p99 of runs finished at their first attempt, over
 the last ``WINDOW_MS`` (the newest ``LATENESS_SAMPLE`` of them) — the clock jumps of the
 last day, the database and WAL sizes, the free disk, the last database check and the
-last backup. Each query reads an index range bounded by time
-(``job_runs_tenant_finished``, ``job_runs_finished``, ``events_tenant_type``), so the cost
-follows the recent rate, not the history. Finished runs, lateness and an event's count
+last backup. Each query reads index ranges bounded by time (``job_runs_tenant_finished``,
+one per tenant and state; ``events_tenant_type``), so the cost follows the recent rate
+and the tenants, not the history. Finished runs, lateness and an event's count
 follow :mod:`appliance.store.figures.basis`.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from dataclasses import dataclass
 from typing import Final
 
@@ -185,18 +187,36 @@ def _finished_counts(conn: Connection, *, since: int) -> tuple[int, int]:
     return counted[0], counted[1]
 
 
-def _lateness(conn: Connection, *, since: int) -> list[int]:
-    """The lateness of the newest runs finished (succeeded or failed) at their first
-    attempt, sorted (:mod:`appliance.store.figures.basis`)."""
-    rows = conn.execute(
-        f"SELECT {LATENESS_SQL} FROM job_runs r JOIN {FIRST_ATTEMPT_JOIN}"
-        " WHERE r.state IN ('cancelled', 'failed', 'missed', 'succeeded')"  # the index's
-        " AND r.state IN ('succeeded', 'failed') AND r.attempt = 1"
+def _lateness_range(hint: str) -> str:
+    """The newest runs of one tenant finished in one state at their first attempt: one
+    range of ``job_runs_tenant_finished``, newest first (:mod:`~.basis`)."""
+    return (
+        f"SELECT COALESCE(r.finished_at, r.updated_at), {LATENESS_SQL} FROM job_runs r {hint}"
+        f" JOIN {FIRST_ATTEMPT_JOIN} WHERE r.{FINISHED_STATES_SQL}"  # the index's condition
+        " AND r.tenant_id = ? AND r.state = ? AND r.attempt = 1"
         " AND COALESCE(r.finished_at, r.updated_at) >= ?"
-        " ORDER BY COALESCE(r.finished_at, r.updated_at) DESC LIMIT ?",
-        (since, LATENESS_SAMPLE),
+        " ORDER BY COALESCE(r.finished_at, r.updated_at) DESC LIMIT ?"
     )
-    return sorted(max(0, int(str(late))) for (late,) in rows)
+
+
+LATENESS_RANGE: Final = Sql(
+    sqlite=_lateness_range(BY_TENANT_FINISHED.sqlite),
+    postgres=_lateness_range(BY_TENANT_FINISHED.postgres),
+)
+
+
+def _lateness(conn: Connection, *, since: int) -> list[int]:
+    """The lateness of the newest ``LATENESS_SAMPLE`` runs finished (succeeded or failed)
+    at their first attempt since ``since``, sorted: the newest of each tenant and state
+    (one index range each, at most ``LATENESS_SAMPLE`` rows), merged."""
+    tenants = [str(tid) for (tid,) in conn.execute("SELECT id FROM tenants")]
+    ranges = (
+        conn.execute(LATENESS_RANGE.on(conn), (tenant, state, since, LATENESS_SAMPLE))
+        for tenant in tenants
+        for state in ("succeeded", "failed")
+    )
+    newest = heapq.nlargest(LATENESS_SAMPLE, itertools.chain.from_iterable(ranges))
+    return sorted(max(0, int(str(late))) for _, late in newest)
 
 
 def _clock_jumps(conn: Connection, *, since: int) -> int:
