@@ -207,15 +207,17 @@ LATENESS_RANGE: Final = Sql(
 
 def _lateness(conn: Connection, *, since: int) -> list[int]:
     """The lateness of the newest ``LATENESS_SAMPLE`` runs finished (succeeded or failed)
-    at their first attempt since ``since``, sorted: the newest of each tenant and state
-    (one index range each, at most ``LATENESS_SAMPLE`` rows), merged."""
+    at their first attempt since ``since``, sorted: one index range per tenant and state,
+    each newest first, merged until the sample is full (on SQLite a range's rows are read
+    only as the merge reaches them, so it reads about the sample, not tenants × sample)."""
     tenants = [str(tid) for (tid,) in conn.execute("SELECT id FROM tenants")]
-    ranges = (
+    ranges = [
         conn.execute(LATENESS_RANGE.on(conn), (tenant, state, since, LATENESS_SAMPLE))
         for tenant in tenants
         for state in ("succeeded", "failed")
-    )
-    newest = heapq.nlargest(LATENESS_SAMPLE, itertools.chain.from_iterable(ranges))
+    ]
+    merged = heapq.merge(*ranges, key=lambda row: int(str(row[0])), reverse=True)
+    newest = itertools.islice(merged, LATENESS_SAMPLE)
     return sorted(max(0, int(str(late))) for _, late in newest)
 
 
