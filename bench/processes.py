@@ -155,12 +155,11 @@ class Sink:
 
 
 @contextmanager
-def sink(*, answer_ms: int = 0) -> Iterator[Sink]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.sink", "--port", "0", "--answer-ms", str(answer_ms)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+def sink(*, answer_ms: int = 0, hosts: int = 0) -> Iterator[Sink]:
+    """The sink process (``hosts``: also listening on 127.0.0.2 … at the same port)."""
+    argv = ["--port", "0", "--answer-ms", str(answer_ms), "--hosts", str(hosts)]
+    proc = subprocess.Popen([sys.executable, "-m", "bench.sink", *argv],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
