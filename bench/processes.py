@@ -50,6 +50,21 @@ def family_cpu_seconds(pid: int) -> float:
     return total
 
 
+def child_pids(pid: int) -> list[int]:
+    """The living children of a process (their ppid is ``pid``), from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue  # ended meanwhile
+        if int(text[text.rindex(")") + 2 :].split()[1]) == pid:  # ppid (field 4)
+            found.append(int(entry.name))
+    return found
+
+
 def _own_and_reaped(pid: int, fields: list[str] | None = None) -> float:
     if fields is None:
         text = Path(f"/proc/{pid}/stat").read_text()
