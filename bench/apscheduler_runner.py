@@ -2,9 +2,10 @@
 for durable HTTP jobs — ``AsyncIOScheduler``, ``SQLAlchemyJobStore`` on a SQLite file,
 each job an ``httpx.AsyncClient`` POST to the sink.
 
-``python -m bench.apscheduler_runner --db FILE --url URL --jobs N (--at EPOCH_S | --every-second)``
-adds N jobs to a *paused* scheduler (a date trigger at ``--at``, or a cron trigger every
-second), prints ``ready``, resumes, and runs until SIGTERM.
+``python -m bench.apscheduler_runner --db FILE --url URL --jobs N (--at EPOCH_S | --every-second)
+[--targets FILE]`` adds N jobs to a *paused* scheduler (a date trigger at ``--at``, or a
+cron trigger every second; job ``i`` posts to line ``i`` of ``--targets``, else to
+``--url``), prints ``ready``, resumes, and runs until SIGTERM.
 
 Configuration chosen to give APScheduler its best chance not to lose work (its defaults
 would drop late runs): ``misfire_grace_time=None`` (run however late), ``coalesce=False``,
@@ -25,6 +26,7 @@ import datetime
 import logging
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -55,8 +57,8 @@ def scheduled_text(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-async def deliver(name: str) -> None:
-    """The job: one POST to the sink."""
+async def deliver(name: str, url: str | None = None) -> None:
+    """The job: one POST to the sink (to ``url``, else ``--url``)."""
     text = scheduled_text(RUN_TIME.get())
     headers = {
         "X-Idempotency-Key": f"{name}@{text}",
@@ -65,7 +67,7 @@ async def deliver(name: str) -> None:
         "Content-Type": "application/json",
     }
     async with _state["limit"]:
-        response = await _state["client"].post(_state["url"], content=b'{"bench":true}',
+        response = await _state["client"].post(url or _state["url"], content=b'{"bench":true}',
                                                headers=headers)  # fmt: skip
         response.raise_for_status()
 
@@ -87,8 +89,10 @@ async def run(args: argparse.Namespace) -> None:
         trigger = DateTrigger(
             run_date=datetime.datetime.fromtimestamp(args.at, datetime.UTC), timezone=datetime.UTC
         )
+    urls: list[str] | None = args.urls
     for i in range(args.jobs):
-        scheduler.add_job(deliver, trigger, args=[f"j{i}"], id=f"j{i}")
+        job_args = [f"j{i}", urls[i]] if urls else [f"j{i}"]
+        scheduler.add_job(deliver, trigger, args=job_args, id=f"j{i}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -109,7 +113,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, required=True)
     parser.add_argument("--at", type=float, help="burst: the epoch second every job fires")
     parser.add_argument("--every-second", action="store_true", help="steady: cron every second")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--targets", help="job i posts to line i (else --url)")
+    args = parser.parse_args()
+    args.urls = Path(args.targets).read_text().split() if args.targets else None
+    asyncio.run(run(args))
 
 
 if __name__ == "__main__":

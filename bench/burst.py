@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from appliance.core.ids import idempotency_key
@@ -36,21 +37,28 @@ def daily_at(moment_ms: int) -> str:
     return f"{t.tm_sec} {t.tm_min} {t.tm_hour} * * *"
 
 
-def prepare(data_dir: Path, *, n: int, url: str, at_ms: int) -> dict[str, int]:
+def prepare(
+    data_dir: Path, *, n: int, url: str, at_ms: int, urls: Sequence[str] | None = None
+) -> dict[str, int]:
     """N schedules firing at ``at_ms`` in the data dir's file; the expected key →
     scheduled_for map."""
     db = seed.open_store(data_dir)
     try:
-        return prepare_store(db, n=n, url=url, at_ms=at_ms)
+        return prepare_store(db, n=n, url=url, at_ms=at_ms, urls=urls)
     finally:
         db.close()
 
 
-def prepare_store(db: Store, *, n: int, url: str, at_ms: int) -> dict[str, int]:
-    """N schedules firing at ``at_ms`` in an open store (SQLite or PostgreSQL)."""
+def prepare_store(
+    db: Store, *, n: int, url: str, at_ms: int, urls: Sequence[str] | None = None
+) -> dict[str, int]:
+    """N schedules firing at ``at_ms`` in an open store (SQLite or PostgreSQL); schedule
+    ``i`` targets ``urls[i]`` when given (:mod:`bench.mixed`), else ``url``."""
     now = int(time.time() * 1000)
     tenant = seed.new_tenant(db, name="bench", now=now)
-    specs = [seed.spec(target_url=url, cron=daily_at(at_ms), name=f"b{i}") for i in range(n)]
+    cron = daily_at(at_ms)
+    specs = [seed.spec(target_url=urls[i] if urls else url, cron=cron, name=f"b{i}")
+             for i in range(n)]  # fmt: skip
     ids = seed.create_schedules(db, tenant_id=tenant.tenant_id, specs=specs, now=now)
     text = format_scheduled_for(at_ms)
     return {idempotency_key(sid, text): at_ms for sid in ids}
@@ -65,11 +73,12 @@ def burst_once(
     profile_to: Path | None = None,
     store_calls_to: Path | None = None,
     the_sink: Sink,
+    urls: Sequence[str] | None = None,
 ) -> Figures:
     data_dir = Path(tempfile.mkdtemp(prefix="burst-", dir=workdir))
     the_sink.reset()
     at_ms = (int(time.time() * 1000) // 1000 + int(lead_s) + 1) * 1000
-    expected = prepare(data_dir, n=n, url=the_sink.url, at_ms=at_ms)
+    expected = prepare(data_dir, n=n, url=the_sink.url, at_ms=at_ms, urls=urls)
     prefix = _profiler(profile_to) if profile_to else ()
     env = {}
     if store_calls_to is not None:

@@ -2,15 +2,15 @@
 every 100 ms, one synchronous POST at a time (cron + curl, made durable). Standard library
 only: ``sqlite3`` and ``http.client``.
 
-``python -m bench.naive_runner --db FILE --url URL --jobs N (--at EPOCH_S | --every-second)``
-writes N rows ``jobs(id, next_due, period_s)`` in one transaction (``j<i>``, due at
-``--at`` once, or every second from the next whole second), prints ``ready``, then loops
-until SIGTERM:
+``python -m bench.naive_runner --db FILE --url URL --jobs N (--at EPOCH_S | --every-second)
+[--targets FILE]`` writes N rows ``jobs(id, next_due, period_s, url)`` in one transaction
+(``j<i>``, due at ``--at`` once, or every second from the next whole second; ``url`` line
+``i`` of ``--targets``, else ``--url``), prints ``ready``, then loops until SIGTERM:
 
 - every 100 ms (the next tick at once when a pass overran), ``SELECT`` the rows with
   ``next_due <= now``, oldest first;
-- for each, one at a time: POST to the URL over one keep-alive connection (on an error:
-  close it, reconnect, try once more), then ``UPDATE`` its ``next_due`` (+ ``period_s``,
+- for each, one at a time: POST to its URL over one keep-alive connection per origin (on
+  an error: close it, reconnect, try once more), then ``UPDATE`` its ``next_due`` (+ ``period_s``,
   so a late job catches up on every missed second as APScheduler with
   ``misfire_grace_time=None, coalesce=False`` does; ``NULL`` for a one-off) and commit —
   one commit per delivery. A POST that fails twice or answers ≥ 300 leaves the row due:
@@ -49,44 +49,60 @@ def open_db(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute(
         "CREATE TABLE IF NOT EXISTS jobs "
-        "(id TEXT PRIMARY KEY, next_due INTEGER, period_s INTEGER NOT NULL)"
+        "(id TEXT PRIMARY KEY, next_due INTEGER, period_s INTEGER NOT NULL, url TEXT)"
     )
     conn.execute("CREATE INDEX IF NOT EXISTS jobs_due ON jobs (next_due)")
     return conn
 
 
-def add_jobs(conn: sqlite3.Connection, *, jobs: int, first_due: int, period_s: int) -> None:
+def add_jobs(
+    conn: sqlite3.Connection,
+    *,
+    jobs: int,
+    first_due: int,
+    period_s: int,
+    urls: list[str] | None = None,
+) -> None:
     """``jobs`` rows ``j0``… first due at ``first_due`` (epoch s), then every ``period_s``
-    (0: once). One transaction: setup, not measured."""
+    (0: once); job ``i`` posts to ``urls[i]`` when given (else the poster's URL). One
+    transaction: setup, not measured."""
     conn.execute("BEGIN")
     conn.executemany(
-        "INSERT INTO jobs (id, next_due, period_s) VALUES (?, ?, ?)",
-        ((f"j{i}", first_due, period_s) for i in range(jobs)),
+        "INSERT INTO jobs (id, next_due, period_s, url) VALUES (?, ?, ?, ?)",
+        ((f"j{i}", first_due, period_s, urls[i] if urls else None) for i in range(jobs)),
     )
     conn.execute("COMMIT")
 
 
+Origin = tuple[str, int]
+
+
+def _split(url: str) -> tuple[Origin, str]:
+    parts = urllib.parse.urlsplit(url)
+    return (parts.hostname or "127.0.0.1", parts.port or 80), parts.path or "/"
+
+
 class Poster:
-    """One keep-alive HTTP/1.1 connection to the URL; a fresh one after any error."""
+    """One keep-alive HTTP/1.1 connection per origin (the URL's by default); a fresh one
+    after any error."""
 
     def __init__(self, url: str, timeout: float = 10.0) -> None:
-        parts = urllib.parse.urlsplit(url)
-        self.host = parts.hostname or "127.0.0.1"
-        self.port = parts.port or 80
-        self.path = parts.path or "/"
+        self.origin, self.path = _split(url)
         self.timeout = timeout
-        self.conn: http.client.HTTPConnection | None = None
+        self.conns: dict[Origin, http.client.HTTPConnection] = {}
 
-    def _once(self, headers: dict[str, str]) -> int:
-        if self.conn is None:
-            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
-        self.conn.request("POST", self.path, body=_BODY, headers=headers)
-        response = self.conn.getresponse()
+    def _once(self, origin: Origin, path: str, headers: dict[str, str]) -> int:
+        conn = self.conns.get(origin)
+        if conn is None:
+            conn = self.conns[origin] = http.client.HTTPConnection(*origin, timeout=self.timeout)
+        conn.request("POST", path, body=_BODY, headers=headers)
+        response = conn.getresponse()
         response.read()
         return response.status
 
-    def post(self, job: str, due_s: int) -> bool:
-        """POST one occurrence; True when it was answered 2xx."""
+    def post(self, job: str, due_s: int, url: str | None = None) -> bool:
+        """POST one occurrence (to ``url``, else the poster's); True when answered 2xx."""
+        origin, path = _split(url) if url else (self.origin, self.path)
         text = scheduled_text(due_s)
         headers = {
             "X-Idempotency-Key": f"{job}@{text}",
@@ -96,15 +112,17 @@ class Poster:
         }
         for _ in range(2):
             try:
-                return 200 <= self._once(headers) < 300
+                return 200 <= self._once(origin, path, headers) < 300
             except (OSError, http.client.HTTPException):
-                self.close()
+                conn = self.conns.pop(origin, None)
+                if conn is not None:
+                    conn.close()
         return False
 
     def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        for conn in self.conns.values():
+            conn.close()
+        self.conns = {}
 
 
 def run_pass(
@@ -116,14 +134,14 @@ def run_pass(
     """One poll: deliver every row due at ``now_s``, one at a time, one commit each;
     the number delivered."""
     due = conn.execute(
-        "SELECT id, next_due, period_s FROM jobs WHERE next_due <= ? ORDER BY next_due, id",
+        "SELECT id, next_due, period_s, url FROM jobs WHERE next_due <= ? ORDER BY next_due, id",
         (now_s,),
     ).fetchall()
     delivered = 0
-    for job, due_s, period_s in due:
+    for job, due_s, period_s, url in due:
         if stopping():
             break
-        if not poster.post(job, due_s):
+        if not poster.post(job, due_s, url):
             continue  # still due: the next pass tries again
         conn.execute("BEGIN")
         conn.execute(
@@ -151,6 +169,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, required=True)
     parser.add_argument("--at", type=float, help="burst: the epoch second every job fires")
     parser.add_argument("--every-second", action="store_true", help="steady: every second")
+    parser.add_argument("--targets", type=Path, help="job i posts to line i (else --url)")
     args = parser.parse_args()
     if args.every_second == (args.at is not None):
         parser.error("give exactly one of --at and --every-second")
@@ -158,10 +177,11 @@ def main() -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.append(True))
     conn = open_db(args.db)
+    urls = args.targets.read_text().split() if args.targets else None
     if args.every_second:
-        add_jobs(conn, jobs=args.jobs, first_due=int(time.time()) + 1, period_s=1)
+        add_jobs(conn, jobs=args.jobs, first_due=int(time.time()) + 1, period_s=1, urls=urls)
     else:
-        add_jobs(conn, jobs=args.jobs, first_due=int(args.at), period_s=0)
+        add_jobs(conn, jobs=args.jobs, first_due=int(args.at), period_s=0, urls=urls)
     poster = Poster(args.url)
     sys.stdout.write("ready\n")
     sys.stdout.flush()

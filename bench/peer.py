@@ -9,10 +9,18 @@ POST at a time, one commit per delivery). Setup of any system is not measured. R
 every arm comes before run i + 1 of any, so the arms meet the same load. Ratios are
 Steeple ÷ peer for rates and peer ÷ Steeple for times and CPU (> 1: Steeple better).
 
-``python -m bench.peer [--size 10000] [--rates 500] [--duration 60] [--runs 3]
-[--peers apscheduler,naive] [--answer-ms 0]``: ``--answer-ms N`` makes the sink answer
-each delivery N ms after it arrived (a receiver that does some work; lateness still
-counts arrivals), where one POST at a time shows what it costs.
+The mixed-latency workload (``--mixed N``, issue 24's "receivers taking 5–50 ms, 20
+hosts"): N occurrences due at one second, occurrence ``i`` to host ``i % --mixed-hosts``
+(a distinct loopback address of the sink) whose answer takes a latency drawn
+deterministically from ``i`` in 5–50 ms (:mod:`bench.mixed`), the same receivers for
+every arm; measured as the burst is (all delivered after, lateness, CPU per delivery).
+
+``python -m bench.peer [--size 10000] [--rates 500] [--duration 60] [--mixed 2000]
+[--mixed-hosts 20] [--runs 3] [--peers apscheduler,naive] [--answer-ms 0]``: ``--size 0``,
+``--rates ""``, ``--mixed 0`` skip a workload; ``--answer-ms N`` makes the sink answer
+each delivery of the burst and steady workloads N ms after it arrived (a receiver that
+does some work; lateness still counts arrivals), where one POST at a time shows what it
+costs.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from bench import mixed
 from bench.burst import burst_once
 from bench.peers import RUNNERS, peer_burst_once, peer_steady_once
 from bench.processes import Sink, sink
@@ -87,6 +96,34 @@ def burst_arms(
                       lower_better=BURST_LOWER_BETTER)  # fmt: skip
 
 
+def mixed_title(args: argparse.Namespace) -> str:
+    lo, hi = mixed.LATENCY_MS
+    return f"mixed {args.mixed}, {args.mixed_hosts} hosts, {lo}–{hi} ms"
+
+
+def mixed_arms(
+    work: Path, args: argparse.Namespace, peers: list[str], leads: dict[str, float], the_sink: Sink
+) -> Groups:
+    """The mixed-latency burst (:mod:`bench.mixed`), every arm to the same receivers."""
+    urls = mixed.targets(the_sink.port, args.mixed, hosts=args.mixed_hosts)
+    runs: dict[str, list[Figures]] = {arm: [] for arm in ["steeple", *peers]}
+    peer_leads = {**leads, "apscheduler": args.peer_lead or 10 + args.mixed / 300}
+
+    def one(_i: int) -> Figures:
+        runs["steeple"].append(burst_once(work, n=args.mixed, lead_s=args.lead,
+                                          timeout_s=args.timeout, the_sink=the_sink,
+                                          urls=urls))  # fmt: skip
+        for peer in peers:
+            runs[peer].append(peer_burst_once(work, n=args.mixed, lead_s=peer_leads[peer],
+                                              timeout_s=args.timeout, the_sink=the_sink,
+                                              kind=peer, urls=urls))  # fmt: skip
+        return {f"{arm}_s": arm_runs[-1]["all_delivered_s"] for arm, arm_runs in runs.items()}
+
+    repeat(args.runs, one)
+    return arm_groups(mixed_title(args), runs, higher_better=[],
+                      lower_better=BURST_LOWER_BETTER)  # fmt: skip
+
+
 def steady_arms(
     work: Path, args: argparse.Namespace, peers: list[str], rate: int, the_sink: Sink
 ) -> Groups:
@@ -117,6 +154,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000, help="burst size (0: skip)")
     parser.add_argument("--rates", default="500", help="steady rates (empty: skip)")
     parser.add_argument("--duration", type=int, default=60)
+    parser.add_argument("--mixed", type=int, default=2_000,
+                        help="mixed-latency burst size (0: skip)")  # fmt: skip
+    parser.add_argument("--mixed-hosts", type=int, default=mixed.HOSTS,
+                        help="distinct receiver addresses (1–250)")  # fmt: skip
     parser.add_argument(
         "--peers", default="apscheduler,naive", help="comma-separated (empty: Steeple alone)"
     )
@@ -128,25 +169,30 @@ def main() -> None:
         "--answer-ms", type=int, default=0, help="the sink answers each delivery after (ms)"
     )
     args = parser.parse_args()
+    if not 1 <= args.mixed_hosts <= 250:
+        parser.error("--mixed-hosts must be 1–250")
     peers = parse_peers(args.peers)
     leads = {"apscheduler": args.peer_lead or 10 + args.size / 300, "naive": args.naive_lead}
     groups: Groups = {}
     compare: dict[str, list[str]] = {}
     with (
         tempfile.TemporaryDirectory(dir=args.workdir) as tmp,
-        sink(answer_ms=args.answer_ms) as the_sink,
+        sink(answer_ms=args.answer_ms, hosts=args.mixed_hosts if args.mixed else 0) as the_sink,
     ):
         work = Path(tmp)
         titled: list[tuple[str, Groups]] = []
         if args.size:
             titled.append((f"burst {args.size}", burst_arms(work, args, peers, leads, the_sink)))
+        if args.mixed:
+            titled.append((mixed_title(args), mixed_arms(work, args, peers, leads, the_sink)))
         for rate in [int(r) for r in args.rates.split(",") if r]:
             titled.append((f"steady {rate}/s", steady_arms(work, args, peers, rate, the_sink)))
         for title, arm in titled:
             groups.update(arm)
             compare[title] = [f"{title}: {a}" for a in ["steeple", *peers]]
     params = {"size": args.size, "rates": args.rates, "duration_s": args.duration,
-              "peers": ",".join(peers), "answer_ms": args.answer_ms}  # fmt: skip
+              "peers": ",".join(peers), "answer_ms": args.answer_ms, "mixed": args.mixed,
+              "mixed_hosts": args.mixed_hosts}  # fmt: skip
     publish("peer", params, groups, compare=compare)
 
 

@@ -17,9 +17,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from appliance.core.instants import format_scheduled_for
+from bench import mixed
 from bench.deliveries import judge
 from bench.processes import Sink, cpu_seconds
 from bench.report import Figures
@@ -32,11 +34,21 @@ class Peer:
     """A running peer process (``kind`` names it in :data:`RUNNERS`)."""
 
     def __init__(
-        self, workdir: Path, *, kind: str, url: str, jobs: int, trigger: list[str]
+        self,
+        workdir: Path,
+        *,
+        kind: str,
+        url: str,
+        jobs: int,
+        trigger: list[str],
+        urls: Sequence[str] | None = None,
     ) -> None:
         self.kind = kind
-        db = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=workdir)) / "jobs.sqlite"
-        argv = ["-m", RUNNERS[kind], "--db", str(db), "--url", url, "--jobs", str(jobs)]
+        home = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=workdir))
+        argv = ["-m", RUNNERS[kind], "--db", str(home / "jobs.sqlite"), "--url", url,
+                "--jobs", str(jobs)]  # fmt: skip
+        if urls:  # job i posts to urls[i] (bench.mixed)
+            argv += ["--targets", str(mixed.write_targets(home / "targets.txt", list(urls)))]
         self.proc = subprocess.Popen([sys.executable, *argv, *trigger],
                                      stdout=subprocess.PIPE, text=True)  # fmt: skip
 
@@ -65,11 +77,14 @@ def peer_burst_once(
     timeout_s: float,
     the_sink: Sink,
     kind: str = "apscheduler",
+    urls: Sequence[str] | None = None,
 ) -> Figures:
-    """``n`` jobs due at one second, ``lead_s`` after the peer starts: the burst's figures."""
+    """``n`` jobs due at one second, ``lead_s`` after the peer starts: the burst's figures
+    (job ``i`` to ``urls[i]`` when given, else the sink's URL)."""
     the_sink.reset()
     at = int(time.time() + lead_s) + 1
-    peer = Peer(workdir, kind=kind, url=the_sink.url, jobs=n, trigger=["--at", str(at)])
+    peer = Peer(workdir, kind=kind, url=the_sink.url, jobs=n, trigger=["--at", str(at)],
+                urls=urls)  # fmt: skip
     try:
         peer.wait_ready()
         if time.time() > at - 1:

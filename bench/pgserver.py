@@ -9,6 +9,8 @@ log reports, and the rows a run left.
 - Transactions = ``pg_stat_database.xact_commit`` / ``xact_rollback`` of one database,
   read after the replicas' backends have ended (a backend flushes its counters when it
   exits).
+- Pinning (``bench.replicas --pg-cpus``): :func:`pin` confines the server to a CPU list
+  (``sched_setaffinity`` on the postmaster and its children, as ``taskset -p`` would).
 - Conflicts = the server log's ``could not serialize access`` and ``deadlock detected``
   errors: each is one transaction ``PgDatabase`` ran again from the start (counted per
   statement, so the hot statement is named).
@@ -16,6 +18,7 @@ log reports, and the rows a run left.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections import Counter
@@ -26,7 +29,7 @@ from pathlib import Path
 
 import psycopg
 
-from bench.processes import family_cpu_seconds
+from bench.processes import child_pids, family_cpu_seconds
 from tests.postgres_cluster import Cluster, start_cluster, unavailable
 
 _CONFLICT = re.compile(r"ERROR:\s+(could not serialize access|deadlock detected)")
@@ -61,6 +64,31 @@ class Server:
                 )
                 found[" ".join(statement.split())[:90]] += 1
         return found
+
+
+def parse_cpus(text: str) -> set[int]:
+    """A CPU list as ``taskset -c`` reads it (``0``, ``0,2``, ``0-1``) → the CPU numbers;
+    ValueError names what is wrong (empty, malformed, or a CPU this machine lacks)."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()):
+            raise ValueError(f"not a CPU list: {text!r} (say e.g. 0 or 0-1,3)")
+        cpus.update(range(int(first), int(last if dash else first) + 1))
+    usable = os.sched_getaffinity(0)
+    if not cpus or not cpus <= usable:
+        raise ValueError(f"CPUs {sorted(cpus - usable)} are not usable here ({sorted(usable)})")
+    return cpus
+
+
+def pin(server: Server, cpus: set[int]) -> int:
+    """Confine the server to ``cpus`` (``sched_setaffinity``, as ``taskset -p`` does): the
+    postmaster and its living children; a backend forked later inherits the postmaster's
+    mask. The number of processes pinned."""
+    pids = [server.postmaster_pid, *child_pids(server.postmaster_pid)]
+    for pid in pids:
+        os.sched_setaffinity(pid, cpus)
+    return len(pids)
 
 
 @contextmanager

@@ -50,6 +50,21 @@ def family_cpu_seconds(pid: int) -> float:
     return total
 
 
+def child_pids(pid: int) -> list[int]:
+    """The living children of a process (their ppid is ``pid``), from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue  # ended meanwhile
+        if int(text[text.rindex(")") + 2 :].split()[1]) == pid:  # ppid (field 4)
+            found.append(int(entry.name))
+    return found
+
+
 def _own_and_reaped(pid: int, fields: list[str] | None = None) -> float:
     if fields is None:
         text = Path(f"/proc/{pid}/stat").read_text()
@@ -155,12 +170,11 @@ class Sink:
 
 
 @contextmanager
-def sink(*, answer_ms: int = 0) -> Iterator[Sink]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.sink", "--port", "0", "--answer-ms", str(answer_ms)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+def sink(*, answer_ms: int = 0, hosts: int = 0) -> Iterator[Sink]:
+    """The sink process (``hosts``: also listening on 127.0.0.2 … at the same port)."""
+    argv = ["--port", "0", "--answer-ms", str(answer_ms), "--hosts", str(hosts)]
+    proc = subprocess.Popen([sys.executable, "-m", "bench.sink", *argv],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

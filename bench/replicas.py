@@ -26,7 +26,12 @@ functions, drained by R replicas. Figures per run:
 - ``load_1m``: the machine's 1-minute load average as the run ended (it is shared).
 
 ``python -m bench.replicas [--replicas 1,2,3] [--burst 2000] [--sustained-rate 200]
-[--seconds 20] [--runs 3]`` (``--burst 0`` or ``--sustained-rate 0`` skips that part).
+[--seconds 20] [--runs 3] [--pg-cpus LIST]`` (``--burst 0`` or ``--sustained-rate 0``
+skips that part).
+
+``--pg-cpus 0`` pins the PostgreSQL server to CPU 0 (the replicas keep every CPU); with
+a ×1 arm, each ×R arm's burst gain is printed beside the gain its CPU figures predict
+(:mod:`bench.replica_scaling`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 from appliance.store.infra.postgres.database import PgDatabase
-from bench import burst, pgserver, steady
+from bench import burst, pgserver, replica_scaling, steady
 from bench.deliveries import judge
 from bench.pgserver import Server
 from bench.processes import Appliance, Sink, cpu_seconds, sink
@@ -270,7 +275,8 @@ def _publish(args: argparse.Namespace, arms: list[str], groups: dict[str, list[F
     }
     params = {"replicas": args.replicas, "burst": args.burst, "runs": args.runs,
               "sustained_rate": args.sustained_rate, "seconds": args.seconds,
-              "lead_s": args.lead}  # fmt: skip
+              "lead_s": args.lead,
+              "pg_cpus": ",".join(map(str, sorted(args.pg_cpus or [])))}  # fmt: skip
     retried = {arm: dict(c.most_common()) for arm, c in conflicts.items() if c}
     publish("replicas", params, groups, extra={"conflicts_by_statement": retried},
             compare=compare)  # fmt: skip
@@ -288,6 +294,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=20, help="the sustained window")
     parser.add_argument("--lead", type=float, default=12.0, help="seconds until the burst")
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--pg-cpus", type=replica_scaling.cpu_list,
+                        help="pin PostgreSQL to these CPUs (as taskset -c: 0)")  # fmt: skip
     args = parser.parse_args()
     counts = [int(r) for r in args.replicas.split(",") if r]
     arms = [SQLITE, *map(arm_name, counts)]
@@ -298,6 +306,7 @@ def main() -> None:
         sink() as the_sink,
         pgserver.running(Path(tmp)) as server,
     ):
+        replica_scaling.pin_server(server, args.pg_cpus)
         try:
             # Run i of every arm before run i + 1 of any: on a shared machine the arms
             # meet the same load.
@@ -311,6 +320,11 @@ def main() -> None:
                         )
         finally:  # a run that fails keeps the runs before it
             if groups:
+                groups.update(
+                    replica_scaling.groups_for(
+                        args.burst, counts, groups, arm_name, pg_cpus=args.pg_cpus
+                    )
+                )
                 _publish(args, arms, groups, conflicts)
 
 

@@ -2,11 +2,17 @@
 after ``--answer-ms``, a receiver that does some work) and records every delivery, so
 lateness, duplicates and losses are counted by the receiver.
 
-``python -m bench.sink --port 0 [--out FILE] [--answer-ms N]`` prints ``port <n>`` on
-stdout when it accepts connections. HTTP/1.1 keep-alive on raw asyncio protocols (no
-framework: the sink must never be the bottleneck). Per request it records, at the moment
-the whole request has arrived: ``time.time_ns()``, ``X-Idempotency-Key``, ``X-Attempt``,
-``X-Scheduled-For``.
+``python -m bench.sink --port 0 [--out FILE] [--answer-ms N] [--hosts H]`` prints
+``port <n>`` on stdout when it accepts connections (on 127.0.0.1 and, with ``--hosts H``,
+on 127.0.0.2 … 127.0.0.<H + 1> at the same port: H receivers at distinct addresses). HTTP/1.1
+keep-alive on raw asyncio protocols (no framework: the sink must never be the bottleneck).
+Per request it records, at the moment the whole request has arrived: ``time.time_ns()``,
+``X-Idempotency-Key``, ``X-Attempt``, ``X-Scheduled-For``.
+
+A delivery to ``/mixed/<ms>`` is answered ``<ms>`` after it arrived (whatever
+``--answer-ms`` says): a receiver whose latency the target URL sets, so a workload of
+mixed latencies (:mod:`bench.mixed`) is the same for every system that delivers it. Answers
+on one connection keep the requests' order.
 
 Control requests (any method, any other path is a delivery):
 - ``/_count`` → ``{"count": n, "distinct": distinct keys}``
@@ -62,6 +68,7 @@ class SinkProtocol(asyncio.Protocol):
         self.answer_s = answer_s
         self.buffer = bytearray()
         self.transport: asyncio.Transport | None = None
+        self.last_answer = 0.0  # loop time of the latest answer scheduled (keeps order)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -95,8 +102,12 @@ class SinkProtocol(asyncio.Protocol):
         if answer is None:
             self.recorder.records.append((arrived, found[0], found[1], found[2]))
             self.recorder.keys.add(found[0])
-            if self.answer_s:  # recorded on arrival, answered later (in arrival order)
-                asyncio.get_running_loop().call_later(self.answer_s, self._answer)
+            delay = _mixed_delay(path)
+            delay = self.answer_s if delay is None else delay
+            loop = asyncio.get_running_loop()
+            if delay or self.last_answer > loop.time():  # answered later, in arrival order
+                self.last_answer = max(self.last_answer, loop.time() + delay)
+                loop.call_at(self.last_answer, self._answer)
             else:
                 self.transport.write(_OK)
         else:
@@ -109,20 +120,35 @@ class SinkProtocol(asyncio.Protocol):
             self.transport.write(_OK)
 
 
-async def serve(port: int, out: Path | None, answer_ms: int = 0) -> None:
+def _mixed_delay(path: bytes) -> float | None:
+    """``/mixed/<ms>`` → seconds; None for any other path."""
+    if not path.startswith(b"/mixed/"):
+        return None
+    digits = path[len(b"/mixed/") :].split(b"?")[0]
+    return int(digits) / 1000 if digits.isdigit() else None
+
+
+async def serve(port: int, out: Path | None, answer_ms: int = 0, hosts: int = 0) -> None:
     recorder = Recorder()
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(
-        lambda: SinkProtocol(recorder, answer_ms / 1000), "127.0.0.1", port, backlog=4096
-    )
+
+    def protocol() -> SinkProtocol:
+        return SinkProtocol(recorder, answer_ms / 1000)
+
+    server = await loop.create_server(protocol, "127.0.0.1", port, backlog=4096)
+    bound = server.sockets[0].getsockname()[1]
+    more = [
+        await loop.create_server(protocol, f"127.0.0.{2 + k}", bound, backlog=4096)
+        for k in range(hosts)
+    ]
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    bound = server.sockets[0].getsockname()[1]
     sys.stdout.write(f"port {bound}\n")
     sys.stdout.flush()
     await stop.wait()
-    server.close()
+    for listening in [server, *more]:
+        listening.close()
     if out is not None:
         await asyncio.to_thread(out.write_bytes, recorder.lines())
 
@@ -132,8 +158,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--out", type=Path, help="JSON lines written on SIGTERM")
     parser.add_argument("--answer-ms", type=int, default=0, help="answer each delivery after")
+    parser.add_argument("--hosts", type=int, default=0, help="also on 127.0.0.2 … (max 250)")
     args = parser.parse_args()
-    asyncio.run(serve(args.port, args.out, args.answer_ms))
+    if not 0 <= args.hosts <= 250:
+        parser.error("--hosts must be 0–250")
+    asyncio.run(serve(args.port, args.out, args.answer_ms, args.hosts))
 
 
 if __name__ == "__main__":
