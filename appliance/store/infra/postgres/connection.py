@@ -5,13 +5,18 @@ PostgreSQL store: each statement goes through
 :func:`~appliance.store.infra.postgres.dialect.to_postgres`,
 Python booleans are bound as 0/1 (the schema's flags are integers, as in SQLite), and
 ``numeric`` results (PostgreSQL's ``sum`` of ``bigint``) come back as ``int`` when whole.
+
+It counts its **round trips** (:attr:`PgConnection.round_trips`): each time the client
+waits for the server's answer. psycopg makes one per ``execute`` (two the time it
+prepares the statement: ``Parse`` waits for its answer before ``Bind``/``Execute``), and
+one per ``executemany``, which it sends as one pipeline (one ``Sync``, one wait).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 from psycopg.adapt import Loader
@@ -87,16 +92,19 @@ def _bind(params: Any) -> Any:
 class PgConnection:
     """One pooled connection, inside a transaction the store opened."""
 
-    __slots__ = ("_changes", "_total", "raw")
+    __slots__ = ("_changes", "_total", "raw", "round_trips")
 
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw
         self._changes = 0
         self._total = 0
+        self.round_trips = 0  # waits for the server's answer (the module's rules)
 
     def execute(self, statements: str, bindings: Any = None, /) -> _Rows:
         cursor = self.raw.cursor()
+        prepared = _prepared(self.raw)
         cursor.execute(to_postgres(statements), _bind(bindings))
+        self.round_trips += 1 + _prepared(self.raw) - prepared
         if (changed := _changed_by(cursor.statusmessage)) is not None:
             self._changed(changed)
         return _Rows(cursor)
@@ -110,6 +118,7 @@ class PgConnection:
             return returned
         returning = "RETURNING" in statements.upper()
         cursor.executemany(to_postgres(statements), batch, returning=returning)
+        self.round_trips += 1 if PIPELINED else len(batch)
         if _changed_by(cursor.statusmessage) is not None:
             self._changed(max(cursor.rowcount, 0))  # summed over the batch
         if not returning:
@@ -130,6 +139,17 @@ class PgConnection:
 
     def total_changes(self) -> int:
         return self._total
+
+
+# psycopg sends an ``executemany`` as one pipeline where libpq supports it (libpq 14+).
+PIPELINED: Final = psycopg.Pipeline.is_supported()
+
+
+def _prepared(raw: psycopg.Connection[Any]) -> int:
+    """Statements psycopg has prepared on ``raw`` so far (each ``Parse`` outside a pipeline
+    cost a round trip of its own). psycopg keeps the number in its prepare manager, the
+    only place it is known."""
+    return int(raw._prepared._prepared_idx)
 
 
 def _changed_by(status: str | None) -> int | None:

@@ -22,6 +22,10 @@ Rules this module guards (docs/adr/0044-postgresql-store.md):
   answers again, what became of that id (``txid_status``): committed — the result stands;
   aborted — the transaction runs again. Only a status the server no longer keeps raises
   :class:`CommitUnknown`.
+- **Round trips are counted** (:attr:`PgDatabase.round_trips`): every wait for the
+  server's answer a transaction made, ``BEGIN`` and ``COMMIT`` (or ``ROLLBACK``) included,
+  runs that were aborted and run again included (:mod:`~appliance.store.infra.postgres.connection`
+  counts the statements'). The figure the benchmarks divide by deliveries.
 - psycopg errors become :class:`~appliance.errors.StoreError` here and only here.
 """
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, Final, ParamSpec, TypeVar, cast
@@ -130,6 +135,12 @@ class PgDatabase:
         self.commits = 0  # transactions committed by ``write`` (``wait_for_commit`` wakes)
         self.retried = 0  # transactions run again after a serialization failure
         self._batched_in_flight: set[trio.Event] = set()  # ``write_after_batched`` waits
+        self._tally = _Tally()
+
+    @property
+    def round_trips(self) -> int:
+        """Round trips to the server this process's transactions made so far."""
+        return self._tally.total
 
     @staticmethod
     def _configure(raw: psycopg.Connection[Any]) -> None:
@@ -168,7 +179,7 @@ class PgDatabase:
         while True:
             try:
                 with self._pool.connection() as raw:
-                    return _in_transaction(raw, begin, fn)
+                    return _in_transaction(raw, begin, fn, self._tally)
             except _RETRIED:
                 conflicts += 1
                 if conflicts == MAX_ATTEMPTS:
@@ -191,6 +202,7 @@ class PgDatabase:
             try:
                 with self._pool.connection() as raw:
                     row = raw.execute("SELECT txid_status(%s)", (lost.xid,)).fetchone()
+                    self._tally.add(1)
             except (psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
                 if not _unreachable(exc):
                     raise
@@ -301,6 +313,7 @@ class PgDatabase:
         def send() -> None:
             with self._pool.connection(timeout=1.0) as raw:
                 raw.execute(f"NOTIFY {WAKE_CHANNEL}")
+                self._tally.add(1)
 
         try:
             await self._run(send)
@@ -330,25 +343,48 @@ class _Outage:
         self._pause = min(self._pause * 2, 2.0)
 
 
+class _Tally:
+    """A count the pool's threads add to."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self._lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.total += n
+
+
 def _begin_write(fn: Callable[..., Any], *args: Any, **kw: Any) -> str:
     return _WRITE[isolation_of(fn, *args, **kw)]
 
 
-def _in_transaction(raw: psycopg.Connection[Any], begin: str, fn: Callable[[PgConnection], T]) -> T:
+def _in_transaction(
+    raw: psycopg.Connection[Any], begin: str, fn: Callable[[PgConnection], T], tally: _Tally
+) -> T:
+    """``fn`` between ``begin`` and ``COMMIT``; its round trips added to ``tally`` (one for
+    ``begin``: a write's ``BEGIN`` and ``txid_current()`` are one simple query)."""
+    conn = PgConnection(raw)
+    conn.round_trips = 1  # begin
     xid = 0
     try:
         begun = raw.execute(begin)
         if begun.nextset():  # a write: its transaction id, for a commit that loses its answer
             xid = int(begun.fetchone()[0])  # type: ignore[index]
-        result = fn(PgConnection(raw))
+        result = fn(conn)
     except psycopg.OperationalError as exc:
         if _unreachable(exc):  # the server rolled it back, if it ever began
+            tally.add(conn.round_trips)
             raise _LostBeforeCommit(exc) from exc
-        _roll_back(raw)
+        _roll_back(conn)
+        tally.add(conn.round_trips)
         raise
     except BaseException:
-        _roll_back(raw)
+        _roll_back(conn)
+        tally.add(conn.round_trips)
         raise
+    conn.round_trips += 1  # commit
+    tally.add(conn.round_trips)
     try:
         raw.execute("COMMIT")
     except psycopg.OperationalError as exc:
@@ -358,8 +394,12 @@ def _in_transaction(raw: psycopg.Connection[Any], begin: str, fn: Callable[[PgCo
     return result
 
 
-def _roll_back(raw: psycopg.Connection[Any]) -> None:
+def _roll_back(conn: PgConnection) -> None:
+    raw = conn.raw
     if not raw.closed and not raw.broken:
+        # psycopg follows a ROLLBACK with DEALLOCATE ALL when it had prepared statements
+        # (they may name objects the rollback dropped): a round trip of its own.
+        conn.round_trips += 2 if raw._prepared._names else 1
         raw.execute("ROLLBACK")
 
 

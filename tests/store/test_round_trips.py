@@ -1,0 +1,65 @@
+"""Round trips to PostgreSQL, counted by the store (``PgDatabase.round_trips``): each wait
+for the server's answer. The counts are the promise that the hot path's cost per
+delivery does not grow with the batch: a claim of many runs and the outcomes written
+together take the round trips of one (docs/scale-out.md, "Fewer round trips")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from appliance.store.claims import claim_runs
+from appliance.store.infra.connection import Connection
+from appliance.store.infra.postgres.database import PgDatabase
+from appliance.store.tenants import create_tenant
+from tests.store.conftest import T0, ScheduleRow, add_due, insert_schedule
+
+pytestmark = pytest.mark.postgres
+
+LEASE = 60_000
+
+
+@pytest.fixture
+def pgdb(pg_store_dsn: str) -> Iterator[PgDatabase]:
+    store = PgDatabase.open(pg_store_dsn)
+    yield store
+    store.close()
+
+
+def trips(db: PgDatabase, call: Callable[[], Any]) -> int:
+    before = db.round_trips
+    call()
+    return db.round_trips - before
+
+
+def _three_statements(conn: Connection) -> None:
+    for _ in range(3):
+        conn.execute("SELECT 1").fetchone()
+
+
+def test_a_transaction_counts_begin_its_statements_and_commit(pgdb: PgDatabase) -> None:
+    assert trips(pgdb, lambda: pgdb.write_now(_three_statements)) == 1 + 3 + 1
+
+
+def _due(db: PgDatabase, count: int) -> None:
+    tenant = db.write_now(create_tenant, name=f"t{count}", now=T0).tenant_id
+    schedule = db.write_now(
+        insert_schedule, tenant_id=tenant, row=ScheduleRow(cron="* * * * *"), now=T0
+    )
+    add_due(db, tenant, schedule, count=count, first_due=T0)
+
+
+def _claim(db: PgDatabase, limit: int) -> int:
+    batch = db.write_now(claim_runs, owner="inc_a", now=T0 + 3_600_000, lease_ms=LEASE, limit=limit)
+    return len(batch.runs)
+
+
+def test_a_claim_takes_the_round_trips_of_one_run_whatever_its_size(pgdb: PgDatabase) -> None:
+    _due(pgdb, 1)
+    one = trips(pgdb, lambda: _claim(pgdb, 1))
+    _due(pgdb, 30)
+    many = trips(pgdb, lambda: _claim(pgdb, 30))
+    assert one == many
+    print(one)
