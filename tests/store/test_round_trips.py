@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 
 from appliance.store.claims import claim_runs
+from appliance.store.completions import Finished, complete_runs
 from appliance.store.infra.connection import Connection
 from appliance.store.infra.postgres.database import PgDatabase
 from appliance.store.tenants import create_tenant
 from tests.store.conftest import T0, ScheduleRow, add_due, insert_schedule
+from tests.store.test_completions import write_together
+from tests.store.test_runs import ok
 
 pytestmark = pytest.mark.postgres
 
@@ -62,4 +65,21 @@ def test_a_claim_takes_the_round_trips_of_one_run_whatever_its_size(pgdb: PgData
     _due(pgdb, 30)
     many = trips(pgdb, lambda: _claim(pgdb, 30))
     assert one == many
-    print(one)
+
+
+async def test_outcomes_that_finish_together_take_the_round_trips_of_one(
+    pgdb: PgDatabase,
+) -> None:
+    """Twelve successes queued behind a batch in flight are one transaction of the same
+    round trips as one success alone (not twelve transactions)."""
+    _due(pgdb, 13)
+    runs = pgdb.write_now(
+        claim_runs, owner="inc_a", now=T0 + 3_600_000, lease_ms=LEASE, limit=13
+    ).runs
+    done = [Finished(run, ok(), T0 + 3_601_000) for run in runs]
+    alone = trips(pgdb, lambda: pgdb.write_now(complete_runs, done[:1]))
+    before, commits = pgdb.round_trips, pgdb.commits
+    assert await write_together(pgdb, done[1:]) == [True] * 12  # type: ignore[arg-type]
+    assert pgdb.commits == commits + 2  # the holding batch's, then the twelve's
+    holder = 1 + 1  # BEGIN, COMMIT: the holding batch writes nothing
+    assert pgdb.round_trips - before == holder + alone

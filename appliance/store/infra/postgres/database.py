@@ -14,8 +14,9 @@ Rules this module guards (docs/adr/0044-postgresql-store.md):
 - ``statement_timeout`` bounds any statement trio cannot cancel.
 - **An outage is waited out.** When the server cannot be reached, or drops the connection
   before ``COMMIT`` was sent (a restart, a failover, a network cut), the transaction is
-  run again on a new connection, with backoff, for up to :data:`OUTAGE_S`; a replica's
-  services stall meanwhile instead of stopping the process.
+  run again on a new connection, with backoff, for up to
+  :data:`~appliance.store.infra.postgres.outage.OUTAGE_S`; a replica's services stall
+  meanwhile instead of stopping the process.
 - **A commit whose answer was lost is looked up, never guessed.** Every write transaction
   learns its transaction id first (``txid_current()``, in the ``BEGIN``'s round trip).
   When the connection is lost during ``COMMIT``, the store asks the server, once it
@@ -46,8 +47,10 @@ from psycopg import errors as pg_errors
 from appliance.errors import StoreError
 from appliance.store.infra.connection import Isolation, isolation_of
 from appliance.store.infra.disk import SERVER_DISK
+from appliance.store.infra.postgres.batches import Batches
 from appliance.store.infra.postgres.connection import PgConnection, configure
 from appliance.store.infra.postgres.migrate import migrate
+from appliance.store.infra.postgres.outage import Outage, unreachable
 from appliance.store.infra.postgres.urls import redacted
 
 log = logging.getLogger(__name__)
@@ -56,7 +59,6 @@ P = ParamSpec("P")
 T = TypeVar("T")
 Item = TypeVar("Item")  # an item of a batched write
 MAX_ATTEMPTS = 20  # runs of one transaction PostgreSQL keeps aborting as a conflict
-OUTAGE_S = 120.0  # how long a transaction waits for an unreachable server
 STATEMENT_TIMEOUT_MS = 30_000
 WAKE_CHANNEL = "steeple_wake"  # LISTEN/NOTIFY: "look for work now" (a hint)
 CONNECT_TIMEOUT_S = 10.0
@@ -86,21 +88,6 @@ class _LostBeforeCommit(Exception):
     def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
-
-
-def _unreachable(exc: BaseException) -> bool:
-    """A connection-level failure (no server, a dropped link, an admin shutdown), not a
-    statement's error: SQLSTATE class 08, 57P01-57P03, or none at all (client side). A
-    store this process closed is not an outage: nothing will reopen it, so it is not
-    waited for."""
-    if isinstance(exc, psycopg_pool.PoolClosed):
-        return False
-    if isinstance(exc, psycopg_pool.PoolTimeout):
-        return True
-    if not isinstance(exc, psycopg.OperationalError):
-        return False
-    state = exc.sqlstate
-    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 def _translate(exc: psycopg.Error, url: str) -> StoreError:
@@ -136,6 +123,7 @@ class PgDatabase:
         self.retried = 0  # transactions run again after a serialization failure
         self._batched_in_flight: set[trio.Event] = set()  # ``write_after_batched`` waits
         self._tally = _Tally()
+        self._batches = Batches(self._write_batch)
 
     @property
     def round_trips(self) -> int:
@@ -175,7 +163,7 @@ class PgDatabase:
 
     def _transact(self, begin: str, fn: Callable[[PgConnection], T]) -> T:
         conflicts = 0
-        outage = _Outage(self.url)
+        outage = Outage(self.url)
         while True:
             try:
                 with self._pool.connection() as raw:
@@ -191,11 +179,11 @@ class PgDatabase:
                     return cast(T, lost.result)
             except (_LostBeforeCommit, psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
                 cause = exc.cause if isinstance(exc, _LostBeforeCommit) else exc
-                if not isinstance(exc, _LostBeforeCommit) and not _unreachable(exc):
+                if not isinstance(exc, _LostBeforeCommit) and not unreachable(exc):
                     raise
                 outage.wait(cause)
 
-    def _did_commit(self, lost: _CommitLost, outage: _Outage) -> bool:
+    def _did_commit(self, lost: _CommitLost, outage: Outage) -> bool:
         """Whether the transaction whose ``COMMIT`` lost its connection committed, asked
         of the server once it answers (False: it aborted, and may run again)."""
         while True:
@@ -204,7 +192,7 @@ class PgDatabase:
                     row = raw.execute("SELECT txid_status(%s)", (lost.xid,)).fetchone()
                     self._tally.add(1)
             except (psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
-                if not _unreachable(exc):
+                if not unreachable(exc):
                     raise
                 outage.wait(exc)
                 continue
@@ -245,6 +233,12 @@ class PgDatabase:
         self._announce_commit()
         return result
 
+    async def _write_batch(self, fn: Callable[[Any, Sequence[Item]], Sequence[T]],
+                           items: Sequence[Item]) -> Sequence[T]:  # fmt: skip
+        results = await self.write(fn, items)
+        self.grouped_writes += len(items) - 1
+        return results
+
     async def write_after_batched(
         self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
     ) -> T:
@@ -261,17 +255,16 @@ class PgDatabase:
     async def write_batched(
         self, fn: Callable[[Any, Sequence[Item]], Sequence[T]], item: Item
     ) -> T:
-        """Write ``item`` with ``fn`` (items in, one result per item out). Each item is its
-        own transaction here: PostgreSQL has no single writer whose queue a batch would
-        shorten, and replicas commit side by side."""
+        """Write ``item`` with ``fn`` (items in, one result per item out), with the items
+        of ``fn`` that waited together, in one transaction
+        (:class:`~appliance.store.infra.postgres.batches.Batches`)."""
         done = trio.Event()  # registered before the first checkpoint: "queued" from here
         self._batched_in_flight.add(done)
         try:
-            (result,) = await self.write(fn, [item])
+            return cast(T, await self._batches.write(fn, item))
         finally:
             self._batched_in_flight.discard(done)
             done.set()
-        return result
 
     async def read(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
         """One read-only snapshot transaction, off the event loop. A cancelled read is
@@ -324,25 +317,6 @@ class PgDatabase:
         self._pool.close()
 
 
-class _Outage:
-    """One transaction's wait for an unreachable server: backoff, at most :data:`OUTAGE_S`."""
-
-    def __init__(self, url: str) -> None:
-        self._url = url
-        self._until: float | None = None
-        self._pause = 0.1
-
-    def wait(self, cause: BaseException) -> None:
-        now = time.monotonic()
-        if self._until is None:
-            self._until = now + OUTAGE_S
-            log.warning("the database %s is unreachable; waiting: %s", redacted(self._url), cause)
-        if now >= self._until:
-            raise cause from None
-        time.sleep(self._pause)
-        self._pause = min(self._pause * 2, 2.0)
-
-
 class _Tally:
     """A count the pool's threads add to."""
 
@@ -373,7 +347,7 @@ def _in_transaction(
             xid = int(begun.fetchone()[0])  # type: ignore[index]
         result = fn(conn)
     except psycopg.OperationalError as exc:
-        if _unreachable(exc):  # the server rolled it back, if it ever began
+        if unreachable(exc):  # the server rolled it back, if it ever began
             tally.add(conn.round_trips)
             raise _LostBeforeCommit(exc) from exc
         _roll_back(conn)
@@ -388,7 +362,7 @@ def _in_transaction(
     try:
         raw.execute("COMMIT")
     except psycopg.OperationalError as exc:
-        if _unreachable(exc) and xid:
+        if unreachable(exc) and xid:
             raise _CommitLost(xid, result, exc) from exc
         raise
     return result
