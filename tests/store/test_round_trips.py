@@ -85,3 +85,21 @@ async def test_outcomes_that_finish_together_take_the_round_trips_of_one(
     assert pgdb.commits == commits + 2  # the holding batch's, then the twelve's
     holder = 1 + 1  # BEGIN, COMMIT: the holding batch writes nothing
     assert pgdb.round_trips - before == holder + alone
+
+
+def test_the_outcomes_of_a_batch_are_one_update_of_the_runs_and_one_of_the_attempts(
+    pgdb: PgDatabase,
+) -> None:
+    """The server executes the runs' and the attempts' updates once for the batch
+    (``UPDATE … FROM unnest``); only the events are inserted one per row."""
+    _due(pgdb, 13)
+    runs = pgdb.write_now(
+        claim_runs, owner="inc_a", now=T0 + 3_600_000, lease_ms=LEASE, limit=13
+    ).runs
+    done = [Finished(run, ok(), T0 + 3_601_000) for run in runs]
+    before = pgdb.statements
+    pgdb.write_now(complete_runs, done[:1])
+    alone = pgdb.statements - before
+    before = pgdb.statements
+    assert pgdb.write_now(complete_runs, done[1:]) == [True] * 12
+    assert pgdb.statements - before == alone + 11  # eleven more events, nothing else

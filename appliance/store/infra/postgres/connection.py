@@ -9,7 +9,9 @@ Python booleans are bound as 0/1 (the schema's flags are integers, as in SQLite)
 It counts its **round trips** (:attr:`PgConnection.round_trips`): each time the client
 waits for the server's answer. psycopg makes one per ``execute`` (two the time it
 prepares the statement: ``Parse`` waits for its answer before ``Bind``/``Execute``), and
-one per ``executemany``, which it sends as one pipeline (one ``Sync``, one wait).
+one per ``executemany``, which it sends as one pipeline (one ``Sync``, one wait). It
+counts the **statements** the server executes too (:attr:`PgConnection.statements`): an
+``executemany`` is one per row.
 """
 
 from __future__ import annotations
@@ -92,19 +94,21 @@ def _bind(params: Any) -> Any:
 class PgConnection:
     """One pooled connection, inside a transaction the store opened."""
 
-    __slots__ = ("_changes", "_total", "raw", "round_trips")
+    __slots__ = ("_changes", "_total", "raw", "round_trips", "statements")
 
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw
         self._changes = 0
         self._total = 0
         self.round_trips = 0  # waits for the server's answer (the module's rules)
+        self.statements = 0  # statements the server executed
 
     def execute(self, statements: str, bindings: Any = None, /) -> _Rows:
         cursor = self.raw.cursor()
         prepared = _prepared(self.raw)
         cursor.execute(to_postgres(statements), _bind(bindings))
         self.round_trips += 1 + _prepared(self.raw) - prepared
+        self.statements += 1
         if (changed := _changed_by(cursor.statusmessage)) is not None:
             self._changed(changed)
         return _Rows(cursor)
@@ -119,6 +123,7 @@ class PgConnection:
         returning = "RETURNING" in statements.upper()
         cursor.executemany(to_postgres(statements), batch, returning=returning)
         self.round_trips += 1 if PIPELINED else len(batch)
+        self.statements += len(batch)
         if _changed_by(cursor.statusmessage) is not None:
             self._changed(max(cursor.rowcount, 0))  # summed over the batch
         if not returning:

@@ -128,7 +128,13 @@ class PgDatabase:
     @property
     def round_trips(self) -> int:
         """Round trips to the server this process's transactions made so far."""
-        return self._tally.total
+        return self._tally.round_trips
+
+    @property
+    def statements(self) -> int:
+        """Statements the server executed for this process's transactions so far (an
+        ``executemany`` one per row, a ``BEGIN`` one)."""
+        return self._tally.statements
 
     @staticmethod
     def _configure(raw: psycopg.Connection[Any]) -> None:
@@ -190,7 +196,7 @@ class PgDatabase:
             try:
                 with self._pool.connection() as raw:
                     row = raw.execute("SELECT txid_status(%s)", (lost.xid,)).fetchone()
-                    self._tally.add(1)
+                    self._tally.add(1, 1)
             except (psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
                 if not unreachable(exc):
                     raise
@@ -306,7 +312,7 @@ class PgDatabase:
         def send() -> None:
             with self._pool.connection(timeout=1.0) as raw:
                 raw.execute(f"NOTIFY {WAKE_CHANNEL}")
-                self._tally.add(1)
+                self._tally.add(1, 1)
 
         try:
             await self._run(send)
@@ -318,15 +324,17 @@ class PgDatabase:
 
 
 class _Tally:
-    """A count the pool's threads add to."""
+    """Counts the pool's threads add to."""
 
     def __init__(self) -> None:
-        self.total = 0
+        self.round_trips = 0
+        self.statements = 0
         self._lock = threading.Lock()
 
-    def add(self, n: int) -> None:
+    def add(self, round_trips: int, statements: int) -> None:
         with self._lock:
-            self.total += n
+            self.round_trips += round_trips
+            self.statements += statements
 
 
 def _begin_write(fn: Callable[..., Any], *args: Any, **kw: Any) -> str:
@@ -339,7 +347,7 @@ def _in_transaction(
     """``fn`` between ``begin`` and ``COMMIT``; its round trips added to ``tally`` (one for
     ``begin``: a write's ``BEGIN`` and ``txid_current()`` are one simple query)."""
     conn = PgConnection(raw)
-    conn.round_trips = 1  # begin
+    conn.round_trips = conn.statements = 1  # begin
     xid = 0
     try:
         begun = raw.execute(begin)
@@ -348,17 +356,18 @@ def _in_transaction(
         result = fn(conn)
     except psycopg.OperationalError as exc:
         if unreachable(exc):  # the server rolled it back, if it ever began
-            tally.add(conn.round_trips)
+            tally.add(conn.round_trips, conn.statements)
             raise _LostBeforeCommit(exc) from exc
         _roll_back(conn)
-        tally.add(conn.round_trips)
+        tally.add(conn.round_trips, conn.statements)
         raise
     except BaseException:
         _roll_back(conn)
-        tally.add(conn.round_trips)
+        tally.add(conn.round_trips, conn.statements)
         raise
     conn.round_trips += 1  # commit
-    tally.add(conn.round_trips)
+    conn.statements += 1
+    tally.add(conn.round_trips, conn.statements)
     try:
         raw.execute("COMMIT")
     except psycopg.OperationalError as exc:
@@ -373,7 +382,9 @@ def _roll_back(conn: PgConnection) -> None:
     if not raw.closed and not raw.broken:
         # psycopg follows a ROLLBACK with DEALLOCATE ALL when it had prepared statements
         # (they may name objects the rollback dropped): a round trip of its own.
-        conn.round_trips += 2 if raw._prepared._names else 1
+        extra = 1 if raw._prepared._names else 0
+        conn.round_trips += 1 + extra
+        conn.statements += 1 + extra
         raw.execute("ROLLBACK")
 
 
