@@ -18,7 +18,8 @@ Rules this module guards (docs/adr/0044-postgresql-store.md):
   :data:`~appliance.store.infra.postgres.outage.OUTAGE_S`; a replica's services stall
   meanwhile instead of stopping the process.
 - **A commit whose answer was lost is looked up, never guessed.** Every write transaction
-  learns its transaction id first (``txid_current()``, in the ``BEGIN``'s round trip).
+  learns its transaction id first (``txid_current()``, sent with ``BEGIN`` in its first
+  statement's round trip).
   When the connection is lost during ``COMMIT``, the store asks the server, once it
   answers again, what became of that id (``txid_status``): committed — the result stands;
   aborted — the transaction runs again. Only a status the server no longer keeps raises
@@ -63,10 +64,11 @@ STATEMENT_TIMEOUT_MS = 30_000
 WAKE_CHANNEL = "steeple_wake"  # LISTEN/NOTIFY: "look for work now" (a hint)
 CONNECT_TIMEOUT_S = 10.0
 _RETRIED = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+Begin = tuple[str, ...]  # the statements that open a transaction
 _WRITE: Final = {
-    level: f"BEGIN ISOLATION LEVEL {level.value}; SELECT txid_current()" for level in Isolation
+    level: (f"BEGIN ISOLATION LEVEL {level.value}", "SELECT txid_current()") for level in Isolation
 }
-_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+_READ: Final = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",)
 
 
 class CommitUnknown(StoreError):
@@ -167,7 +169,7 @@ class PgDatabase:
             raise
         return db
 
-    def _transact(self, begin: str, fn: Callable[[PgConnection], T]) -> T:
+    def _transact(self, begin: Begin, fn: Callable[[PgConnection], T]) -> T:
         conflicts = 0
         outage = Outage(self.url)
         while True:
@@ -214,7 +216,7 @@ class PgDatabase:
                 f" transaction {lost.xid} ({lost.cause})"
             )
 
-    def _call(self, begin: str, fn: Callable[[PgConnection], T]) -> T:
+    def _call(self, begin: Begin, fn: Callable[[PgConnection], T]) -> T:
         try:
             return self._transact(begin, fn)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
@@ -337,22 +339,17 @@ class _Tally:
             self.statements += statements
 
 
-def _begin_write(fn: Callable[..., Any], *args: Any, **kw: Any) -> str:
+def _begin_write(fn: Callable[..., Any], *args: Any, **kw: Any) -> Begin:
     return _WRITE[isolation_of(fn, *args, **kw)]
 
 
 def _in_transaction(
-    raw: psycopg.Connection[Any], begin: str, fn: Callable[[PgConnection], T], tally: _Tally
+    raw: psycopg.Connection[Any], begin: Begin, fn: Callable[[PgConnection], T], tally: _Tally
 ) -> T:
-    """``fn`` between ``begin`` and ``COMMIT``; its round trips added to ``tally`` (one for
-    ``begin``: a write's ``BEGIN`` and ``txid_current()`` are one simple query)."""
-    conn = PgConnection(raw)
-    conn.round_trips = conn.statements = 1  # begin
-    xid = 0
+    """``fn`` between ``begin`` (sent with its first statement) and ``COMMIT``; its
+    round trips added to ``tally``. A function that ran no statement sends nothing."""
+    conn = PgConnection(raw, begin)
     try:
-        begun = raw.execute(begin)
-        if begun.nextset():  # a write: its transaction id, for a commit that loses its answer
-            xid = int(begun.fetchone()[0])  # type: ignore[index]
         result = fn(conn)
     except psycopg.OperationalError as exc:
         if unreachable(exc):  # the server rolled it back, if it ever began
@@ -365,21 +362,21 @@ def _in_transaction(
         _roll_back(conn)
         tally.add(conn.round_trips, conn.statements)
         raise
-    conn.round_trips += 1  # commit
-    conn.statements += 1
-    tally.add(conn.round_trips, conn.statements)
+    if not conn.begun:
+        return result
+    tally.add(conn.round_trips + 1, conn.statements + 1)  # and the commit
     try:
         raw.execute("COMMIT")
     except psycopg.OperationalError as exc:
-        if unreachable(exc) and xid:
-            raise _CommitLost(xid, result, exc) from exc
+        if unreachable(exc) and conn.xid:
+            raise _CommitLost(conn.xid, result, exc) from exc
         raise
     return result
 
 
 def _roll_back(conn: PgConnection) -> None:
-    raw = conn.raw
-    if not raw.closed and not raw.broken:
+    raw = conn.pg
+    if conn.begun and not raw.closed and not raw.broken:
         # psycopg follows a ROLLBACK with DEALLOCATE ALL when it had prepared statements
         # (they may name objects the rollback dropped): a round trip of its own.
         extra = 1 if raw._prepared._names else 0
