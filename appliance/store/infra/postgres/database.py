@@ -393,6 +393,8 @@ def _database_now_ms(conn: PgConnection) -> int:
     # PostgreSQL's own clock, in its own words: past the dialect translator, which refuses
     # functions it does not know to mean the same in SQLite.
     row = conn.raw.execute("SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)")
+    conn.round_trips += 1  # past PgConnection's count too
+    conn.statements += 1
     found = row.fetchone()
     assert found is not None
     return int(found[0])
