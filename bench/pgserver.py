@@ -11,6 +11,9 @@ log reports, and the rows a run left.
   exits).
 - Pinning (``bench.replicas --pg-cpus``): :func:`pin` confines the server to a CPU list
   (``sched_setaffinity`` on the postmaster and its children, as ``taskset -p`` would).
+- Round trips = the replicas' own count (``steeple_db_round_trips_total`` on their
+  ``/metrics``: every wait for the server's answer, ``BEGIN`` and ``COMMIT`` included),
+  summed over the replicas (:func:`round_trips`); the two scrapes' own are in it.
 - Conflicts = the server log's ``could not serialize access`` and ``deadlock detected``
   errors: each is one transaction ``PgDatabase`` ran again from the start (counted per
   statement, so the hot statement is named).
@@ -27,7 +30,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import psycopg
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.processes import child_pids, family_cpu_seconds
 from tests.postgres_cluster import Cluster, start_cluster, unavailable
@@ -167,3 +172,17 @@ def rows(dsn: str) -> Rows:
         replicas_delivering=len(per_incarnation),
         busiest_share=max(per_incarnation, default=0) / max(attempts, 1),
     )
+
+
+def round_trips(base_urls: list[str]) -> int:
+    """The round trips to the database the replicas at ``base_urls`` made so far."""
+    total = 0
+    for url in base_urls:
+        text = httpx.get(f"{url}/metrics", timeout=10.0).raise_for_status().text
+        total += sum(
+            int(sample.value)
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "steeple_db_round_trips_total"
+        )
+    return total

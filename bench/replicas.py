@@ -20,6 +20,8 @@ functions, drained by R replicas. Figures per run:
   PostgreSQL server (``cpu_postgres_*``: postmaster, backends and background processes);
   ``retries`` = serialization failures and deadlocks the server logged (each one a
   transaction run again); ``transactions_per_delivery`` (committed + rolled back);
+  ``round_trips_per_delivery`` (the replicas' waits for the server, counted by the store:
+  :func:`bench.pgserver.round_trips`);
   ``replicas_delivering`` and ``busiest_share`` (of attempts, by incarnation).
 - sustained (R schedules firing every second, a window of S seconds):
   :func:`bench.steady.measure_window`'s figures, CPU split the same way.
@@ -146,11 +148,15 @@ def pg_burst_once(
                 raise RuntimeError(f"setup took too long for --lead {lead_s}: raise it")
             steeple_cpu = _steeple_cpu(apps)
             offset, counts0 = server.log_offset(), pgserver.transactions(dsn)
+            urls = [app.base_url for app in apps]
+            trips0 = pgserver.round_trips(urls)
             cpu0 = steeple_cpu(), server.cpu_seconds()
             the_sink.wait_distinct(n, timeout=at_ms / 1000 - time.time() + timeout_s)
             cpu = steeple_cpu() - cpu0[0], server.cpu_seconds() - cpu0[1]
+            trips = pgserver.round_trips(urls) - trips0
         verdict = judge(the_sink.records(), expected)
         database = _database_figures(server, dsn, offset, counts0, verdict.delivered, conflicts)
+        database["round_trips_per_delivery"] = trips / max(verdict.delivered, 1)
     last = max(verdict.first_arrival.values(), default=0) / 1e6
     drained_s = (last - at_ms) / 1000 if verdict.lost == 0 else float("nan")
     return _burst_figures(drained_s, verdict.figures(expected), cpu, verdict.delivered) | database

@@ -128,6 +128,7 @@ class Collector:
     figures: Figures | None = None
     checkpoint: WalCheckpoint | None = None  # this process's last passive checkpoint
     version: str = ""
+    round_trips: int = 0  # the store's, at the last scrape
     open_streams: dict[Surface, int] = field(default_factory=dict)  # this process's, now
     lock: trio.Lock = field(default_factory=trio.Lock)
 
@@ -139,6 +140,7 @@ class Collector:
             self.counts.apply(reading)
             self.figures, self.version = reading.figures, version
             self.checkpoint = db.last_checkpoint
+            self.round_trips = db.round_trips
 
     def collect(self) -> Iterator[Metric]:
         c, h = self.counts, self.figures
@@ -169,6 +171,12 @@ class Collector:
             yield from _recent(h)
         if self.checkpoint is not None:
             yield from _checkpoint(self.checkpoint)
+        yield CounterMetricFamily(
+            "steeple_db_round_trips",
+            "Waits for the database server's answer (statements, BEGIN, COMMIT) since this"
+            " process started; 0 on SQLite, which runs in process.",
+            value=self.round_trips,
+        )
         streams = GaugeMetricFamily(
             "steeple_open_streams",
             "Live event streams open now in this process, by surface (api, ui).",

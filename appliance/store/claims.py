@@ -26,7 +26,8 @@ Rules this module guards:
   (docs/adr/0044-postgresql-store.md): the claim locks its waiting tenants' rows first,
   so replicas claiming for one tenant take turns and the cap holds between them.
 - One batched query reads every claimed run's details, one statement inserts their
-  ``attempts`` rows, one query reads their tenants' signing secrets.
+  ``attempts`` rows, one query reads their tenants' signing secrets. On PostgreSQL the
+  claim, the insert and the details are one statement (a data-modifying ``WITH``).
 - **Heartbeat**: one ``UPDATE`` renews every unexpired running row of an incarnation.
   An expired lease is the reaper's, never silently revived.
 - **Fencing**: every write that moves a run out of ``running`` says ``AND lease_token =
@@ -147,10 +148,13 @@ def _set_claimed(token: str) -> str:
     )
 
 
-def _claim_statements(locks: str, token: str, tenants: str) -> tuple[str, str]:
+def _claim_statements(
+    locks: str, token: str, tenants: str, returning: str = "id"
+) -> tuple[str, str]:
     """The contested claim and a lone tenant's, their picks ending with ``locks``
     (:func:`~appliance.store.infra.connection.row_locks`), the lease tokens ``token``, the
-    contested claim's tenants ``tenants`` (a :func:`_tenants`)."""
+    contested claim's tenants ``tenants`` (a :func:`_tenants`), returning ``returning``
+    of each claimed run."""
     # Tenants take turns: a run's turn is its rank among its tenant's due runs plus the runs
     # its tenant has running. At most :limit due runs are read per tenant below its cap.
     contested = (
@@ -161,21 +165,23 @@ def _claim_statements(locks: str, token: str, tenants: str) -> tuple[str, str]:
         f" ORDER BY due_at LIMIT :limit{locks}) WHERE t.running < :cap)"
         f" {_set_claimed(token)}"
         " WHERE id IN (SELECT id FROM turns WHERE turn <= :cap ORDER BY turn, due_at LIMIT :limit)"
-        " RETURNING id"
+        f" RETURNING {returning}"
     )
     # When one tenant alone has claimable runs, its turns are its due runs in due_at order,
     # so the pick is one range read of its index (:limit within its cap).
     alone = (
         f"{_set_claimed(token)} WHERE id IN (SELECT id FROM job_runs WHERE tenant_id = :tenant"
         f" AND state IN {CLAIMABLE_SQL} AND due_at <= :now ORDER BY due_at LIMIT :limit"
-        f"{locks}) RETURNING id"
+        f"{locks}) RETURNING {returning}"
     )
     return contested, alone
 
 
 _SQLITE_CLAIMS: Final = _claim_statements(ROW_LOCKS.sqlite, _NEW_LEASE_TOKEN.sqlite, _TENANTS)
+# PostgreSQL claims, inserts the attempts and reads the details in one statement
+# (:data:`_CLAIMED`): its claim returns whole rows.
 _POSTGRES_CLAIMS: Final = _claim_statements(
-    ROW_LOCKS.postgres, _NEW_LEASE_TOKEN.postgres, _tenants(_LOCKED_ONLY)
+    ROW_LOCKS.postgres, _NEW_LEASE_TOKEN.postgres, _tenants(_LOCKED_ONLY), returning="*"
 )
 _CLAIM: Final = Sql(sqlite=_SQLITE_CLAIMS[0], postgres=_POSTGRES_CLAIMS[0])
 _CLAIM_ALONE: Final = Sql(sqlite=_SQLITE_CLAIMS[1], postgres=_POSTGRES_CLAIMS[1])
@@ -285,17 +291,39 @@ def claim_runs(
         params["locked"] = json.dumps(sorted(locked))
     # Two tenants at most: enough to tell a contested claim from a lone tenant's.
     waiting = _WAITING_COLUMNS.all(conn.execute(f"{_WAITING} LIMIT 2")) if limit > 0 else []
+    claim: Sql | None = _CLAIM if waiting else None
     if len(waiting) == 1:
         (alone,) = waiting
         unlocked = locked is not None and alone.tenant_id not in locked
         room = 0 if unlocked else min(limit, cap - alone.running)
         params.update(tenant=alone.tenant_id, limit=room)
-        ids = [rid for (rid,) in conn.execute(_CLAIM_ALONE.on(conn), params)] if room > 0 else []
-    else:
-        ids = [rid for (rid,) in conn.execute(_CLAIM.on(conn), params)] if waiting else []
-    claimed = _details(conn, owner=owner, ids=ids, now=now) if ids else ()
+        claim = _CLAIM_ALONE if room > 0 else None
+    claimed = () if claim is None else _claim(conn, claim, params, owner=owner, now=now)
     next_due_at, capped = _waiting(conn, now=now, cap=cap)
     return ClaimBatch(runs=claimed, next_due_at=next_due_at, capped=capped)
+
+
+def _claim(
+    conn: Connection, claim: Sql, params: dict[str, object], *, owner: str, now: int
+) -> tuple[ClaimedRun, ...]:
+    """The runs ``claim`` claims, with what their attempts need; their ``attempts`` rows
+    inserted. SQLite: the claim, then :func:`_details`. PostgreSQL: one statement, whose
+    claim is a data-modifying ``WITH`` that the insert and the details read (they see the
+    claimed rows as the claim left them), then the secrets."""
+    if on_sqlite(conn):
+        ids = [rid for (rid,) in conn.execute(claim.sqlite, params)]
+        return _details(conn, owner=owner, ids=ids, now=now) if ids else ()
+    runs = _DETAILS.all(conn.execute(_CLAIMED.format(claim=claim.postgres), params))
+    return _with_secrets(conn, runs, now=now)
+
+
+_CLAIMED: Final = (
+    "WITH r AS ({claim}), started AS (INSERT INTO attempts"
+    " (run_id, attempt, lease_token, incarnation_id, started_at)"
+    " SELECT id, attempt, lease_token, :owner, :now FROM r)"
+    f" SELECT {_DETAILS.select} FROM r JOIN schedules s ON s.id = r.schedule_id"
+    " JOIN bodies b ON b.digest = r.body_digest ORDER BY r.scheduled_for, r.id"
+)
 
 
 def _details(conn: Connection, *, owner: str, ids: list[str], now: int) -> tuple[ClaimedRun, ...]:
@@ -315,6 +343,10 @@ def _details(conn: Connection, *, owner: str, ids: list[str], now: int) -> tuple
             {"ids": batch["ids"]},
         )
     )
+    return _with_secrets(conn, runs, now=now)
+
+
+def _with_secrets(conn: Connection, runs: list[ClaimedRun], *, now: int) -> tuple[ClaimedRun, ...]:
     secrets = active_secrets_of(conn, tenant_ids={run.tenant_id for run in runs}, now=now)
     return tuple(replace(run, secrets=secrets.get(run.tenant_id, ())) for run in runs)
 

@@ -9,8 +9,10 @@ Rules this module guards:
 - The retry decision arrives made (:mod:`appliance.core.retry`, in the
   :class:`Completion`): this module only applies it.
 - **In batches.** :func:`complete_runs` applies the completions that finished together
-  with one ``executemany`` per statement (the fenced runs update, the attempts update,
-  the events insert) instead of three or four statements each: the dispatcher's
+  with one statement each for the fenced runs update and the attempts update (a
+  :class:`~appliance.store.infra.connection.Batched`: ``executemany`` on SQLite, one
+  ``UPDATE … FROM unnest(…)`` on PostgreSQL) and one ``executemany`` for the events
+  insert, instead of three or four statements each: the dispatcher's
   completions arrive together under load (``Database.write_batched``). Each completion
   comes out as :func:`complete_run` alone would leave it. A batch with a 410 Gone among
   it (which pauses a schedule, and may thereby withdraw another run of the batch) is
@@ -31,7 +33,7 @@ from typing import Final
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, Transition, check_transition
 from appliance.store.claims import ClaimedRun
 from appliance.store.events import NewEvent, append_events
-from appliance.store.infra.connection import Connection, Isolation, isolation_by
+from appliance.store.infra.connection import Batched, Connection, Isolation, isolation_by
 from appliance.store.pauses import pause_by_receiver
 from appliance.store.runs import RUNNING_SQL, attempt_event, cancel_if_withdrawn
 
@@ -67,21 +69,51 @@ class Finished:
         return check_transition(RunState.RUNNING, self.completion.transition)
 
 
+def _columns(typed: str) -> str:
+    """PostgreSQL's rows of a :class:`Batched` statement: one array parameter per column
+    of ``typed`` (``"name type, …"``), unnested side by side."""
+    pairs = [column.split() for column in typed.split(", ")]
+    return ", ".join(f"unnest(CAST(? AS {kind}[])) AS {name}" for name, kind in pairs)
+
+
 # Fenced on the lease token; RETURNING names the rows it moved (id and attempt: one run
 # may be in a batch twice, a stale attempt beside its reclaimed successor).
-_FENCED: Final = (
-    "UPDATE job_runs SET state = ?, due_at = COALESCE(?, due_at), lease_token = NULL,"
+_FENCED: Final = Batched(
+    sqlite="UPDATE job_runs SET state = ?, due_at = COALESCE(?, due_at), lease_token = NULL,"
     " lease_expires_at = NULL, heartbeat_at = NULL, last_status = ?, last_error = ?,"
     " failure_reason = ?, finished_at = ?, updated_at = ?"
-    f" WHERE id = ? AND lease_token = ? AND state = {RUNNING_SQL} RETURNING id, attempt"
+    f" WHERE id = ? AND lease_token = ? AND state = {RUNNING_SQL} RETURNING id, attempt",
+    postgres="UPDATE job_runs SET state = v.state, due_at = COALESCE(v.due_at, job_runs.due_at),"
+    " lease_token = NULL, lease_expires_at = NULL, heartbeat_at = NULL,"
+    " last_status = v.last_status, last_error = v.last_error,"
+    " failure_reason = v.failure_reason, finished_at = v.finished_at,"
+    " updated_at = v.updated_at FROM (SELECT "
+    + _columns(
+        "state text, due_at bigint, last_status bigint, last_error text, failure_reason text,"
+        " finished_at bigint, updated_at bigint, id text, lease_token text"
+    )
+    + ") AS v WHERE job_runs.id = v.id AND job_runs.lease_token = v.lease_token"
+    f" AND job_runs.state = {RUNNING_SQL} RETURNING job_runs.id, job_runs.attempt",
 )
 # A stale answer keeps the reclaim's record (``reclaimed_at``, and its error when the
 # answer has none): both facts stay on the row.
-_FINISH_ATTEMPT: Final = (
-    "UPDATE attempts SET finished_at = ?, outcome = ?, http_status = ?,"
+_FINISH_ATTEMPT: Final = Batched(
+    sqlite="UPDATE attempts SET finished_at = ?, outcome = ?, http_status = ?,"
     " error = COALESCE(?, error), latency_ms = ?, response_excerpt = ?, signed_at = ?,"
     " reclaimed_at = COALESCE(reclaimed_at, ?)"
-    " WHERE run_id = ? AND attempt = ? AND lease_token = ?"
+    " WHERE run_id = ? AND attempt = ? AND lease_token = ?",
+    postgres="UPDATE attempts SET finished_at = v.finished_at, outcome = v.outcome,"
+    " http_status = v.http_status, error = COALESCE(v.error, attempts.error),"
+    " latency_ms = v.latency_ms, response_excerpt = v.response_excerpt,"
+    " signed_at = v.signed_at, reclaimed_at = COALESCE(attempts.reclaimed_at, v.reclaimed_at)"
+    " FROM (SELECT "
+    + _columns(
+        "finished_at bigint, outcome text, http_status bigint, error text, latency_ms bigint,"
+        " response_excerpt text, signed_at bigint, reclaimed_at bigint, run_id text,"
+        " attempt bigint, lease_token text"
+    )
+    + ") AS v WHERE attempts.run_id = v.run_id AND attempts.attempt = v.attempt"
+    " AND attempts.lease_token = v.lease_token",
 )
 
 
@@ -107,11 +139,9 @@ def complete_runs(conn: Connection, done: Sequence[Finished]) -> list[bool]:
     each, True if applied, False if its lease was lost (recorded ``stale``)."""
     if len(done) > 1 and any(item.completion.pause_schedule for item in done):
         return [applied for item in done for applied in complete_runs(conn, [item])]
-    moved = set(conn.executemany(_FENCED, [_fenced_row(item) for item in done]))
+    moved = {tuple(row) for row in _FENCED.run(conn, [_fenced_row(item) for item in done])}
     applied = [(item.run.run_id, item.run.attempt) in moved for item in done]
-    conn.executemany(
-        _FINISH_ATTEMPT, [_attempt_row(i, ok) for i, ok in zip(done, applied, strict=True)]
-    )
+    _FINISH_ATTEMPT.run(conn, [_attempt_row(i, ok) for i, ok in zip(done, applied, strict=True)])
     events: list[NewEvent] = []
     for item, ok in zip(done, applied, strict=True):
         run, completion, now = item.run, item.completion, item.now

@@ -1,6 +1,7 @@
-"""Completions in batches: those that finish together are written by one call in one
-group commit, each as it would be alone — fenced on its lease token, a 410 Gone pausing
-its schedule — and one that cannot be written fails alone."""
+"""Completions in batches, on both stores: those that finish together are written by one
+call in one transaction (SQLite's group commit; PostgreSQL's batch,
+``store/infra/postgres/batches.py``), each as it would be alone — fenced on its lease
+token, a 410 Gone pausing its schedule — and one that cannot be written fails alone."""
 
 from __future__ import annotations
 
@@ -21,13 +22,8 @@ from appliance.store.completions import Completion, Finished, complete_runs
 from appliance.store.events import list_events
 from appliance.store.infra.database import Database
 from appliance.store.runs import list_attempts
-from tests.store.conftest import SQLITE_ONLY, T0, MakeSchedule
+from tests.store.conftest import T0, MakeSchedule
 from tests.store.test_runs import MINUTE, add_run, claim, ok, retry, run_of, schedule_value
-
-# Batching is the SQLite writer's (one queue, one group commit); PostgreSQL writes each
-# completion in its own transaction (PgDatabase.write_batched), as tests/store/test_runs.py
-# proves on both stores.
-pytestmark = SQLITE_ONLY
 
 DONE_AT = T0 + 2_000
 
@@ -50,25 +46,32 @@ def held(db: Database, schedule: Schedule) -> list[ClaimedRun]:
     return list(runs)
 
 
+HOLD = object()  # the item of the write that holds the batch function's queue
+
+
 async def write_together(
     db: Database, done: Sequence[Finished], fn: Batch = complete_runs
 ) -> list[bool | Exception]:
     """Write each of ``done`` with ``write_batched`` from its own task, queued in order
-    behind one write that holds the writer until every one of them waits."""
+    behind a batch of the same function that holds its queue until every one of them
+    waits (on SQLite, the writer itself)."""
     release = threading.Event()
     results: list[bool | Exception] = [False] * len(done)
 
-    def hold(conn: apsw.Connection) -> None:
-        release.wait(10)
+    def held(conn: apsw.Connection, items: Sequence[Finished]) -> list[bool]:
+        if items[0] is HOLD:
+            release.wait(10)
+            return [True]
+        return fn(conn, items)
 
     async def one(k: int) -> None:
         try:
-            results[k] = await db.write_batched(fn, done[k])
+            results[k] = await db.write_batched(held, done[k])
         except Exception as exc:
             results[k] = exc
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(db.write, hold)
+        nursery.start_soon(db.write_batched, held, HOLD)
         await trio.testing.wait_all_tasks_blocked()
         for k in range(len(done)):  # queued in this order
             nursery.start_soon(one, k)

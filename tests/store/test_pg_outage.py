@@ -13,7 +13,8 @@ import psycopg
 import pytest
 
 from appliance.errors import StoreError
-from appliance.store.infra.postgres.database import PgDatabase, _CommitLost, _Outage
+from appliance.store.infra.postgres.database import PgDatabase, _CommitLost
+from appliance.store.infra.postgres.outage import Outage
 from appliance.store.tenants import create_tenant, list_tenants
 from tests.postgres_cluster import Cluster, start_cluster, unavailable
 from tests.store.conftest import T0
@@ -100,7 +101,7 @@ def test_what_became_of_a_transaction_is_the_servers_answer(pg_store_dsn: str) -
             aborted.nextset()
             undone = int(aborted.fetchone()[0])  # type: ignore[index]
             raw.execute("ROLLBACK")
-        outage = _Outage(pg_store_dsn)
+        outage = Outage(pg_store_dsn)
         lost = OSError("lost")
         assert db._did_commit(_CommitLost(done, "result", lost), outage)
         assert not db._did_commit(_CommitLost(undone, "result", lost), outage)

@@ -39,6 +39,12 @@ class Store(Protocol):
     grouped_writes: int
     commits: int  # transactions committed by ``write`` in this process
 
+    @property
+    def round_trips(self) -> int:
+        """Waits for the database server's answer this process made (SQLite, in process:
+        none)."""
+        ...
+
     def write_now(
         self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
     ) -> T: ...

@@ -20,7 +20,7 @@ A store function declares the isolation it needs on PostgreSQL (:func:`read_comm
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
@@ -76,6 +76,24 @@ class Sql:
     def on(self, conn: Connection) -> str:
         """The side ``conn``'s store speaks."""
         return self.sqlite if on_sqlite(conn) else self.postgres
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Batched:
+    """A statement over many rows of values, said by each store its own way: SQLite runs
+    ``sqlite`` once per row (``executemany``: one prepared statement, in process);
+    PostgreSQL runs ``postgres`` once, each of its ``?`` bound to one column's values as
+    an array (``unnest``), so that the server executes one statement, not one per row.
+    Both sides must mean the same for any rows."""
+
+    sqlite: str
+    postgres: str
+
+    def run(self, conn: Connection, rows: Sequence[Sequence[object]]) -> Rows:
+        """The statement over ``rows`` (each a tuple of the same columns)."""
+        if on_sqlite(conn) or not rows:
+            return conn.executemany(self.sqlite, rows)
+        return conn.execute(self.postgres, [list(column) for column in zip(*rows, strict=True)])
 
 
 SKIP_LOCKED: Final = " FOR UPDATE SKIP LOCKED"

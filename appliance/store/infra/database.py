@@ -151,6 +151,7 @@ class Database:
         self._read_limiter = trio.CapacityLimiter(readers)
         self._committed = trio.Event()  # set, and replaced, after each commit by ``write``
         self.commits = 0  # transactions committed by ``write`` (``wait_for_commit`` wakes)
+        self.round_trips = 0  # SQLite runs in this process: no server to wait for
         self.last_checkpoint: WalCheckpoint | None = None  # of this process (``checkpoint``)
 
     @classmethod

@@ -14,14 +14,20 @@ Rules this module guards (docs/adr/0044-postgresql-store.md):
 - ``statement_timeout`` bounds any statement trio cannot cancel.
 - **An outage is waited out.** When the server cannot be reached, or drops the connection
   before ``COMMIT`` was sent (a restart, a failover, a network cut), the transaction is
-  run again on a new connection, with backoff, for up to :data:`OUTAGE_S`; a replica's
-  services stall meanwhile instead of stopping the process.
+  run again on a new connection, with backoff, for up to
+  :data:`~appliance.store.infra.postgres.outage.OUTAGE_S`; a replica's services stall
+  meanwhile instead of stopping the process.
 - **A commit whose answer was lost is looked up, never guessed.** Every write transaction
-  learns its transaction id first (``txid_current()``, in the ``BEGIN``'s round trip).
+  learns its transaction id first (``txid_current()``, sent with ``BEGIN`` in its first
+  statement's round trip).
   When the connection is lost during ``COMMIT``, the store asks the server, once it
   answers again, what became of that id (``txid_status``): committed — the result stands;
   aborted — the transaction runs again. Only a status the server no longer keeps raises
   :class:`CommitUnknown`.
+- **Round trips are counted** (:attr:`PgDatabase.round_trips`): every wait for the
+  server's answer a transaction made, ``BEGIN`` and ``COMMIT`` (or ``ROLLBACK``) included,
+  runs that were aborted and run again included (:mod:`~appliance.store.infra.postgres.connection`
+  counts the statements'). The figure the benchmarks divide by deliveries.
 - psycopg errors become :class:`~appliance.errors.StoreError` here and only here.
 """
 
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, Final, ParamSpec, TypeVar, cast
@@ -41,8 +48,10 @@ from psycopg import errors as pg_errors
 from appliance.errors import StoreError
 from appliance.store.infra.connection import Isolation, isolation_of
 from appliance.store.infra.disk import SERVER_DISK
+from appliance.store.infra.postgres.batches import Batches
 from appliance.store.infra.postgres.connection import PgConnection, configure
 from appliance.store.infra.postgres.migrate import migrate
+from appliance.store.infra.postgres.outage import Outage, unreachable
 from appliance.store.infra.postgres.urls import redacted
 
 log = logging.getLogger(__name__)
@@ -51,15 +60,15 @@ P = ParamSpec("P")
 T = TypeVar("T")
 Item = TypeVar("Item")  # an item of a batched write
 MAX_ATTEMPTS = 20  # runs of one transaction PostgreSQL keeps aborting as a conflict
-OUTAGE_S = 120.0  # how long a transaction waits for an unreachable server
 STATEMENT_TIMEOUT_MS = 30_000
 WAKE_CHANNEL = "steeple_wake"  # LISTEN/NOTIFY: "look for work now" (a hint)
 CONNECT_TIMEOUT_S = 10.0
 _RETRIED = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+Begin = tuple[str, ...]  # the statements that open a transaction
 _WRITE: Final = {
-    level: f"BEGIN ISOLATION LEVEL {level.value}; SELECT txid_current()" for level in Isolation
+    level: (f"BEGIN ISOLATION LEVEL {level.value}", "SELECT txid_current()") for level in Isolation
 }
-_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+_READ: Final = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",)
 
 
 class CommitUnknown(StoreError):
@@ -81,21 +90,6 @@ class _LostBeforeCommit(Exception):
     def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
-
-
-def _unreachable(exc: BaseException) -> bool:
-    """A connection-level failure (no server, a dropped link, an admin shutdown), not a
-    statement's error: SQLSTATE class 08, 57P01-57P03, or none at all (client side). A
-    store this process closed is not an outage: nothing will reopen it, so it is not
-    waited for."""
-    if isinstance(exc, psycopg_pool.PoolClosed):
-        return False
-    if isinstance(exc, psycopg_pool.PoolTimeout):
-        return True
-    if not isinstance(exc, psycopg.OperationalError):
-        return False
-    state = exc.sqlstate
-    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 def _translate(exc: psycopg.Error, url: str) -> StoreError:
@@ -130,6 +124,19 @@ class PgDatabase:
         self.commits = 0  # transactions committed by ``write`` (``wait_for_commit`` wakes)
         self.retried = 0  # transactions run again after a serialization failure
         self._batched_in_flight: set[trio.Event] = set()  # ``write_after_batched`` waits
+        self._tally = _Tally()
+        self._batches = Batches(self._write_batch)
+
+    @property
+    def round_trips(self) -> int:
+        """Round trips to the server this process's transactions made so far."""
+        return self._tally.round_trips
+
+    @property
+    def statements(self) -> int:
+        """Statements the server executed for this process's transactions so far (an
+        ``executemany`` one per row, a ``BEGIN`` one)."""
+        return self._tally.statements
 
     @staticmethod
     def _configure(raw: psycopg.Connection[Any]) -> None:
@@ -162,13 +169,13 @@ class PgDatabase:
             raise
         return db
 
-    def _transact(self, begin: str, fn: Callable[[PgConnection], T]) -> T:
+    def _transact(self, begin: Begin, fn: Callable[[PgConnection], T]) -> T:
         conflicts = 0
-        outage = _Outage(self.url)
+        outage = Outage(self.url)
         while True:
             try:
                 with self._pool.connection() as raw:
-                    return _in_transaction(raw, begin, fn)
+                    return _in_transaction(raw, begin, fn, self._tally)
             except _RETRIED:
                 conflicts += 1
                 if conflicts == MAX_ATTEMPTS:
@@ -180,19 +187,20 @@ class PgDatabase:
                     return cast(T, lost.result)
             except (_LostBeforeCommit, psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
                 cause = exc.cause if isinstance(exc, _LostBeforeCommit) else exc
-                if not isinstance(exc, _LostBeforeCommit) and not _unreachable(exc):
+                if not isinstance(exc, _LostBeforeCommit) and not unreachable(exc):
                     raise
                 outage.wait(cause)
 
-    def _did_commit(self, lost: _CommitLost, outage: _Outage) -> bool:
+    def _did_commit(self, lost: _CommitLost, outage: Outage) -> bool:
         """Whether the transaction whose ``COMMIT`` lost its connection committed, asked
         of the server once it answers (False: it aborted, and may run again)."""
         while True:
             try:
                 with self._pool.connection() as raw:
                     row = raw.execute("SELECT txid_status(%s)", (lost.xid,)).fetchone()
+                    self._tally.add(1, 1)
             except (psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
-                if not _unreachable(exc):
+                if not unreachable(exc):
                     raise
                 outage.wait(exc)
                 continue
@@ -208,7 +216,7 @@ class PgDatabase:
                 f" transaction {lost.xid} ({lost.cause})"
             )
 
-    def _call(self, begin: str, fn: Callable[[PgConnection], T]) -> T:
+    def _call(self, begin: Begin, fn: Callable[[PgConnection], T]) -> T:
         try:
             return self._transact(begin, fn)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
@@ -233,6 +241,12 @@ class PgDatabase:
         self._announce_commit()
         return result
 
+    async def _write_batch(self, fn: Callable[[Any, Sequence[Item]], Sequence[T]],
+                           items: Sequence[Item]) -> Sequence[T]:  # fmt: skip
+        results = await self.write(fn, items)
+        self.grouped_writes += len(items) - 1
+        return results
+
     async def write_after_batched(
         self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs
     ) -> T:
@@ -249,17 +263,16 @@ class PgDatabase:
     async def write_batched(
         self, fn: Callable[[Any, Sequence[Item]], Sequence[T]], item: Item
     ) -> T:
-        """Write ``item`` with ``fn`` (items in, one result per item out). Each item is its
-        own transaction here: PostgreSQL has no single writer whose queue a batch would
-        shorten, and replicas commit side by side."""
+        """Write ``item`` with ``fn`` (items in, one result per item out), with the items
+        of ``fn`` that waited together, in one transaction
+        (:class:`~appliance.store.infra.postgres.batches.Batches`)."""
         done = trio.Event()  # registered before the first checkpoint: "queued" from here
         self._batched_in_flight.add(done)
         try:
-            (result,) = await self.write(fn, [item])
+            return cast(T, await self._batches.write(fn, item))
         finally:
             self._batched_in_flight.discard(done)
             done.set()
-        return result
 
     async def read(self, fn: Callable[Concatenate[Any, P], T], *args: P.args, **kw: P.kwargs) -> T:
         """One read-only snapshot transaction, off the event loop. A cancelled read is
@@ -301,6 +314,7 @@ class PgDatabase:
         def send() -> None:
             with self._pool.connection(timeout=1.0) as raw:
                 raw.execute(f"NOTIFY {WAKE_CHANNEL}")
+                self._tally.add(1, 1)
 
         try:
             await self._run(send)
@@ -311,55 +325,63 @@ class PgDatabase:
         self._pool.close()
 
 
-class _Outage:
-    """One transaction's wait for an unreachable server: backoff, at most :data:`OUTAGE_S`."""
+class _Tally:
+    """Counts the pool's threads add to."""
 
-    def __init__(self, url: str) -> None:
-        self._url = url
-        self._until: float | None = None
-        self._pause = 0.1
+    def __init__(self) -> None:
+        self.round_trips = 0
+        self.statements = 0
+        self._lock = threading.Lock()
 
-    def wait(self, cause: BaseException) -> None:
-        now = time.monotonic()
-        if self._until is None:
-            self._until = now + OUTAGE_S
-            log.warning("the database %s is unreachable; waiting: %s", redacted(self._url), cause)
-        if now >= self._until:
-            raise cause from None
-        time.sleep(self._pause)
-        self._pause = min(self._pause * 2, 2.0)
+    def add(self, round_trips: int, statements: int) -> None:
+        with self._lock:
+            self.round_trips += round_trips
+            self.statements += statements
 
 
-def _begin_write(fn: Callable[..., Any], *args: Any, **kw: Any) -> str:
+def _begin_write(fn: Callable[..., Any], *args: Any, **kw: Any) -> Begin:
     return _WRITE[isolation_of(fn, *args, **kw)]
 
 
-def _in_transaction(raw: psycopg.Connection[Any], begin: str, fn: Callable[[PgConnection], T]) -> T:
-    xid = 0
+def _in_transaction(
+    raw: psycopg.Connection[Any], begin: Begin, fn: Callable[[PgConnection], T], tally: _Tally
+) -> T:
+    """``fn`` between ``begin`` (sent with its first statement) and ``COMMIT``; its
+    round trips added to ``tally``. A function that ran no statement sends nothing."""
+    conn = PgConnection(raw, begin)
     try:
-        begun = raw.execute(begin)
-        if begun.nextset():  # a write: its transaction id, for a commit that loses its answer
-            xid = int(begun.fetchone()[0])  # type: ignore[index]
-        result = fn(PgConnection(raw))
+        result = fn(conn)
     except psycopg.OperationalError as exc:
-        if _unreachable(exc):  # the server rolled it back, if it ever began
+        if unreachable(exc):  # the server rolled it back, if it ever began
+            tally.add(conn.round_trips, conn.statements)
             raise _LostBeforeCommit(exc) from exc
-        _roll_back(raw)
+        _roll_back(conn)
+        tally.add(conn.round_trips, conn.statements)
         raise
     except BaseException:
-        _roll_back(raw)
+        _roll_back(conn)
+        tally.add(conn.round_trips, conn.statements)
         raise
+    if not conn.begun:
+        return result
+    tally.add(conn.round_trips + 1, conn.statements + 1)  # and the commit
     try:
         raw.execute("COMMIT")
     except psycopg.OperationalError as exc:
-        if _unreachable(exc) and xid:
-            raise _CommitLost(xid, result, exc) from exc
+        if unreachable(exc) and conn.xid:
+            raise _CommitLost(conn.xid, result, exc) from exc
         raise
     return result
 
 
-def _roll_back(raw: psycopg.Connection[Any]) -> None:
-    if not raw.closed and not raw.broken:
+def _roll_back(conn: PgConnection) -> None:
+    raw = conn.pg
+    if conn.begun and not raw.closed and not raw.broken:
+        # psycopg follows a ROLLBACK with DEALLOCATE ALL when it had prepared statements
+        # (they may name objects the rollback dropped): a round trip of its own.
+        extra = 1 if raw._prepared._names else 0
+        conn.round_trips += 1 + extra
+        conn.statements += 1 + extra
         raw.execute("ROLLBACK")
 
 
@@ -371,6 +393,8 @@ def _database_now_ms(conn: PgConnection) -> int:
     # PostgreSQL's own clock, in its own words: past the dialect translator, which refuses
     # functions it does not know to mean the same in SQLite.
     row = conn.raw.execute("SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)")
+    conn.round_trips += 1  # past PgConnection's count too
+    conn.statements += 1
     found = row.fetchone()
     assert found is not None
     return int(found[0])

@@ -44,6 +44,7 @@ FUNCTIONS: Final = frozenset(
     {"abs", "coalesce", "count", "length", "lower", "upper", "max", "min", "nullif"}
     | {"row_number", "sum", "avg", "round", "substr", "replace"}
     | {"greatest", "least", "strpos", "json_array_elements_text", "gen_random_uuid"}
+    | {"unnest"}
     | {"current_setting", "current_database", "pg_database_size", "to_regclass"}
 )
 # SQLite's functions that PostgreSQL lacks or means otherwise, each said by a pair.
