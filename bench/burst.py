@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from appliance.core.ids import idempotency_key
@@ -74,19 +74,19 @@ def burst_once(
     store_calls_to: Path | None = None,
     the_sink: Sink,
     urls: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Figures:
+    """``env``: settings for the appliance's process (``STEEPLE_…``, docs/settings.md)."""
     data_dir = Path(tempfile.mkdtemp(prefix="burst-", dir=workdir))
     the_sink.reset()
     at_ms = (int(time.time() * 1000) // 1000 + int(lead_s) + 1) * 1000
     expected = prepare(data_dir, n=n, url=the_sink.url, at_ms=at_ms, urls=urls)
     prefix = _profiler(profile_to) if profile_to else ()
-    env = {}
+    process_env = dict(env or {})
     if store_calls_to is not None:
-        prefix, env = (
-            ("-m", "bench.store_calls"),
-            {"STEEPLE_BENCH_STORE_CALLS": str(store_calls_to)},
-        )
-    app = Appliance(data_dir, prefix=prefix, env=env).start()
+        prefix = ("-m", "bench.store_calls")
+        process_env["STEEPLE_BENCH_STORE_CALLS"] = str(store_calls_to)
+    app = Appliance(data_dir, prefix=prefix, env=process_env).start()
     try:
         if time.time() * 1000 > at_ms - 2_500:
             raise RuntimeError(f"setup took too long for --lead {lead_s}: raise it")

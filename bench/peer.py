@@ -20,7 +20,9 @@ every arm; measured as the burst is (all delivered after, lateness, CPU per deli
 ``--rates ""``, ``--mixed 0`` skip a workload; ``--answer-ms N`` makes the sink answer
 each delivery of the burst and steady workloads N ms after it arrived (a receiver that
 does some work; lateness still counts arrivals), where one POST at a time shows what it
-costs.
+costs. ``--steeple-env STEEPLE_NAME=value`` (repeatable) gives Steeple's processes a
+setting in every arm, e.g. ``STEEPLE_TENANT_MAX_IN_FLIGHT=32``: one tenant owns all the
+schedules here, and by default a tenant may fill half of the 32 delivery slots.
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ def burst_arms(
 
     def one(_i: int) -> Figures:
         runs["steeple"].append(burst_once(work, n=args.size, lead_s=args.lead,
-                                          timeout_s=args.timeout, the_sink=the_sink))  # fmt: skip
+                                          timeout_s=args.timeout, the_sink=the_sink,
+                                          env=args.steeple_env))  # fmt: skip
         for peer in peers:
             runs[peer].append(peer_burst_once(work, n=args.size, lead_s=leads[peer],
                                               timeout_s=args.timeout, the_sink=the_sink,
@@ -112,7 +115,7 @@ def mixed_arms(
     def one(_i: int) -> Figures:
         runs["steeple"].append(burst_once(work, n=args.mixed, lead_s=args.lead,
                                           timeout_s=args.timeout, the_sink=the_sink,
-                                          urls=urls))  # fmt: skip
+                                          urls=urls, env=args.steeple_env))  # fmt: skip
         for peer in peers:
             runs[peer].append(peer_burst_once(work, n=args.mixed, lead_s=peer_leads[peer],
                                               timeout_s=args.timeout, the_sink=the_sink,
@@ -130,7 +133,9 @@ def steady_arms(
     runs: dict[str, list[Figures]] = {arm: [] for arm in ["steeple", *peers]}
     for i in range(args.runs):
         runs["steeple"].append(
-            steady_once(work, rate=rate, duration_s=args.duration, the_sink=the_sink)
+            steady_once(
+                work, rate=rate, duration_s=args.duration, the_sink=the_sink, env=args.steeple_env
+            )
         )
         for peer in peers:
             runs[peer].append(peer_steady_once(work, rate=rate, duration_s=args.duration,
@@ -147,6 +152,14 @@ def parse_peers(text: str) -> list[str]:
     if unknown:
         raise SystemExit(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(RUNNERS)})")
     return list(dict.fromkeys(peers))
+
+
+def parse_setting(text: str) -> tuple[str, str]:
+    """``STEEPLE_NAME=value`` (docs/settings.md) for Steeple's processes."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.startswith("STEEPLE_"):
+        raise argparse.ArgumentTypeError(f"{text!r}: want STEEPLE_NAME=value")
+    return name, value
 
 
 def main() -> None:
@@ -168,7 +181,17 @@ def main() -> None:
     parser.add_argument(
         "--answer-ms", type=int, default=0, help="the sink answers each delivery after (ms)"
     )
+    parser.add_argument(
+        "--steeple-env",
+        type=parse_setting,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for Steeple's processes in every arm, e.g. "
+        "STEEPLE_TENANT_MAX_IN_FLIGHT=32 (repeatable)",
+    )
     args = parser.parse_args()
+    args.steeple_env = dict(args.steeple_env)
     if not 1 <= args.mixed_hosts <= 250:
         parser.error("--mixed-hosts must be 1–250")
     peers = parse_peers(args.peers)
@@ -192,7 +215,8 @@ def main() -> None:
             compare[title] = [f"{title}: {a}" for a in ["steeple", *peers]]
     params = {"size": args.size, "rates": args.rates, "duration_s": args.duration,
               "peers": ",".join(peers), "answer_ms": args.answer_ms, "mixed": args.mixed,
-              "mixed_hosts": args.mixed_hosts}  # fmt: skip
+              "mixed_hosts": args.mixed_hosts,
+              "steeple_env": " ".join(f"{k}={v}" for k, v in args.steeple_env.items())}  # fmt: skip
     publish("peer", params, groups, compare=compare)
 
 

@@ -113,14 +113,16 @@ def steady_once(
     drain_s: float = 10.0,
     spread: bool = False,
     sse_clients: int = 0,
+    env: Mapping[str, str] | None = None,
 ) -> Figures:
     """``sse_clients``: live event streams attached for the whole window (each delivery
-    writes an event, so each stream receives one message per delivery)."""
+    writes an event, so each stream receives one message per delivery). ``env``: settings
+    for the appliance's process (``STEEPLE_…``, docs/settings.md)."""
     data_dir = Path(tempfile.mkdtemp(prefix="steady-", dir=workdir))
     the_sink.reset()
     jitter = 1 if spread else 0
     ids, api_key = prepare(data_dir, rate=rate, url=the_sink.url, jitter_seconds=jitter)
-    app = Appliance(data_dir).start()
+    app = Appliance(data_dir, env=dict(env or {})).start()
     try:
         with streams.attached(
             app.base_url, api_key, sse_clients, db_path=seed.db_path(data_dir)

@@ -5,6 +5,7 @@ and Steeple's ratios with the counts adding up (timings are never asserted)."""
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import mixed
+from bench import mixed, peer
 from bench.naive_runner import Poster, add_jobs, open_db, run_pass
 from bench.processes import Sink, sink
 
@@ -56,11 +57,12 @@ def test_each_job_reaches_its_own_host_and_is_answered(tmp_path: Path, hosts_sin
 def test_the_command_prints_every_arm_and_steeples_ratios() -> None:
     argv = [sys.executable, "-m", "bench.peer", "--size", "0", "--rates", "", "--mixed", "20",
             "--mixed-hosts", "4", "--peers", "naive", "--runs", "1", "--lead", "6",
-            "--naive-lead", "2"]  # fmt: skip
+            "--naive-lead", "2", "--steeple-env", "STEEPLE_TENANT_MAX_IN_FLIGHT=32"]  # fmt: skip
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300,
                           check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
+    assert "steeple_env=STEEPLE_TENANT_MAX_IN_FLIGHT=32" in out  # the run says its setting
     title = "mixed 20, 4 hosts, 5–50 ms"
     assert f"== {title}: ratio vs naive (1 runs)" in out
     table = out.split(f"== {title} (medians)", 1)[1].split("\n\n", 1)[0].splitlines()
@@ -72,3 +74,22 @@ def test_the_command_prints_every_arm_and_steeples_ratios() -> None:
     ratios = out.split(f"== {title}: ratio vs naive (1 runs)", 1)[1].split("\n\n", 1)[0]
     for figure in ("all_delivered_s_ratio", "lateness_p99_ms_ratio", "cpu_ms_per_delivery_ratio"):
         assert figure in ratios
+
+
+def test_a_steeple_setting_reaches_the_appliance_and_a_bad_one_is_refused() -> None:
+    assert peer.parse_setting("STEEPLE_TENANT_MAX_IN_FLIGHT=32") == (
+        "STEEPLE_TENANT_MAX_IN_FLIGHT",
+        "32",
+    )
+    for bad in ("TENANT_MAX_IN_FLIGHT=32", "STEEPLE_TENANT_MAX_IN_FLIGHT"):
+        with pytest.raises(argparse.ArgumentTypeError, match="want STEEPLE_NAME=value"):
+            peer.parse_setting(bad)
+    # Out of the setting's range: the appliance itself refuses to start, so the value
+    # reached its process (a setting dropped on the way would run the default).
+    argv = [sys.executable, "-m", "bench.peer", "--size", "3", "--rates", "", "--mixed", "0",
+            "--peers", "", "--runs", "1", "--lead", "6",
+            "--steeple-env", "STEEPLE_TENANT_MAX_IN_FLIGHT=0"]  # fmt: skip
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          check=False)  # fmt: skip
+    assert done.returncode != 0
+    assert "tenant_max_in_flight" in (done.stdout + done.stderr).lower()
