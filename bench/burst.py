@@ -76,7 +76,7 @@ def burst_once(
     urls: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Figures:
-    """``env``: settings for the appliance's process (``STEEPLE_…``, docs/settings.md)."""
+    """``env``: settings for the appliance's process (``STEEPLE_…``, docs/configuration.md)."""
     data_dir = Path(tempfile.mkdtemp(prefix="burst-", dir=workdir))
     the_sink.reset()
     at_ms = (int(time.time() * 1000) // 1000 + int(lead_s) + 1) * 1000

@@ -155,7 +155,7 @@ def parse_peers(text: str) -> list[str]:
 
 
 def parse_setting(text: str) -> tuple[str, str]:
-    """``STEEPLE_NAME=value`` (docs/settings.md) for Steeple's processes."""
+    """``STEEPLE_NAME=value`` (docs/configuration.md) for Steeple's processes."""
     name, sep, value = text.partition("=")
     if not sep or not name.startswith("STEEPLE_"):
         raise argparse.ArgumentTypeError(f"{text!r}: want STEEPLE_NAME=value")

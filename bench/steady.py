@@ -117,7 +117,7 @@ def steady_once(
 ) -> Figures:
     """``sse_clients``: live event streams attached for the whole window (each delivery
     writes an event, so each stream receives one message per delivery). ``env``: settings
-    for the appliance's process (``STEEPLE_…``, docs/settings.md)."""
+    for the appliance's process (``STEEPLE_…``, docs/configuration.md)."""
     data_dir = Path(tempfile.mkdtemp(prefix="steady-", dir=workdir))
     the_sink.reset()
     jitter = 1 if spread else 0
