@@ -56,7 +56,7 @@ def test_each_job_reaches_its_own_host_and_is_answered(tmp_path: Path, hosts_sin
 
 def test_the_command_prints_every_arm_and_steeples_ratios() -> None:
     argv = [sys.executable, "-m", "bench.peer", "--size", "0", "--rates", "", "--mixed", "20",
-            "--mixed-hosts", "4", "--peers", "naive", "--runs", "1", "--lead", "6",
+            "--mixed-hosts", "4", "--peers", "naive", "--runs", "1", "--lead", "10",
             "--naive-lead", "2", "--steeple-env", "STEEPLE_TENANT_MAX_IN_FLIGHT=32"]  # fmt: skip
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300,
                           check=False)  # fmt: skip
