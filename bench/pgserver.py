@@ -89,11 +89,16 @@ def parse_cpus(text: str) -> set[int]:
 def pin(server: Server, cpus: set[int]) -> int:
     """Confine the server to ``cpus`` (``sched_setaffinity``, as ``taskset -p`` does): the
     postmaster and its living children; a backend forked later inherits the postmaster's
-    mask. The number of processes pinned."""
-    pids = [server.postmaster_pid, *child_pids(server.postmaster_pid)]
-    for pid in pids:
-        os.sched_setaffinity(pid, cpus)
-    return len(pids)
+    mask. The number of processes pinned (a child that ended since it was listed is not)."""
+    os.sched_setaffinity(server.postmaster_pid, cpus)
+    pinned = 1
+    for pid in child_pids(server.postmaster_pid):
+        try:
+            os.sched_setaffinity(pid, cpus)
+        except ProcessLookupError:  # a backend that exited between the listing and now
+            continue
+        pinned += 1
+    return pinned
 
 
 @contextmanager

@@ -11,7 +11,6 @@ import pytest
 
 from bench import pgserver, replica_scaling
 from bench.pgserver import Server
-from bench.processes import child_pids
 from tests.postgres_cluster import Cluster
 
 
@@ -58,11 +57,10 @@ def test_pinning_confines_the_server_and_the_backends_it_forks_later(
     server = Server(pg_cluster)
     everything = os.sched_getaffinity(server.postmaster_pid)
     try:
-        assert pgserver.pin(server, {0}) == 1 + len(child_pids(server.postmaster_pid))
+        assert pgserver.pin(server, {0}) >= 1  # the postmaster, and each living child
         assert os.sched_getaffinity(server.postmaster_pid) == {0}
         with psycopg.connect(pg_cluster.dsn("postgres")) as conn:  # forked after the pin
             row = conn.execute("SELECT pg_backend_pid()").fetchone()
             assert row is not None and os.sched_getaffinity(row[0]) == {0}
     finally:  # the session's server is shared: give it its CPUs back
-        for pid in [server.postmaster_pid, *child_pids(server.postmaster_pid)]:
-            os.sched_setaffinity(pid, everything)
+        pgserver.pin(server, everything)
