@@ -9,14 +9,14 @@ Rules this module guards:
 - The retry decision arrives made (:mod:`appliance.core.retry`, in the
   :class:`Completion`): this module only applies it.
 - **In batches.** :func:`complete_runs` applies the completions that finished together
-  with one statement each for the fenced runs update and the attempts update (a
-  :class:`~appliance.store.infra.connection.Batched`: ``executemany`` on SQLite, one
-  ``UPDATE … FROM unnest(…)`` on PostgreSQL) and one ``executemany`` for the events
-  insert, instead of three or four statements each: the dispatcher's
-  completions arrive together under load (``Database.write_batched``). Each completion
-  comes out as :func:`complete_run` alone would leave it. A batch with a 410 Gone among
-  it (which pauses a schedule, and may thereby withdraw another run of the batch) is
-  applied one completion after the other, in order.
+  with one statement each for the fenced runs update, the attempts update and the
+  events insert (each a :class:`~appliance.store.infra.connection.Batched`:
+  ``executemany`` on SQLite, one statement over ``unnest(…)`` on PostgreSQL), instead of
+  three or four statements each: the dispatcher's completions arrive together under
+  load (``Database.write_batched``). Each completion comes out as :func:`complete_run`
+  alone would leave it. A batch with a 410 Gone among it (which pauses a schedule, and
+  may thereby withdraw another run of the batch) is applied one completion after the
+  other, in order.
 - **Isolation** (PostgreSQL, docs/adr/0044-postgresql-store.md): a batch of successes and
   failures runs ``READ COMMITTED``: the fenced ``UPDATE`` locks its run and checks the
   lease token again on a row another transaction changed, so a stale completion never
@@ -33,7 +33,13 @@ from typing import Final
 from appliance.core.runs import TERMINAL, AttemptOutcome, RunState, Transition, check_transition
 from appliance.store.claims import ClaimedRun
 from appliance.store.events import NewEvent, append_events
-from appliance.store.infra.connection import Batched, Connection, Isolation, isolation_by
+from appliance.store.infra.connection import (
+    Batched,
+    Connection,
+    Isolation,
+    isolation_by,
+    unnested,
+)
 from appliance.store.pauses import pause_by_receiver
 from appliance.store.runs import RUNNING_SQL, attempt_event, cancel_if_withdrawn
 
@@ -69,13 +75,6 @@ class Finished:
         return check_transition(RunState.RUNNING, self.completion.transition)
 
 
-def _columns(typed: str) -> str:
-    """PostgreSQL's rows of a :class:`Batched` statement: one array parameter per column
-    of ``typed`` (``"name type, …"``), unnested side by side."""
-    pairs = [column.split() for column in typed.split(", ")]
-    return ", ".join(f"unnest(CAST(? AS {kind}[])) AS {name}" for name, kind in pairs)
-
-
 # Fenced on the lease token; RETURNING names the rows it moved (id and attempt: one run
 # may be in a batch twice, a stale attempt beside its reclaimed successor).
 _FENCED: Final = Batched(
@@ -88,7 +87,7 @@ _FENCED: Final = Batched(
     " last_status = v.last_status, last_error = v.last_error,"
     " failure_reason = v.failure_reason, finished_at = v.finished_at,"
     " updated_at = v.updated_at FROM (SELECT "
-    + _columns(
+    + unnested(
         "state text, due_at bigint, last_status bigint, last_error text, failure_reason text,"
         " finished_at bigint, updated_at bigint, id text, lease_token text"
     )
@@ -107,7 +106,7 @@ _FINISH_ATTEMPT: Final = Batched(
     " latency_ms = v.latency_ms, response_excerpt = v.response_excerpt,"
     " signed_at = v.signed_at, reclaimed_at = COALESCE(attempts.reclaimed_at, v.reclaimed_at)"
     " FROM (SELECT "
-    + _columns(
+    + unnested(
         "finished_at bigint, outcome text, http_status bigint, error text, latency_ms bigint,"
         " response_excerpt text, signed_at bigint, reclaimed_at bigint, run_id text,"
         " attempt bigint, lease_token text"

@@ -7,12 +7,13 @@ import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from appliance.core.events import Actor, Event, EventType, JsonValue
 from appliance.core.ids import new_id, new_ids
 from appliance.core.notifications import NOTIFIED_TYPES
 from appliance.store.infra import rows
-from appliance.store.infra.connection import Connection, Rows
+from appliance.store.infra.connection import Batched, Connection, Rows, unnested
 from appliance.store.notifications import enqueue_notification
 
 # Events not scoped to a tenant (e.g. clock jumps) belong to this pseudo tenant.
@@ -30,9 +31,17 @@ _COLUMNS = rows.Columns(
 _SELECT = f"SELECT {_COLUMNS.select} FROM events"
 
 
-_INSERT = (
-    "INSERT INTO events (id, tenant_id, type, schedule_id, run_id, occurred_at, data, actor)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_INTO = "INSERT INTO events (id, tenant_id, type, schedule_id, run_id, occurred_at, data, actor)"
+_INSERT = f"{_INTO} VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+# Many events: on PostgreSQL one statement over one array per column, the rows inserted
+# (and their ``seq`` drawn) in the arrays' order, as ``executemany`` would one by one.
+_INSERT_ROWS: Final = Batched(
+    sqlite=_INSERT,
+    postgres=f"{_INTO} SELECT "
+    + unnested(
+        "id text, tenant_id text, type text, schedule_id text, run_id text,"
+        " occurred_at bigint, data text, actor text"
+    ),
 )
 
 
@@ -73,16 +82,17 @@ def append_event(
 
 
 def append_events(conn: Connection, events: Sequence[NewEvent]) -> None:
-    """Append events in their order: one ``executemany`` per stretch of events that
-    notify nobody; an event of :data:`NOTIFIED_TYPES` goes through :func:`append_event`
-    (its notification reads the stored row back)."""
+    """Append events in their order: one statement per stretch of events that notify
+    nobody (``executemany`` on SQLite, one ``INSERT … SELECT unnest(…)`` on PostgreSQL);
+    an event of :data:`NOTIFIED_TYPES` goes through :func:`append_event` (its
+    notification reads the stored row back)."""
     plain: list[NewEvent] = []
     for event in events:
         if event.type not in NOTIFIED_TYPES:
             plain.append(event)
             continue
         if plain:
-            conn.executemany(_INSERT, [_row(e) for e in plain])
+            _INSERT_ROWS.run(conn, [_row(e) for e in plain])
             plain = []
         append_event(
             conn, tenant_id=event.tenant_id, type=event.type, now=event.now,
@@ -90,7 +100,7 @@ def append_events(conn: Connection, events: Sequence[NewEvent]) -> None:
             actor=event.actor,
         )  # fmt: skip
     if plain:
-        conn.executemany(_INSERT, [_row(e) for e in plain])
+        _INSERT_ROWS.run(conn, [_row(e) for e in plain])
 
 
 def append_schedule_events(
@@ -103,8 +113,9 @@ def append_schedule_events(
     data: Mapping[str, JsonValue],
     actor: Actor | None = None,
 ) -> None:
-    """Append one event of ``type`` per schedule, in order, with one ``executemany``: the
-    rows :func:`append_event` would write one by one (a batch create's)."""
+    """Append one event of ``type`` per schedule, in order, with one statement (as
+    :func:`append_events`): the rows :func:`append_event` would write one by one (a batch
+    create's)."""
     if type in NOTIFIED_TYPES:  # each with its notification
         for schedule_id in schedule_ids:
             append_event(
@@ -119,8 +130,8 @@ def append_schedule_events(
         return
     text = _data_text(data)
     actor_text = None if actor is None else actor.text()
-    conn.executemany(
-        _INSERT,
+    _INSERT_ROWS.run(
+        conn,
         [
             (event_id, tenant_id, str(type), sid, None, now, text, actor_text)
             for event_id, sid in zip(

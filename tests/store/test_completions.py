@@ -15,6 +15,7 @@ import trio
 import trio.testing
 
 from appliance.core.events import EventType
+from appliance.core.instants import format_scheduled_for
 from appliance.core.runs import AttemptOutcome, IllegalTransition, RunState, Transition
 from appliance.core.schedules import Schedule
 from appliance.store.claims import ClaimedRun
@@ -99,9 +100,18 @@ async def test_completions_that_finish_together_are_one_call_in_one_commit(
     states = [run_of(db, schedule, run.run_id).state for run in held]
     assert states == [RunState.RETRY_WAIT, RunState.SUCCEEDED] * 6
     events = db.read_now(list_events, tenant_id=schedule.tenant_id)
-    assert [(e.type, e.run_id) for e in events] == [
-        (EventType.RUN_RETRYING if k % 2 == 0 else EventType.RUN_SUCCEEDED, run.run_id)
+    assert [(e.type, e.run_id, e.schedule_id, e.occurred_at, e.actor) for e in events] == [
+        (
+            EventType.RUN_RETRYING if k % 2 == 0 else EventType.RUN_SUCCEEDED,
+            run.run_id,
+            schedule.id,
+            DONE_AT,
+            None,
+        )
         for k, run in enumerate(held)
+    ]
+    assert [e.data["scheduled_for"] for e in events] == [
+        format_scheduled_for(run.scheduled_for) for run in held
     ]
 
 

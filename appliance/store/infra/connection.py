@@ -96,6 +96,14 @@ class Batched:
         return conn.execute(self.postgres, [list(column) for column in zip(*rows, strict=True)])
 
 
+def unnested(typed: str) -> str:
+    """The rows a :class:`Batched` statement's PostgreSQL side reads, as a ``SELECT``
+    list: one array parameter per column of ``typed`` (``"name type, …"``), unnested side
+    by side, in the rows' order."""
+    pairs = [column.split() for column in typed.split(", ")]
+    return ", ".join(f"unnest(CAST(? AS {kind}[])) AS {name}" for name, kind in pairs)
+
+
 SKIP_LOCKED: Final = " FOR UPDATE SKIP LOCKED"
 ROW_LOCKS: Final = Sql(sqlite="", postgres=SKIP_LOCKED)
 
